@@ -1,0 +1,8 @@
+"""hpcdet: a Determined-style training platform for Slurm (and later PBS) clusters.
+
+Components live in subpackages: ``master`` (Flask REST API, database, reconciler),
+``dispatcher`` (scheduler backends and job-script rendering), ``harness`` (runs inside
+the job), ``cli`` (the ``det`` command) and ``core`` (the trial-side Core API).
+"""
+
+__version__ = "0.1.0"

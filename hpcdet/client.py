@@ -1,0 +1,98 @@
+"""A small HTTP client for the master's REST API, shared by the CLI and the harness.
+
+It imports neither Flask nor SQLAlchemy: the CLI runs on login nodes and the harness on
+compute nodes, where only this package's light dependencies are installed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+from hpcdet.errors import MasterError
+
+DEFAULT_MASTER = "http://localhost:8080"
+
+
+def normalize_master_url(url: str) -> str:
+    """Accept ``host:port`` or a full URL; return a URL without a trailing slash."""
+    url = url.strip()
+    if "://" not in url:
+        url = "http://" + url
+    return url.rstrip("/")
+
+
+def master_url_from_env(explicit: str | None = None) -> str:
+    """The master address from ``explicit``, else ``$DET_MASTER``, else the default."""
+    return normalize_master_url(explicit or os.environ.get("DET_MASTER") or DEFAULT_MASTER)
+
+
+class MasterClient:
+    """Calls ``/api/v1`` on one master and turns error answers into :class:`MasterError`."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        user: str | None = None,
+        token: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.url = normalize_master_url(url)
+        headers = {"Accept": "application/json"}
+        if user:
+            headers["X-Hpcdet-User"] = user
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=self.url + "/api/v1", headers=headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MasterClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """GET ``path`` (relative to ``/api/v1``) and return the decoded JSON body."""
+        return self._request("GET", path, params=params)
+
+    def post(self, path: str, body: Any = None) -> Any:
+        """POST ``body`` as JSON to ``path`` and return the decoded JSON body."""
+        return self._request("POST", path, json=body)
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
+        if response.status_code >= 400:
+            raise _error_from_response(response)
+        if not response.content:
+            return None
+        return response.json()
+
+
+def _error_from_response(response: httpx.Response) -> MasterError:
+    """Build a MasterError from the common error shape (or whatever came back)."""
+    try:
+        body = response.json()
+        error = body["error"]
+        message = str(error["message"])
+        details = [str(d) for d in error.get("details") or []]
+        if details:
+            message += "\n  " + "\n  ".join(details)
+        return MasterError(message, status=response.status_code, code=str(error["code"]))
+    except (ValueError, KeyError, TypeError):
+        text = response.text.strip().splitlines()[0] if response.text.strip() else ""
+        return MasterError(
+            f"master answered {response.status_code} {response.reason_phrase}: {text}",
+            status=response.status_code,
+        )

@@ -1,0 +1,168 @@
+"""The backend interface every scheduler module implements, and the values it exchanges.
+
+A backend does four things, and only :meth:`Backend.render` is pure:
+
+* ``render(spec) -> Submission``: the job script text and the submit argv (``--dry-run``
+  prints this and nothing else happens);
+* ``submit(submission) -> job_id``: writes the script into the job directory and submits it;
+* ``poll(jobs) -> {job_id: JobStatus}``: one status for *every* job asked about, gathered
+  with a bounded number of scheduler commands per call (Slurm: one ``squeue`` and at most
+  one ``sacct``), never one command per job;
+* ``cancel(job_ids)``: one command for all of them.
+
+Every scheduler command runs through :mod:`hpcdet.dispatcher.commands`, the one place
+that starts scheduler processes.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+class JobPhase(str, enum.Enum):
+    """A scheduler's view of one job, normalised across schedulers.
+
+    This is an *observation* from the scheduler, not a lifecycle state: the master maps
+    phases onto trial states through its one transition function.
+    """
+
+    PENDING = "PENDING"          # queued, held, configuring, requeued and waiting
+    RUNNING = "RUNNING"          # running, completing, suspended
+    COMPLETED = "COMPLETED"      # exited 0
+    FAILED = "FAILED"            # non-zero exit of the job script
+    CANCELLED = "CANCELLED"      # scancel or an administrator
+    TIMEOUT = "TIMEOUT"          # hit its time limit
+    PREEMPTED = "PREEMPTED"      # preempted and not requeued
+    NODE_FAIL = "NODE_FAIL"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    BOOT_FAIL = "BOOT_FAIL"
+    MISSING = "MISSING"          # the scheduler knows nothing of it (and no exit file)
+    UNKNOWN = "UNKNOWN"          # a native state this backend does not recognise
+
+    @property
+    def is_terminal(self) -> bool:
+        return self not in (JobPhase.PENDING, JobPhase.RUNNING, JobPhase.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class BindMount:
+    """A host path made visible inside the container."""
+
+    host_path: str
+    container_path: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """How each rank's command is wrapped: a container runtime, or none."""
+
+    run_type: str = "none"  # apptainer | singularity | enroot | podman | none
+    image: str | None = None
+    bind_mounts: tuple[BindMount, ...] = ()
+    use_gpus: bool = False
+    # Variables a runtime that does not inherit the environment (podman) must be given.
+    pass_environment: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything needed to render one batch job. Values are validated at render time."""
+
+    name: str
+    job_dir: str
+    nodes: int
+    ntasks_per_node: int
+    command: tuple[str, ...]
+    partition: str | None = None
+    cpus_per_task: int | None = None
+    # Extra resource directives the master computed (e.g. {"gres": "gpu:2"}), by long name.
+    resource_directives: Mapping[str, str] = field(default_factory=dict)
+    time_limit: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    wckey: str | None = None
+    comment: str | None = None
+    nice: int | None = None
+    exclude: str | None = None
+    # Signal for a graceful stop before the time limit; never USR1 (NCCL uses it).
+    signal: str | None = "USR2@120"
+    requeue: bool = False
+    sbatch_args: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    container: ContainerSpec = field(default_factory=ContainerSpec)
+    script_name: str = "job.sh"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The pure result of rendering: what would be written and run."""
+
+    script: str
+    script_path: str
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """A submitted job the master wants news of."""
+
+    job_id: str
+    job_dir: str
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What the scheduler says about one job."""
+
+    job_id: str
+    phase: JobPhase
+    native_state: str
+    reason: str | None = None
+    exit_code: int | None = None
+    nodes: str | None = None
+    source: str = "squeue"  # squeue | sacct | exit-file | none
+
+
+class Backend(abc.ABC):
+    """One scheduler. Subclasses live in one module each (``slurm.py``, later ``pbs.py``)."""
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def render(self, spec: JobSpec) -> Submission:
+        """Render ``spec`` into a script and submit argv, without side effects."""
+
+    @abc.abstractmethod
+    def submit(self, submission: Submission) -> str:
+        """Write the script and submit it; return the scheduler's job id."""
+
+    @abc.abstractmethod
+    def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
+        """Return a status for every job in ``jobs`` using a bounded number of commands."""
+
+    @abc.abstractmethod
+    def cancel(self, job_ids: Sequence[str]) -> None:
+        """Cancel all of ``job_ids`` with one command."""
+
+
+BACKEND_MODULES: Mapping[str, str] = {
+    "slurm": "hpcdet.dispatcher.slurm",
+}
+
+
+def get_backend(name: str, **options: Any) -> Backend:
+    """Import the backend module for ``name`` lazily and construct its backend."""
+    try:
+        module_name = BACKEND_MODULES[name]
+    except KeyError:
+        known = ", ".join(sorted(BACKEND_MODULES))
+        raise ValueError(f"unknown resource manager type {name!r} (known: {known})") from None
+    module = importlib.import_module(module_name)
+    backend: Backend = module.BACKEND(**options)
+    return backend

@@ -1,0 +1,113 @@
+"""Lifecycle states of experiments and trials, and the allowed transitions between them.
+
+This module is data only. The single function that *applies* a transition (checks this
+table, assigns the state and appends a history row) is ``hpcdet.master.transitions.transition``;
+nothing else assigns a state.
+
+Names follow Determined's: experiments are ACTIVE or PAUSED while running, pass through a
+STOPPING_* state, and end COMPLETED, CANCELED or ERROR. Trials use Determined's ACTIVE
+sub-states QUEUED (waiting for, or in, the scheduler's queue) and RUNNING in place of ACTIVE,
+so that a trial's history reads QUEUED -> RUNNING -> COMPLETED.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+
+class State(str, enum.Enum):
+    """Every lifecycle state an experiment or a trial can be in."""
+
+    ACTIVE = "ACTIVE"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    STOPPING_COMPLETED = "STOPPING_COMPLETED"
+    STOPPING_CANCELED = "STOPPING_CANCELED"
+    STOPPING_KILLED = "STOPPING_KILLED"
+    STOPPING_ERROR = "STOPPING_ERROR"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    ERROR = "ERROR"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+    @property
+    def is_stopping(self) -> bool:
+        return self in STOPPING_STATES
+
+
+class EntityKind(str, enum.Enum):
+    """What a state belongs to; each kind has its own transitions table."""
+
+    EXPERIMENT = "experiment"
+    TRIAL = "trial"
+
+
+TERMINAL_STATES = frozenset({State.COMPLETED, State.CANCELED, State.ERROR})
+STOPPING_STATES = frozenset(
+    {State.STOPPING_COMPLETED, State.STOPPING_CANCELED, State.STOPPING_KILLED, State.STOPPING_ERROR}
+)
+# A stopping state may only degrade towards a more severe one (Determined's rule).
+_STOPPING_DEGRADE: Mapping[State, frozenset[State]] = {
+    State.STOPPING_COMPLETED: frozenset({State.STOPPING_CANCELED, State.STOPPING_KILLED,
+                                         State.STOPPING_ERROR}),
+    State.STOPPING_CANCELED: frozenset({State.STOPPING_KILLED, State.STOPPING_ERROR}),
+    State.STOPPING_KILLED: frozenset({State.STOPPING_ERROR}),
+    State.STOPPING_ERROR: frozenset(),
+}
+# Where each stopping state ends once nothing runs any more.
+STOPPING_TO_TERMINAL: Mapping[State, State] = {
+    State.STOPPING_COMPLETED: State.COMPLETED,
+    State.STOPPING_CANCELED: State.CANCELED,
+    State.STOPPING_KILLED: State.CANCELED,
+    State.STOPPING_ERROR: State.ERROR,
+}
+
+
+def _stopping_rows() -> dict[State, frozenset[State]]:
+    return {
+        s: _STOPPING_DEGRADE[s] | {STOPPING_TO_TERMINAL[s], State.ERROR}
+        for s in STOPPING_STATES
+    }
+
+
+_ALL_STOPPING = STOPPING_STATES
+
+EXPERIMENT_TRANSITIONS: Mapping[State | None, frozenset[State]] = {
+    None: frozenset({State.ACTIVE, State.PAUSED}),
+    State.ACTIVE: frozenset({State.PAUSED, State.ERROR} | _ALL_STOPPING),
+    State.PAUSED: frozenset({State.ACTIVE, State.ERROR} | _ALL_STOPPING),
+    **_stopping_rows(),
+    State.COMPLETED: frozenset(),
+    State.CANCELED: frozenset(),
+    State.ERROR: frozenset(),
+}
+
+TRIAL_TRANSITIONS: Mapping[State | None, frozenset[State]] = {
+    None: frozenset({State.QUEUED, State.PAUSED}),
+    # QUEUED -> CANCELED/ERROR: a job withdrawn or refused before it ever ran.
+    State.QUEUED: frozenset({State.RUNNING, State.PAUSED, State.CANCELED, State.ERROR}
+                            | _ALL_STOPPING),
+    # RUNNING -> QUEUED: the job was requeued or the trial restarts in a new job.
+    State.RUNNING: frozenset({State.QUEUED, State.PAUSED, State.COMPLETED, State.ERROR}
+                             | _ALL_STOPPING),
+    State.PAUSED: frozenset({State.QUEUED, State.CANCELED, State.ERROR} | _ALL_STOPPING),
+    **_stopping_rows(),
+    State.COMPLETED: frozenset(),
+    State.CANCELED: frozenset(),
+    State.ERROR: frozenset(),
+}
+
+TRANSITIONS: Mapping[EntityKind, Mapping[State | None, frozenset[State]]] = {
+    EntityKind.EXPERIMENT: EXPERIMENT_TRANSITIONS,
+    EntityKind.TRIAL: TRIAL_TRANSITIONS,
+}
+
+
+def is_allowed(kind: EntityKind, current: State | None, new: State) -> bool:
+    """Whether ``kind`` may move from ``current`` (None: not yet created) to ``new``."""
+    return new in TRANSITIONS[kind].get(current, frozenset())
