@@ -1,0 +1,10 @@
+"""The REST API blueprint, mounted at ``/api/v1``."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+# Route modules register themselves on ``bp`` when imported.
+from hpcdet.master.api import experiments, master_info, trials  # noqa: E402,F401

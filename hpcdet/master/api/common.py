@@ -1,0 +1,54 @@
+"""Helpers shared by the API views: sessions, lookups, request bodies."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from flask import current_app, g, request
+from sqlalchemy.orm import Session
+
+from hpcdet.master.errors import ApiError
+from hpcdet.master.settings import MasterSettings
+
+M = TypeVar("M")
+
+
+def db() -> Session:
+    """The request's session; committed (or rolled back) at teardown by the app."""
+    if "db_session" not in g:
+        g.db_session = current_app.config["HPCDET_SESSION_FACTORY"]()
+    session: Session = g.db_session
+    return session
+
+
+def settings() -> MasterSettings:
+    value: MasterSettings = current_app.config["HPCDET_SETTINGS"]
+    return value
+
+
+def get_or_404(model: type[M], key: Any, what: str) -> M:
+    obj = db().get(model, key)
+    if obj is None:
+        raise ApiError(404, "not_found", f"{what} {key} not found")
+    return obj
+
+
+def json_body() -> dict[str, Any]:
+    """The request's JSON object, or 400 naming what is wrong."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise ApiError(400, "bad_request", "the request body must be a JSON object")
+    return body
+
+
+def int_arg(name: str, default: int, *, lo: int = 0, hi: int = 10**9) -> int:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, "bad_request", f"query parameter {name}: not an integer") from None
+    if not lo <= value <= hi:
+        raise ApiError(400, "bad_request", f"query parameter {name}: must be {lo}..{hi}")
+    return value

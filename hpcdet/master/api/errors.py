@@ -1,0 +1,55 @@
+"""The one JSON error shape every API route answers with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+from hpcdet.errors import ConfigError, ValidationError
+from hpcdet.master.errors import ApiError
+
+__all__ = ["ApiError", "error_body", "register_error_handlers"]
+
+
+def error_body(status: int, code: str, message: str, details: Sequence[str] = ()) -> Any:
+    return {"error": {"code": code, "message": message, "details": list(details)},
+            "status": status}
+
+
+def _respond(status: int, code: str, message: str, details: Sequence[str] = ()) -> Response:
+    response = jsonify(error_body(status, code, message, details))
+    response.status_code = status
+    return response
+
+
+_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+               405: "method_not_allowed", 409: "conflict", 413: "payload_too_large"}
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Route every error raised under ``/api`` into the common shape."""
+
+    @app.errorhandler(ApiError)
+    def _api_error(exc: ApiError) -> Response:
+        return _respond(exc.status, exc.code, exc.message, exc.details)
+
+    @app.errorhandler(ConfigError)
+    def _config_error(exc: ConfigError) -> Response:
+        return _respond(400, "invalid_config", exc.title, exc.errors)
+
+    @app.errorhandler(ValidationError)
+    def _validation_error(exc: ValidationError) -> Response:
+        return _respond(400, "bad_request", str(exc))
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        return _respond(status, _HTTP_CODES.get(status, "error"), exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        app.logger.exception("unhandled error")
+        return _respond(500, "internal", f"internal error: {type(exc).__name__}")

@@ -1,0 +1,114 @@
+"""Experiment routes: create (and dry-run), list, describe, kill, trials."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app, request
+from sqlalchemy import func, select
+
+from hpcdet.master import serialize
+from hpcdet.master.api import bp
+from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
+from hpcdet.master.errors import ApiError
+from hpcdet.master.models import Experiment, StateChange, Trial
+from hpcdet.master.submission import accept
+from hpcdet.master.transitions import transition
+from hpcdet.states import State
+
+
+@bp.post("/experiments")
+def create_experiment() -> Any:
+    """Validate and store an experiment, or with ``dry_run`` render its job only."""
+    owner = current_user()
+    body = json_body()
+    config_text, context = body.get("config"), body.get("context")
+    if not isinstance(config_text, str) or not isinstance(context, str):
+        raise ApiError(400, "bad_request", "body needs 'config' (YAML text) and 'context' "
+                       "(base64 tar.gz)")
+    result = accept(db(), settings(), current_app.config["HPCDET_BACKEND"],
+                    config_text=config_text, context_b64=context, owner=owner,
+                    dry_run=bool(body.get("dry_run")))
+    if result.experiment is None:
+        jobs = [{"trial": i + 1, "script": s.script, "argv": list(s.argv)}
+                for i, s in enumerate(result.dry_run_jobs)]
+        return {"dry_run": True, "jobs": jobs, "warnings": result.warnings}
+    db().commit()
+    return {"experiment": serialize.experiment(result.experiment, 0),
+            "warnings": result.warnings}, 201
+
+
+@bp.get("/experiments")
+def list_experiments() -> Any:
+    """Experiments, newest first, filtered by state and owner; archived ones on request."""
+    query = select(Experiment)
+    if request.args.get("state"):
+        query = query.where(Experiment.state == request.args["state"].upper())
+    if request.args.get("owner"):
+        query = query.where(Experiment.owner == request.args["owner"])
+    if request.args.get("archived", "false").lower() != "true":
+        query = query.where(Experiment.archived.is_(False))
+    total = db().scalar(select(func.count()).select_from(query.subquery()))
+    rows = db().scalars(query.order_by(Experiment.id.desc()).limit(int_arg("limit", 100, hi=1000))
+                        .offset(int_arg("offset", 0))).all()
+    counts = _trial_counts([e.id for e in rows])
+    return {"experiments": [serialize.experiment(e, counts.get(e.id, 0)) for e in rows],
+            "total": total}
+
+
+def _trial_counts(ids: list[int]) -> dict[int, int]:
+    if not ids:
+        return {}
+    rows = db().execute(select(Trial.experiment_id, func.count()).where(
+        Trial.experiment_id.in_(ids)).group_by(Trial.experiment_id)).all()
+    return {exp_id: count for exp_id, count in rows}
+
+
+@bp.get("/experiments/<int:exp_id>")
+def describe_experiment(exp_id: int) -> Any:
+    """One experiment with its effective config, history and trials."""
+    exp = get_or_404(Experiment, exp_id, "experiment")
+    trials = _trials_of(exp_id)
+    body = serialize.experiment(exp, len(trials))
+    body["config"] = exp.config
+    body["history"] = history("experiment", exp_id)
+    return {"experiment": body, "trials": trials}
+
+
+def _trials_of(exp_id: int) -> list[dict[str, Any]]:
+    from hpcdet.master.api.trials import jobs_by_trial
+
+    trials = db().scalars(select(Trial).where(Trial.experiment_id == exp_id)
+                          .order_by(Trial.id)).all()
+    jobs = jobs_by_trial([t.id for t in trials])
+    return [serialize.trial(t, jobs.get(t.id, [])) for t in trials]
+
+
+def history(kind: str, entity_id: int) -> list[dict[str, Any]]:
+    rows = db().scalars(select(StateChange).where(StateChange.entity_kind == kind,
+                                                  StateChange.entity_id == entity_id)
+                        .order_by(StateChange.id)).all()
+    return [serialize.state_change(c) for c in rows]
+
+
+@bp.get("/experiments/<int:exp_id>/trials")
+def list_trials(exp_id: int) -> Any:
+    get_or_404(Experiment, exp_id, "experiment")
+    return {"trials": _trials_of(exp_id)}
+
+
+@bp.post("/experiments/<int:exp_id>/kill")
+def kill_experiment(exp_id: int) -> Any:
+    """Stop every trial now: queued jobs are withdrawn and running ones cancelled."""
+    actor = current_user()
+    exp = get_or_404(Experiment, exp_id, "experiment")
+    if State(exp.state).is_terminal:
+        raise ApiError(409, "conflict", f"experiment {exp_id} already ended {exp.state}")
+    transition(db(), exp, State.STOPPING_KILLED, cause="kill requested", actor=actor)
+    for trial in db().scalars(select(Trial).where(Trial.experiment_id == exp_id)).all():
+        if not State(trial.state).is_terminal:
+            transition(db(), trial, State.STOPPING_KILLED, cause="experiment killed",
+                       actor=actor)
+    db().commit()
+    return {"experiment": serialize.experiment(exp, len(_trials_of(exp_id)))}

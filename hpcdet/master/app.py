@@ -1,0 +1,51 @@
+"""The Flask application factory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, g
+
+from hpcdet.dispatcher import Backend, get_backend
+from hpcdet.master.db import make_engine, make_session_factory
+from hpcdet.master.settings import MasterSettings, load_settings
+
+
+def create_app(settings: MasterSettings | None = None, *, backend: Backend | None = None) -> Flask:
+    """Build the master's WSGI app: the ``/api/v1`` blueprint, the web page, one error shape.
+
+    ``settings`` defaults to :func:`load_settings` (``master.yaml`` from
+    ``$HPCDET_MASTER_CONFIG`` and the environment). The database must already be migrated
+    (``det-master`` migrates on start).
+    """
+    import os
+
+    settings = settings or load_settings(os.environ.get("HPCDET_MASTER_CONFIG"))
+    app = Flask(__name__)
+    app.config["HPCDET_SETTINGS"] = settings
+    engine = make_engine(settings.db_url)
+    app.config["HPCDET_ENGINE"] = engine
+    app.config["HPCDET_SESSION_FACTORY"] = make_session_factory(engine)
+    app.config["HPCDET_BACKEND"] = backend or get_backend(
+        settings.resource_manager.type, template_dir=settings.resource_manager.template_dir)
+    _register(app)
+    return app
+
+
+def _register(app: Flask) -> None:
+    from hpcdet.master.api import bp as api_bp
+    from hpcdet.master.api.errors import register_error_handlers
+    from hpcdet.master.web import bp as web_bp
+
+    app.register_blueprint(api_bp)
+    app.register_blueprint(web_bp)
+    register_error_handlers(app)
+    app.teardown_appcontext(_close_session)
+
+
+def _close_session(exc: BaseException | None) -> None:
+    session: Any = g.pop("db_session", None)
+    if session is not None:
+        if exc is not None:
+            session.rollback()
+        session.close()

@@ -1,0 +1,24 @@
+"""Alembic environment: runs hpcdet's migrations against the URL the master was given."""
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+from hpcdet.master.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def run_migrations_online() -> None:
+    url = config.get_main_option("sqlalchemy.url")
+    engine = create_engine(url, poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        # render_as_batch lets the same migrations ALTER tables on SQLite.
+        context.configure(connection=connection, target_metadata=target_metadata,
+                          render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+run_migrations_online()

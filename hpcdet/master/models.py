@@ -1,0 +1,176 @@
+"""SQLAlchemy 2 typed models, portable between SQLite and PostgreSQL.
+
+Relationships are ``lazy="raise"`` so an accidental lazy load fails loudly; state columns
+are written only by :func:`hpcdet.master.transitions.transition`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Named constraints let Alembic address (and later drop) them the same way on both databases.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+JSONType = JSON().with_variant(postgresql.JSONB(), "postgresql")
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets a 64-bit key.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSONType, list[Any]: JSONType}
+
+
+class Experiment(Base):
+    __tablename__ = "experiments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(256))
+    description: Mapped[str] = mapped_column(Text, default="")
+    labels: Mapped[list[Any]] = mapped_column(default=list)
+    owner: Mapped[str] = mapped_column(String(128), index=True)
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    config: Mapped[dict[str, Any]] = mapped_column()
+    original_config: Mapped[str] = mapped_column(Text)
+    context: Mapped[bytes] = mapped_column(LargeBinary)
+    searcher_name: Mapped[str] = mapped_column(String(32))
+    resource_pool: Mapped[str | None] = mapped_column(String(128))
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+    trials: Mapped[list[Trial]] = relationship(back_populates="experiment", lazy="raise",
+                                               order_by="Trial.id")
+
+
+class Trial(Base):
+    __tablename__ = "trials"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"),
+                                               index=True)
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    hparams: Mapped[dict[str, Any]] = mapped_column()
+    seed: Mapped[int] = mapped_column(BigInteger)
+    restarts: Mapped[int] = mapped_column(Integer, default=0)
+    run_id: Mapped[int] = mapped_column(Integer, default=0)
+    steps_completed: Mapped[int] = mapped_column(BigInteger, default=0)
+    token: Mapped[str] = mapped_column(String(64))
+    job_dir: Mapped[str] = mapped_column(Text, default="")
+    latest_checkpoint: Mapped[str | None] = mapped_column(String(64))
+    best_validation: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    latest_validation: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+    experiment: Mapped[Experiment] = relationship(back_populates="trials", lazy="raise")
+
+
+class Job(Base):
+    """One scheduler job of a trial. ``job_id`` NULL means: intent to submit recorded."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[int] = mapped_column(Integer)
+    job_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    active: Mapped[bool] = mapped_column(Boolean, default=True, index=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    phase: Mapped[str | None] = mapped_column(String(32))
+    native_state: Mapped[str | None] = mapped_column(String(64))
+    reason: Mapped[str | None] = mapped_column(Text)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    nodes: Mapped[str | None] = mapped_column(Text)
+    script_path: Mapped[str] = mapped_column(Text, default="")
+    log_offsets: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    submitted_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class StateChange(Base):
+    """History: one row per state transition of an experiment or a trial."""
+
+    __tablename__ = "state_changes"
+    __table_args__ = (Index("ix_state_changes_entity", "entity_kind", "entity_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    entity_kind: Mapped[str] = mapped_column(String(16))
+    entity_id: Mapped[int] = mapped_column(Integer)
+    from_state: Mapped[str | None] = mapped_column(String(32))
+    to_state: Mapped[str] = mapped_column(String(32))
+    cause: Mapped[str] = mapped_column(Text, default="")
+    actor: Mapped[str] = mapped_column(String(128), default="system")
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Metric(Base):
+    """One reported value: (trial, group, step, name) -> value."""
+
+    __tablename__ = "metrics"
+    __table_args__ = (Index("ix_metrics_trial_group_step", "trial_id", "group", "steps_completed"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"))
+    group: Mapped[str] = mapped_column(String(32))
+    steps_completed: Mapped[int] = mapped_column(BigInteger)
+    name: Mapped[str] = mapped_column(String(256))
+    value: Mapped[float] = mapped_column(Float)
+    reported_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+
+    uuid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), index=True)
+    steps_completed: Mapped[int] = mapped_column(BigInteger)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType, default=dict)
+    resources: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    validation_metrics: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    state: Mapped[str] = mapped_column(String(16), default="ACTIVE")
+    reported_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TrialLog(Base):
+    __tablename__ = "trial_logs"
+    __table_args__ = (Index("ix_trial_logs_trial_id_id", "trial_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    rank: Mapped[int | None] = mapped_column(Integer)
+    stream: Mapped[str] = mapped_column(String(8))
+    line: Mapped[str] = mapped_column(Text)
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+__all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "StateChange", "Trial",
+           "TrialLog", "utcnow"]

@@ -1,0 +1,64 @@
+"""Models to the JSON shapes documented in docs/api.md."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from typing import Any
+
+from hpcdet.master.models import Checkpoint, Experiment, Job, StateChange, Trial, TrialLog
+
+
+def _time(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:  # SQLite hands back naive datetimes; we store UTC
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return value.isoformat()
+
+
+def experiment(exp: Experiment, num_trials: int) -> dict[str, Any]:
+    return {
+        "id": exp.id, "name": exp.name, "description": exp.description,
+        "labels": list(exp.labels or []), "state": exp.state, "owner": exp.owner,
+        "searcher": exp.searcher_name, "resource_pool": exp.resource_pool,
+        "archived": exp.archived, "created_at": _time(exp.created_at),
+        "ended_at": _time(exp.ended_at), "num_trials": num_trials,
+    }
+
+
+def trial(t: Trial, jobs: Iterable[Job] = ()) -> dict[str, Any]:
+    jobs = list(jobs)
+    return {
+        "id": t.id, "experiment_id": t.experiment_id, "state": t.state, "hparams": t.hparams,
+        "seed": t.seed, "restarts": t.restarts, "steps_completed": t.steps_completed,
+        "best_validation": t.best_validation, "latest_validation": t.latest_validation,
+        "latest_checkpoint": t.latest_checkpoint,
+        "job_ids": [j.job_id for j in jobs if j.job_id],
+        "nodes": next((j.nodes for j in reversed(jobs) if j.nodes), None),
+        "created_at": _time(t.created_at), "ended_at": _time(t.ended_at),
+    }
+
+
+def job(j: Job) -> dict[str, Any]:
+    return {"job_id": j.job_id, "run_id": j.run_id, "phase": j.phase,
+            "native_state": j.native_state, "reason": j.reason, "exit_code": j.exit_code,
+            "nodes": j.nodes, "active": j.active, "submitted_at": _time(j.submitted_at),
+            "ended_at": _time(j.ended_at)}
+
+
+def state_change(c: StateChange) -> dict[str, Any]:
+    return {"from": c.from_state, "to": c.to_state, "at": _time(c.at), "cause": c.cause,
+            "actor": c.actor}
+
+
+def checkpoint(c: Checkpoint) -> dict[str, Any]:
+    return {"uuid": c.uuid, "trial_id": c.trial_id, "steps_completed": c.steps_completed,
+            "metadata": c.metadata_, "resources": c.resources,
+            "validation_metrics": c.validation_metrics, "state": c.state,
+            "reported_at": _time(c.reported_at)}
+
+
+def log_line(entry: TrialLog) -> dict[str, Any]:
+    return {"id": entry.id, "rank": entry.rank, "stream": entry.stream, "line": entry.line,
+            "job_id": entry.job_id, "at": _time(entry.at)}

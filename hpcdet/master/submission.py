@@ -1,0 +1,161 @@
+"""Accepting an experiment: parse, validate, apply defaults, render, and only then store."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import random
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from sqlalchemy.orm import Session
+
+from hpcdet import expconf
+from hpcdet.dispatcher import Backend, Submission
+from hpcdet.dispatcher.jobdir import context_size, prepare_job_dir
+from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
+from hpcdet.errors import ConfigError
+from hpcdet.master.errors import ApiError
+from hpcdet.master.jobspec import TrialRun, build_job_spec, checkpoint_dir, slot_layout
+from hpcdet.master.models import Experiment
+from hpcdet.master.settings import MasterSettings
+from hpcdet.master.transitions import transition
+from hpcdet.states import State
+
+CONTEXT_LIMIT = 95 * 1024 * 1024
+
+
+@dataclass
+class Accepted:
+    """What a submission produced: the stored experiment, or the dry-run jobs."""
+
+    warnings: list[str]
+    experiment: Experiment | None = None
+    dry_run_jobs: list[Submission] = field(default_factory=list)
+
+
+def parse_config(text: str) -> dict[str, Any]:
+    """Parse YAML text; syntax errors name line and column."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise ConfigError([f"<config>{at}: {getattr(exc, 'problem', None) or exc}"],
+                          title="the experiment config is not valid YAML") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(["<config>: must be a mapping of fields"])
+    return doc
+
+
+def decode_context(encoded: str) -> bytes:
+    """Decode the base64 context tarball and enforce the 95 MiB limit."""
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ApiError(400, "bad_request", "context: not valid base64") from exc
+    size = context_size(data)
+    if size > CONTEXT_LIMIT:
+        raise ApiError(413, "payload_too_large",
+                       f"context holds {size} bytes of files, over the {CONTEXT_LIMIT} limit")
+    return data
+
+
+def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Sanity-check what the user wrote, merge the master's defaults, check completeness."""
+    errors = expconf.validate(user_doc, phase="sanity")
+    if errors:
+        raise ConfigError(errors, title="the experiment config is invalid")
+    config = expconf.with_defaults(user_doc, checkpoint_storage=default_storage(settings))
+    errors = expconf.validate(config, phase="complete")
+    if errors:
+        raise ConfigError(errors, title="the experiment config is incomplete")
+    parse_sbatch_args((config.get("slurm") or {}).get("sbatch_args") or [])
+    slot_layout(config)
+    return config
+
+
+def default_storage(settings: MasterSettings) -> dict[str, Any]:
+    if settings.checkpoint_storage:
+        return dict(settings.checkpoint_storage)
+    root = Path(settings.resource_manager.job_storage_root).expanduser()
+    return {"type": "shared_fs", "host_path": str(root / "checkpoints")}
+
+
+def accept(session: Session, settings: MasterSettings, backend: Backend, *, config_text: str,
+           context_b64: str, owner: str, dry_run: bool) -> Accepted:
+    """Validate everything and render the first job before anything is stored."""
+    user_doc = parse_config(config_text)
+    context = decode_context(context_b64)
+    config = effective_config(settings, user_doc)
+    warnings = expconf.warnings_for(user_doc)
+    if dry_run:
+        return Accepted(warnings, dry_run_jobs=[_dry_run_job(settings, backend, config,
+                                                             context)])
+    backend.render(build_job_spec(settings, config, TrialRun(0, 0, 1, "/nonexistent")))
+    experiment = _store(session, config, config_text, context, owner)
+    return Accepted(warnings, experiment=experiment)
+
+
+def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
+           owner: str) -> Experiment:
+    experiment = Experiment(
+        name=config["name"], description=config.get("description") or "",
+        labels=list(config.get("labels") or []), owner=owner, config=config,
+        original_config=text, context=context, searcher_name=config["searcher"]["name"],
+        resource_pool=config["resources"].get("resource_pool"),
+    )
+    session.add(experiment)
+    transition(session, experiment, State.ACTIVE, cause="experiment created", actor=owner)
+    return experiment
+
+
+def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, Any],
+                 context: bytes) -> Submission:
+    """Render the first trial's job in a scratch job directory, runnable with plain sbatch.
+
+    The directory holds the context and an *unmanaged* trial.json (no trial id, no token):
+    the harness then trains with local stand-ins for metrics and checkpoint registration.
+    """
+    root = Path(settings.resource_manager.job_storage_root).expanduser()
+    job_dir = str(root / "dry-run" / secrets.token_hex(6))
+    run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir)
+    submission = backend.render(build_job_spec(settings, config, run))
+    info = trial_info(settings, config, run, hparams=first_hparams(config), seed=trial_seed(
+        config, 0), latest_checkpoint=None, unmanaged=True)
+    prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None)
+    return submission
+
+
+def first_hparams(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The single searcher's one hyperparameter sample (seeded by the experiment seed)."""
+    rng = random.Random(config["reproducibility"]["experiment_seed"])
+    return expconf.sample_hparams(config.get("hyperparameters") or {}, rng)
+
+
+def trial_seed(config: Mapping[str, Any], index: int) -> int:
+    """A trial's seed, derived from the experiment seed and the trial's position."""
+    rng = random.Random(f"{config['reproducibility']['experiment_seed']}:{index}")
+    return rng.randrange(2**31)
+
+
+def trial_info(settings: MasterSettings, config: Mapping[str, Any], run: TrialRun, *,
+               hparams: Mapping[str, Any], seed: int, latest_checkpoint: str | None,
+               unmanaged: bool = False) -> dict[str, Any]:
+    """The trial.json the harness reads (docs/job-directory.md)."""
+    return {
+        "master_url": settings.master_url,
+        "experiment_id": None if unmanaged else run.experiment_id,
+        "trial_id": None if unmanaged else run.trial_id,
+        "run_id": run.run_id,
+        "trial_seed": seed,
+        "hparams": dict(hparams),
+        "experiment_config": dict(config),
+        "latest_checkpoint": latest_checkpoint,
+        "checkpoint_dir": checkpoint_dir(config),
+        "token_file": None if unmanaged else ".token",
+    }

@@ -1,0 +1,52 @@
+"""The one function that changes an experiment's or a trial's state.
+
+It checks :data:`hpcdet.states.TRANSITIONS`, assigns the new state, stamps ``ended_at`` on
+terminal states and appends a :class:`~hpcdet.master.models.StateChange` row. No other code
+assigns ``.state`` (a unit test scans the package to keep it so).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from hpcdet.errors import HpcdetError
+from hpcdet.master.models import Experiment, StateChange, Trial, utcnow
+from hpcdet.states import EntityKind, State, is_allowed
+
+
+class IllegalTransition(HpcdetError):
+    """A transition the allowed-transitions table does not permit."""
+
+    def __init__(self, kind: EntityKind, entity_id: int | None, current: State | None,
+                 new: State) -> None:
+        self.kind, self.current, self.new = kind, current, new
+        was = current.value if current else "(new)"
+        super().__init__(f"{kind.value} {entity_id}: cannot go from {was} to {new.value}")
+
+
+def current_state(entity: Experiment | Trial) -> State | None:
+    """The entity's state as an enum (None before its first transition)."""
+    return State(entity.state) if entity.state else None
+
+
+def transition(session: Session, entity: Experiment | Trial, new: State, *, cause: str,
+               actor: str = "system") -> bool:
+    """Move ``entity`` to ``new`` and record it; return False if it is already there.
+
+    Raises :class:`IllegalTransition` when the table does not allow the move.
+    """
+    kind = EntityKind.EXPERIMENT if isinstance(entity, Experiment) else EntityKind.TRIAL
+    current = current_state(entity)
+    if current is new:
+        return False
+    if not is_allowed(kind, current, new):
+        raise IllegalTransition(kind, entity.id, current, new)
+    entity.state = new.value
+    if new.is_terminal:
+        entity.ended_at = utcnow()
+    if entity.id is None:
+        session.flush()  # the history row needs the entity's id
+    session.add(StateChange(entity_kind=kind.value, entity_id=entity.id,
+                            from_state=current.value if current else None, to_state=new.value,
+                            cause=cause, actor=actor))
+    return True

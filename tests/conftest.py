@@ -1,0 +1,99 @@
+"""Shared fixtures and the tier rules.
+
+Tiers: unit tests need nothing; ``@pytest.mark.slurm`` needs the dev cluster
+(``scripts/dev-cluster up``); ``@pytest.mark.postgres`` needs a PostgreSQL server
+(``HPCDET_TEST_POSTGRES_URL``, default the local server with trust auth). Outside CI a missing
+component skips its tier with the reason; with ``CI=true`` (or ``HPCDET_REQUIRE_ALL=1``) it
+fails the run instead, so no tier is silently skipped in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_PG = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+
+
+def require_all() -> bool:
+    return os.environ.get("CI") == "true" or os.environ.get("HPCDET_REQUIRE_ALL") == "1"
+
+
+def missing(reason: str) -> None:
+    """Skip locally, fail in CI."""
+    if require_all():
+        pytest.fail(f"required test component missing: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def slurm_env() -> dict[str, str]:
+    """The environment that selects the dev cluster (SLURM_CONF), if it is up."""
+    env = dict(os.environ)
+    env_file = REPO / ".state" / "dev-cluster" / "env"
+    if "SLURM_CONF" not in env and env_file.exists():
+        for line in env_file.read_text().splitlines():
+            if line.startswith("export SLURM_CONF="):
+                env["SLURM_CONF"] = line.split("=", 1)[1].strip().strip("'\"")
+    return env
+
+
+@pytest.fixture(scope="session")
+def slurm() -> dict[str, str]:
+    """Environment for talking to a live Slurm cluster; skips/fails when there is none."""
+    env = slurm_env()
+    if shutil.which("sinfo") is None:
+        missing("Slurm client commands are not installed (run scripts/dev-cluster up)")
+    probe = subprocess.run(["sinfo", "-h", "-o", "%P"], env=env, capture_output=True, text=True,
+                           timeout=30)
+    if probe.returncode != 0:
+        missing(f"no Slurm cluster answers: {probe.stderr.strip()}")
+    os.environ["SLURM_CONF"] = env.get("SLURM_CONF", "")
+    return env
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> str:
+    """A PostgreSQL URL allowed to create databases; skips/fails when unreachable."""
+    url = os.environ.get("HPCDET_TEST_POSTGRES_URL", DEFAULT_PG)
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("select 1"))
+    except sa.exc.OperationalError as exc:
+        missing(f"PostgreSQL is not reachable at {url}: {str(exc).splitlines()[0]}")
+    finally:
+        engine.dispose()
+    return url
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    import sqlalchemy as sa
+
+    name = f"hpcdet_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    yield postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each database-backed test runs on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'master.sqlite'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url

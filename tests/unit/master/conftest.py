@@ -1,0 +1,37 @@
+"""Fixtures for master tests: a migrated database (SQLite and PostgreSQL), app and client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.master.app import create_app
+from hpcdet.master.db import migrate
+from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> MasterSettings:
+    migrate(db_url)
+    rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),
+                 master_host="master.example", cluster_name="unit")
+    return MasterSettings(db_url=db_url, resource_manager=rm, state_dir=str(tmp_path))
+
+
+@pytest.fixture
+def app(settings: MasterSettings) -> Iterator[Flask]:
+    app = create_app(settings, backend=SlurmBackend())
+    app.config["TESTING"] = True
+    yield app
+    app.config["HPCDET_ENGINE"].dispose()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()

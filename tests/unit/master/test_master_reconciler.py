@@ -1,0 +1,152 @@
+"""Reconciler logic against a scripted scheduler (the real Slurm path is the integration tier)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from hpcdet.dispatcher import JobPhase, JobRef, JobStatus, Submission
+from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.errors import SchedulerError
+from hpcdet.master.db import make_session_factory
+from hpcdet.master.models import Job, StateChange, Trial, TrialLog
+from hpcdet.master.reconciler import Reconciler
+from master_helpers import create
+
+
+class FakeSchedulerBackend(SlurmBackend):
+    """A fake scheduler for unit tests: renders for real, but submit/poll/cancel are scripted.
+
+    The same reconciler runs against the real dev Slurm cluster in tests/integration.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.submitted: list[Submission] = []
+        self.phases: dict[str, JobPhase] = {}
+        self.poll_calls: list[list[str]] = []
+        self.cancelled: list[str] = []
+        self.fail_submit = False
+
+    def submit(self, submission: Submission) -> str:
+        if self.fail_submit:
+            raise SchedulerError(["sbatch"], 1, "", "sbatch: error: invalid partition")
+        self.submitted.append(submission)
+        job_id = str(100 + len(self.submitted))
+        self.phases[job_id] = JobPhase.PENDING
+        return job_id
+
+    def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
+        self.poll_calls.append([j.job_id for j in jobs])
+        return {j.job_id: JobStatus(j.job_id, self.phases[j.job_id], self.phases[j.job_id].value,
+                                    reason="Resources", exit_code=0, nodes="node1")
+                for j in jobs}
+
+    def cancel(self, job_ids: Sequence[str]) -> None:
+        self.cancelled += job_ids
+        for job_id in job_ids:
+            self.phases[job_id] = JobPhase.CANCELLED
+
+
+@pytest.fixture
+def fake() -> FakeSchedulerBackend:
+    return FakeSchedulerBackend()
+
+
+@pytest.fixture
+def reconciler(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
+    return Reconciler(app.config["HPCDET_SETTINGS"],
+                      make_session_factory(app.config["HPCDET_ENGINE"]), fake)
+
+
+def trial_history(app: Flask, trial_id: int) -> list[str]:
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        rows = session.scalars(select(StateChange).where(
+            StateChange.entity_kind == "trial", StateChange.entity_id == trial_id)
+            .order_by(StateChange.id))
+        return [r.to_state for r in rows]
+
+
+def test_an_experiment_runs_to_completed(client: FlaskClient, app: Flask,
+                                         reconciler: Reconciler,
+                                         fake: FakeSchedulerBackend) -> None:
+    exp_id = create(client).get_json()["experiment"]["id"]
+    report = reconciler.cycle()
+    assert (report.trials_created, report.jobs_submitted, report.jobs_polled) == (1, 1, 1)
+    job_dir = Path(fake.submitted[0].script_path).parent
+    assert (job_dir / "context" / "train.py").exists() and (job_dir / "trial.json").exists()
+    assert (job_dir / ".token").stat().st_mode & 0o777 == 0o600
+    fake.phases["101"] = JobPhase.RUNNING
+    reconciler.cycle()
+    fake.phases["101"] = JobPhase.COMPLETED
+    (job_dir / "slurm-101.out").write_text("0: epoch 1\n1: epoch 1\nno label\n")
+    reconciler.cycle()
+    described = client.get(f"/api/v1/experiments/{exp_id}").get_json()
+    assert described["experiment"]["state"] == "COMPLETED"
+    trial = described["trials"][0]
+    assert trial["state"] == "COMPLETED" and trial["job_ids"] == ["101"]
+    assert trial_history(app, trial["id"]) == ["QUEUED", "RUNNING", "COMPLETED"]
+    logs = client.get(f"/api/v1/trials/{trial['id']}/logs").get_json()["logs"]
+    assert [(entry["rank"], entry["line"]) for entry in logs] == [
+        (0, "epoch 1"), (1, "epoch 1"), (None, "no label")]
+    assert all(len(call) == 1 for call in fake.poll_calls)
+
+
+def test_a_job_that_ends_between_polls_still_shows_it_ran(
+        client: FlaskClient, app: Flask, reconciler: Reconciler,
+        fake: FakeSchedulerBackend) -> None:
+    create(client)
+    reconciler.cycle()
+    fake.phases["101"] = JobPhase.COMPLETED
+    reconciler.cycle()
+    trial_id = client.get("/api/v1/experiments").get_json()["experiments"][0]["id"]
+    assert trial_history(app, trial_id) == ["QUEUED", "RUNNING", "COMPLETED"]
+
+
+def test_a_failed_job_ends_the_trial_and_experiment_in_error(
+        client: FlaskClient, reconciler: Reconciler, fake: FakeSchedulerBackend) -> None:
+    exp_id = create(client).get_json()["experiment"]["id"]
+    reconciler.cycle()
+    fake.phases["101"] = JobPhase.FAILED
+    reconciler.cycle()
+    described = client.get(f"/api/v1/experiments/{exp_id}").get_json()
+    assert described["trials"][0]["state"] == "ERROR"
+    history = [h["to"] for h in described["experiment"]["history"]]
+    assert history == ["ACTIVE", "STOPPING_ERROR", "ERROR"]
+
+
+def test_a_refused_submission_is_an_error_with_the_reason_in_the_log(
+        client: FlaskClient, app: Flask, reconciler: Reconciler,
+        fake: FakeSchedulerBackend) -> None:
+    fake.fail_submit = True
+    create(client)
+    reconciler.cycle()
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        trial = session.scalars(select(Trial)).one()
+        assert trial.state == "ERROR"
+        lines = session.scalars(select(TrialLog.line)).all()
+        assert any("invalid partition" in line for line in lines)
+        assert session.scalars(select(Job.active)).all() == [False]
+
+
+def test_kill_cancels_with_one_command_and_ends_canceled(
+        client: FlaskClient, reconciler: Reconciler, fake: FakeSchedulerBackend) -> None:
+    first = create(client).get_json()["experiment"]["id"]
+    second = create(client).get_json()["experiment"]["id"]
+    reconciler.cycle()
+    assert len(fake.poll_calls[-1]) == 2  # both jobs, one poll
+    for exp_id in (first, second):
+        client.post(f"/api/v1/experiments/{exp_id}/kill")
+    reconciler.cycle()
+    assert sorted(fake.cancelled) == ["101", "102"]
+    reconciler.cycle()
+    assert sorted(fake.cancelled) == ["101", "102"]  # not cancelled twice
+    for exp_id in (first, second):
+        described = client.get(f"/api/v1/experiments/{exp_id}").get_json()
+        assert described["experiment"]["state"] == "CANCELED"
+        assert described["trials"][0]["state"] == "CANCELED"
