@@ -68,11 +68,12 @@ STOPPING_TO_TERMINAL: Mapping[State, State] = {
 }
 
 
-def _stopping_rows() -> dict[State, frozenset[State]]:
-    return {
+def _stopping_rows() -> dict[State | None, frozenset[State]]:
+    rows: dict[State | None, frozenset[State]] = {
         s: _STOPPING_DEGRADE[s] | {STOPPING_TO_TERMINAL[s], State.ERROR}
         for s in STOPPING_STATES
     }
+    return rows
 
 
 _ALL_STOPPING = STOPPING_STATES

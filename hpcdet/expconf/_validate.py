@@ -44,15 +44,16 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"unknown field(s) {', '.join(map(repr, extra))} (known: {known})"
     if kind == "type":
         names = expected if isinstance(expected, list) else [expected]
-        return f"must be {' or '.join(_TYPE_NAMES.get(n, n) for n in names)}, got {value!r}"
+        wanted = " or ".join(_TYPE_NAMES.get(str(n), str(n)) for n in names)
+        return f"must be {wanted}, got {value!r}"
     if kind == "enum":
         return f"must be one of {', '.join(map(str, expected))}, got {value!r}"
     if kind == "required":
-        return error.message.replace("is a required property", "is required")
+        return str(error.message).replace("is a required property", "is required")
     if kind in ("minimum", "exclusiveMinimum"):
         return f"must be {'>' if kind == 'exclusiveMinimum' else '>='} {expected}, got {value!r}"
     if kind == "maximum":
         return f"must be <= {expected}, got {value!r}"
     if kind == "oneOf":
         return f"has an invalid form: {value!r}"
-    return error.message
+    return str(error.message)

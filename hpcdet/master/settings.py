@@ -106,22 +106,22 @@ _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_r
 def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> MasterSettings:
     _unknown(doc, _TOP_KEYS, ROOT, errors)
     get = _Getter(doc, ROOT, errors)
-    state_dir = get.str("state_dir", MasterSettings.state_dir)
-    port = int(environ.get("HPCDET_MASTER_PORT") or get.int("port", 8080, lo=1, hi=65535))
+    state_dir = get.text("state_dir", MasterSettings.state_dir)
+    port = int(environ.get("HPCDET_MASTER_PORT") or get.integer("port", 8080, lo=1, hi=65535))
     db = get.section("db")
-    db_url = environ.get("HPCDET_DB_URL") or _Getter(db, f"{ROOT}.db", errors).str(
+    db_url = environ.get("HPCDET_DB_URL") or _Getter(db, f"{ROOT}.db", errors).text(
         "url", f"sqlite:///{Path(state_dir).expanduser() / 'hpcdet.sqlite'}")
     return MasterSettings(
-        host=get.str("host", "0.0.0.0"),
+        host=get.text("host", "0.0.0.0"),
         port=port,
         db_url=db_url,
-        require_user=_Getter(get.section("auth"), f"{ROOT}.auth", errors).bool(
+        require_user=_Getter(get.section("auth"), f"{ROOT}.auth", errors).flag(
             "require_user", False),
-        reconcile_interval=_Getter(get.section("reconciler"), f"{ROOT}.reconciler", errors).float(
+        reconcile_interval=_Getter(get.section("reconciler"), f"{ROOT}.reconciler", errors).number(
             "interval_seconds", 5.0, lo=0.1),
-        workers=_Getter(get.section("webserver"), f"{ROOT}.webserver", errors).int(
+        workers=_Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
             "workers", 2, lo=1, hi=64),
-        threads=_Getter(get.section("webserver"), f"{ROOT}.webserver", errors).int(
+        threads=_Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
             "threads", 8, lo=1, hi=256),
         checkpoint_storage=get.section("checkpoint_storage"),
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
@@ -137,17 +137,17 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     default = ResourceManagerSettings()
     return ResourceManagerSettings(
         type=get.choice("type", "slurm", ("slurm",)),
-        cluster_name=get.str("cluster_name", default.cluster_name),
-        master_host=get.str("master_host", default.master_host),
-        master_port=get.opt_int("master_port", lo=1, hi=65535),
+        cluster_name=get.text("cluster_name", default.cluster_name),
+        master_host=get.text("master_host", default.master_host),
+        master_port=get.opt_integer("master_port", lo=1, hi=65535),
         job_storage_root=environ.get("HPCDET_JOB_STORAGE_ROOT")
-        or get.str("job_storage_root", default.job_storage_root),
+        or get.text("job_storage_root", default.job_storage_root),
         container_run_type=get.choice("container_run_type", "none", CONTAINER_RUN_TYPES),
-        apptainer_image_root=get.opt_str("apptainer_image_root")
-        or get.opt_str("singularity_image_root"),
+        apptainer_image_root=get.opt_text("apptainer_image_root")
+        or get.opt_text("singularity_image_root"),
         slot_type=get.choice("slot_type", "cpu", SLOT_TYPES),
-        default_compute_resource_pool=get.opt_str("default_compute_resource_pool"),
-        template_dir=get.opt_str("template_dir"),
+        default_compute_resource_pool=get.opt_text("default_compute_resource_pool"),
+        template_dir=get.opt_text("template_dir"),
     )
 
 
@@ -174,27 +174,27 @@ class _Getter:
     def section(self, key: str) -> dict[str, Any]:
         return dict(self._get(key, {}, lambda v: isinstance(v, dict), "a mapping"))
 
-    def str(self, key: str, default: str) -> str:
+    def text(self, key: str, default: str) -> str:
         return str(self._get(key, default, lambda v: isinstance(v, str) and v != "",
                              "a non-empty string"))
 
-    def opt_str(self, key: str) -> str | None:
+    def opt_text(self, key: str) -> str | None:
         value = self._get(key, None, lambda v: isinstance(v, str), "a string")
         return str(value) if value else None
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         return bool(self._get(key, default, lambda v: isinstance(v, bool), "true or false"))
 
-    def int(self, key: str, default: int, *, lo: int, hi: int) -> int:
+    def integer(self, key: str, default: int, *, lo: int, hi: int) -> int:
         return int(self._get(key, default, lambda v: _is_int(v) and lo <= v <= hi,
                              f"an integer from {lo} to {hi}"))
 
-    def opt_int(self, key: str, *, lo: int, hi: int) -> int | None:
+    def opt_integer(self, key: str, *, lo: int, hi: int) -> int | None:
         value = self._get(key, None, lambda v: _is_int(v) and lo <= v <= hi,
                           f"an integer from {lo} to {hi}")
         return None if value is None else int(value)
 
-    def float(self, key: str, default: float, *, lo: float) -> float:
+    def number(self, key: str, default: float, *, lo: float) -> float:
         return float(self._get(key, default,
                                lambda v: isinstance(v, int | float) and not isinstance(v, bool)
                                and v >= lo, f"a number >= {lo}"))

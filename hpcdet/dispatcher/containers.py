@@ -1,0 +1,175 @@
+"""Wrap each rank's command in a container runtime: the argv ``srun`` starts on every task.
+
+``launch_argv`` returns a list of plain tokens; the job-script template quotes each one, so
+no value here is ever parsed by a shell. Runtime notes:
+
+* ``apptainer`` / ``singularity``: ``exec`` inherits the environment (``--cleanenv`` is
+  deliberately *not* used: the ``DET_*`` and ``SLURM_*`` variables must reach the rank),
+  ``--nv`` for GPUs, one ``--bind src:dst[:ro]`` per mount, ``--pwd`` for the cwd.
+* ``enroot``: the image is passed verbatim, as ``enroot start`` expects it: the name of a
+  container made by ``enroot create`` or the path of a ``.sqsh`` file. Names containing
+  ``/`` or ``:`` are not rewritten by hpcdet (``enroot import`` URIs such as
+  ``docker://nvcr.io#nvidia/pytorch:24.01-py3`` must be imported and created first).
+  Enroot builds the container environment from the image and its ``environ.d`` files, so
+  the variables a rank needs are passed by name (``--env NAME`` copies the host value), and
+  since ``enroot start`` has no working-directory option the command is wrapped in
+  ``/bin/sh -c 'cd "$1" && shift && exec "$@"'`` with the directory as an argument.
+* ``podman``: ``run --rm --network=host --ipc=host`` (NCCL needs the host network and shared
+  memory), GPUs through CDI (``--device nvidia.com/gpu=all``), ``-v src:dst[:ro]`` per
+  mount, ``--env NAME`` per variable (only copied when set on the host; ``SLURM_*`` copies
+  every Slurm variable), ``-w`` for the cwd. ``--env-host`` is avoided: remote podman
+  clients do not support it.
+* ``none``: the command unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from hpcdet.dispatcher.base import BindMount, ContainerSpec
+from hpcdet.dispatcher.safety import check_safe
+from hpcdet.errors import ValidationError
+
+RUN_TYPES: tuple[str, ...] = ("apptainer", "singularity", "enroot", "podman", "none")
+
+# The per-task variables srun always sets; enroot needs them named (podman uses SLURM_*).
+# Variables srun sets only sometimes are left out: enroot would set them to "" instead.
+SLURM_TASK_VARIABLES: tuple[str, ...] = (
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_NODEID",
+    "SLURM_NTASKS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_STEP_ID",
+    "SLURM_STEP_NODELIST",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_STEP_TASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE",
+    "SLURMD_NODENAME",
+)
+
+# Characters each runtime's mount syntax splits on, so they cannot appear in a bind path.
+_MOUNT_SEPARATORS: dict[str, str] = {
+    "apptainer": ":,",
+    "singularity": ":,",
+    "enroot": ": \t",  # enroot rejects mount specs with whitespace
+    "podman": ":",
+}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENROOT_CD = 'cd "$1" && shift && exec "$@"'
+
+# One group of tokens per script line: the runtime, each option with its value, then the
+# image and command. ``launch_argv`` flattens them; the template prints one per line.
+Lines = list[list[str]]
+Builder = Callable[[ContainerSpec, str, list[str], str | None], Lines]
+
+
+def launch_argv(
+    container: ContainerSpec, command: Sequence[str], *, cwd: str | None = None
+) -> list[str]:
+    """The argv that runs ``command`` for one rank inside ``container``, starting in ``cwd``.
+
+    Raises :class:`ValueError` for an unknown run type and :class:`ValidationError` for a
+    missing image, a bind path the runtime cannot express, or a bad variable name.
+    """
+    return [token for line in launch_lines(container, command, cwd=cwd) for token in line]
+
+
+def launch_lines(
+    container: ContainerSpec, command: Sequence[str], *, cwd: str | None = None
+) -> Lines:
+    """:func:`launch_argv` grouped into readable script lines (option and value together)."""
+    if container.run_type not in RUN_TYPES:
+        valid = ", ".join(RUN_TYPES)
+        raise ValueError(f"unknown container run type {container.run_type!r} (valid: {valid})")
+    if container.run_type == "none":
+        return [list(command)]
+    image = _require_image(container)
+    _check_mounts(container)
+    return _BUILDERS[container.run_type](container, image, list(command), cwd)
+
+
+def _require_image(container: ContainerSpec) -> str:
+    if not container.image:
+        raise ValidationError(
+            f"container.image is required for container run type {container.run_type!r}"
+        )
+    return check_safe(container.image, "container.image")
+
+
+def _check_mounts(container: ContainerSpec) -> None:
+    """Refuse bind paths that are relative or that the runtime's mount syntax would split."""
+    forbidden = _MOUNT_SEPARATORS[container.run_type]
+    for index, mount in enumerate(container.bind_mounts):
+        for attr in ("host_path", "container_path"):
+            where = f"container.bind_mounts[{index}].{attr}"
+            path = check_safe(getattr(mount, attr), where)
+            if not path.startswith("/"):
+                raise ValidationError(f"{where} must be an absolute path: {path!r}")
+            bad = sorted({char for char in path if char in forbidden})
+            if bad:
+                raise ValidationError(
+                    f"{where} contains {bad} which {container.run_type} cannot take in a "
+                    f"bind path: {path!r}"
+                )
+
+
+def _env_names(container: ContainerSpec, base: Sequence[str]) -> list[str]:
+    """Variables to pass by name: ``base``, the GPU selection, then the spec's own, deduped."""
+    gpu = ("CUDA_VISIBLE_DEVICES",) if container.use_gpus else ()
+    names = list(dict.fromkeys([*base, *gpu, *container.pass_environment]))
+    for name in container.pass_environment:
+        if not _ENV_NAME.match(check_safe(name, "container.pass_environment")):
+            raise ValidationError(f"container.pass_environment: invalid variable name {name!r}")
+    return names
+
+
+def _apptainer(container: ContainerSpec, image: str, command: list[str], cwd: str | None) -> Lines:
+    lines = [[container.run_type, "exec", *(["--nv"] if container.use_gpus else [])]]
+    lines += [["--bind", _bind(mount)] for mount in container.bind_mounts]
+    if cwd:
+        lines.append(["--pwd", cwd])
+    return [*lines, [image, *command]]
+
+
+def _enroot(container: ContainerSpec, image: str, command: list[str], cwd: str | None) -> Lines:
+    lines = [["enroot", "start", "--rw"]]
+    for mount in container.bind_mounts:
+        # Same options as pyxis: create the target if missing, recursive bind.
+        options = "x-create=auto,rbind" + (",ro" if mount.read_only else "")
+        lines.append(["--mount", f"{mount.host_path}:{mount.container_path}:none:{options}"])
+    lines += [["--env", name] for name in _env_names(container, SLURM_TASK_VARIABLES)]
+    if cwd:
+        lines += [[image, "/bin/sh", "-c", _ENROOT_CD, "hpcdet-cd", cwd], command]
+        return lines
+    return [*lines, [image, *command]]
+
+
+def _podman(container: ContainerSpec, image: str, command: list[str], cwd: str | None) -> Lines:
+    lines = [["podman", "run", "--rm", "--network=host", "--ipc=host"]]
+    if container.use_gpus:
+        lines.append(["--device", "nvidia.com/gpu=all"])
+    lines += [["-v", _bind(mount)] for mount in container.bind_mounts]
+    lines += [["--env", name] for name in _env_names(container, ("SLURM_*",))]
+    if cwd:
+        lines.append(["-w", cwd])
+    return [*lines, [image, *command]]
+
+
+def _bind(mount: BindMount) -> str:
+    """``src:dst`` or ``src:dst:ro``, the form apptainer's --bind and podman's -v share."""
+    suffix = ":ro" if mount.read_only else ""
+    return f"{mount.host_path}:{mount.container_path}{suffix}"
+
+
+_BUILDERS: dict[str, Builder] = {
+    "apptainer": _apptainer,
+    "singularity": _apptainer,
+    "enroot": _enroot,
+    "podman": _podman,
+}
