@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from master_helpers import CONFIG, create, make_context
 from sqlalchemy import func, select
 
-from master_helpers import CONFIG, create, make_context
 from hpcdet.master.models import Experiment, Trial
 from hpcdet.states import State
 

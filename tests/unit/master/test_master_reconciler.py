@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from master_helpers import create
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase, JobRef, JobStatus, Submission
@@ -16,7 +17,6 @@ from hpcdet.errors import SchedulerError
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Job, StateChange, Trial, TrialLog
 from hpcdet.master.reconciler import Reconciler
-from master_helpers import create
 
 
 class FakeSchedulerBackend(SlurmBackend):
