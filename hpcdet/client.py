@@ -92,7 +92,5 @@ def _error_from_response(response: httpx.Response) -> MasterError:
         return MasterError(message, status=response.status_code, code=str(error["code"]))
     except (ValueError, KeyError, TypeError):
         text = response.text.strip().splitlines()[0] if response.text.strip() else ""
-        return MasterError(
-            f"master answered {response.status_code} {response.reason_phrase}: {text}",
-            status=response.status_code,
-        )
+        message = f"master answered {response.status_code} {response.reason_phrase}"
+        return MasterError(f"{message}: {text}" if text else message, status=response.status_code)

@@ -1,0 +1,80 @@
+"""Click groups with command aliases, and a group that imports its subcommands lazily.
+
+``det --help`` must stay fast on a login node and must not import torch, SQLAlchemy,
+Flask or httpx: :class:`LazyGroup` imports a subcommand's module only when that command
+is invoked or listed, and the command modules themselves import nothing heavy at the top.
+Click's docs warn that lazy loading hides import errors, so ``tests/unit/cli`` runs
+``--help`` on every command.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+
+class AliasedGroup(click.Group):
+    """A group whose commands may also be called by short aliases (``det e ls``).
+
+    Aliases are resolved by :meth:`get_command` and shown next to the command's name in
+    the help, e.g. ``list (ls)``; they are not listed as commands of their own.
+    """
+
+    def __init__(self, *args: Any, aliases: Mapping[str, str] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases: dict[str, str] = dict(aliases or {})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Report the canonical name, so usage lines say ``det experiment`` after ``det e``."""
+        _, command, rest = super().resolve_command(ctx, args)
+        return (command.name if command else None), command, rest
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        commands = [(self._label(name), command) for name in self.list_commands(ctx)
+                    if (command := self.get_command(ctx, name)) and not command.hidden]
+        if not commands:
+            return
+        limit = formatter.width - 6 - max(len(label) for label, _ in commands)
+        with formatter.section("Commands"):
+            formatter.write_dl([(label, cmd.get_short_help_str(limit)) for label, cmd in commands])
+
+    def _label(self, name: str) -> str:
+        shorts = sorted(alias for alias, target in self.aliases.items() if target == name)
+        return f"{name} ({', '.join(shorts)})" if shorts else name
+
+
+class LazyGroup(AliasedGroup):
+    """A group whose subcommands live in modules imported on first use.
+
+    ``lazy_subcommands`` maps a command name to ``"package.module:attribute"``.
+    """
+
+    def __init__(self, *args: Any, lazy_subcommands: Mapping[str, str] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_subcommands: dict[str, str] = dict(lazy_subcommands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy_subcommands])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        name = self.aliases.get(cmd_name, cmd_name)
+        if name in self.lazy_subcommands:
+            return self._load(name)
+        return super().get_command(ctx, name)
+
+    def _load(self, name: str) -> click.Command:
+        module_name, attribute = self.lazy_subcommands[name].split(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module_name}:{attribute} is not a click command")
+        return command

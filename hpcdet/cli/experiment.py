@@ -1,0 +1,320 @@
+"""``det experiment``: create, list, describe, kill experiments and read their logs.
+
+``create --follow`` prints ``Created experiment <id>`` on stdout, then the first trial's log
+lines on stdout and progress lines (state changes, Slurm job and pending reason) on stderr,
+until the experiment ends; it exits 0 only if the experiment ended COMPLETED. Ctrl-C stops
+following, not the experiment.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+
+from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.main import CliError, CliState, Interrupted, pass_state
+from hpcdet.cli.output import (
+    format_size,
+    format_time,
+    format_value,
+    print_json,
+    render_fields,
+    render_table,
+    warn,
+)
+from hpcdet.cli.trial import (
+    JSON_OPTION,
+    LogCursor,
+    check_log_flags,
+    follow_logs,
+    history_table,
+    is_terminal,
+    print_trials,
+    show_logs,
+    trials_table,
+)
+
+SKIPPED_SHOWN = 5
+
+
+@click.group(cls=AliasedGroup, aliases={"ls": "list", "lt": "list-trials"})
+def experiment() -> None:
+    """Create, inspect and stop experiments."""
+
+
+@experiment.command("create")
+@click.argument("config_file", metavar="CONFIG")
+@click.argument("context_dir", metavar="CONTEXT")
+@click.option("-f", "--follow", "--follow-first-trial", "follow", is_flag=True,
+              help="Stream the first trial's logs until the experiment ends; exit 0 only "
+                   "if it COMPLETED.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the job script of each trial instead of submitting anything.")
+@JSON_OPTION
+@pass_state
+def create(state: CliState, config_file: str, context_dir: str, follow: bool,
+           dry_run: bool, as_json: bool) -> None:
+    """Create an experiment from CONFIG and code in CONTEXT.
+
+    CONFIG is the experiment configuration (YAML); CONTEXT is the directory holding the
+    model code. It is packed and uploaded (at most 95 MiB; list what training does not need in
+    CONTEXT/.detignore, .gitignore syntax). With --dry-run, only the rendered job scripts
+    are printed on stdout, so `det experiment create --dry-run c.yaml . > job.sh` works.
+    """
+    _check_create_flags(follow=follow, dry_run=dry_run, as_json=as_json)
+    body = create_body(config_file, context_dir, dry_run=dry_run)
+    answer = state.client().post("/experiments", body)
+    for warning in answer.get("warnings") or []:
+        warn(str(warning))
+    if as_json:
+        print_json(answer)
+    elif dry_run:
+        print_scripts(answer.get("jobs") or [])
+    else:
+        _report_created(state, answer["experiment"]["id"], follow=follow)
+
+
+def _check_create_flags(*, follow: bool, dry_run: bool, as_json: bool) -> None:
+    if follow and dry_run:
+        raise click.UsageError("--follow and --dry-run cannot be used together")
+    if follow and as_json:
+        raise click.UsageError("--follow and --json cannot be used together")
+
+
+def create_body(config_file: str, context_dir: str, *, dry_run: bool) -> dict[str, Any]:
+    """The ``POST /experiments`` body: the config's original text and the packed context."""
+    from hpcdet.cli.config_file import load_config_file
+    from hpcdet.cli.context import build_context
+
+    config = load_config_file(config_file)
+    archive = build_context(context_dir)
+    click.echo(f"Preparing files to send to master... {format_size(archive.size)} and "
+               f"{archive.files} files", err=True)
+    _warn_skipped(archive.skipped)
+    context = base64.b64encode(archive.data).decode("ascii")
+    return {"config": config.text, "context": context, "dry_run": dry_run}
+
+
+def _warn_skipped(skipped: Sequence[str]) -> None:
+    if not skipped:
+        return
+    shown = ", ".join(skipped[:SKIPPED_SHOWN])
+    more = f" and {len(skipped) - SKIPPED_SHOWN} more" if len(skipped) > SKIPPED_SHOWN else ""
+    warn(f"left out of the context: {shown}{more}")
+
+
+def print_scripts(jobs: Sequence[Mapping[str, Any]]) -> None:
+    """Print each job's rendered script, and nothing else, on stdout."""
+    for job in jobs:
+        script = str(job.get("script", ""))
+        click.echo(script if script.endswith("\n") else script + "\n", nl=False)
+    if len(jobs) > 1:
+        click.echo(f"({len(jobs)} job scripts, one per trial, in trial order)", err=True)
+
+
+def _report_created(state: CliState, experiment_id: int, *, follow: bool) -> None:
+    click.echo(f"Created experiment {experiment_id}")
+    if not follow:
+        return
+    try:
+        final = follow_experiment(state, experiment_id)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; experiment {experiment_id} keeps running (stop it "
+                          f"with `det experiment kill {experiment_id}`)") from None
+    click.echo(f"Experiment {experiment_id} ended {final}", err=True)
+    if final != "COMPLETED":
+        click.get_current_context().exit(1)
+
+
+@dataclasses.dataclass
+class Progress:
+    """Prints a status line on stderr whenever the line for its subject changes."""
+
+    last: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def show(self, subject: str, line: str) -> None:
+        if self.last.get(subject) != line:
+            self.last[subject] = line
+            click.echo(line, err=True)
+
+
+def follow_experiment(state: CliState, experiment_id: int) -> str:
+    """Stream the first trial's logs, then wait for the experiment; return its final state."""
+    progress = Progress()
+    trial_id = wait_for_first_trial(state, experiment_id, progress)
+    if trial_id is not None:
+        def show_trial() -> None:
+            progress.show("trial", trial_status(state.client().get(f"/trials/{trial_id}")))
+
+        follow_logs(LogCursor(state.client(), trial_id), poll_interval=state.poll_interval,
+                    on_idle=show_trial)
+        show_trial()
+    return wait_for_end(state, experiment_id, progress)
+
+
+def wait_for_first_trial(state: CliState, experiment_id: int, progress: Progress) -> int | None:
+    """The id of the experiment's first trial once it exists; None if the experiment
+    ended without any."""
+    while True:
+        answer = state.client().get(f"/experiments/{experiment_id}")
+        trials = answer.get("trials") or []
+        if trials:
+            return min(int(t["id"]) for t in trials)
+        exp_state = answer["experiment"]["state"]
+        progress.show("experiment", f"experiment {experiment_id}: {exp_state}")
+        if is_terminal(exp_state):
+            return None
+        time.sleep(state.poll_interval)
+
+
+def wait_for_end(state: CliState, experiment_id: int, progress: Progress) -> str:
+    """Poll the experiment until its state is final; return that state."""
+    while True:
+        exp_state = str(state.client().get(f"/experiments/{experiment_id}")
+                        ["experiment"]["state"])
+        if is_terminal(exp_state):
+            return exp_state
+        progress.show("experiment", f"experiment {experiment_id}: {exp_state}")
+        time.sleep(state.poll_interval)
+
+
+def trial_status(answer: Mapping[str, Any]) -> str:
+    """``trial 1: QUEUED (Slurm job 42, reason: Resources)`` from ``GET /trials/<id>``."""
+    t = answer["trial"]
+    details = _job_details(t.get("state"), (t.get("jobs") or [None])[-1])
+    if t.get("restarts"):
+        details.append(f"restarts: {t['restarts']}")
+    suffix = f" ({', '.join(details)})" if details else ""
+    return f"trial {t.get('id')}: {t.get('state')}{suffix}"
+
+
+def _job_details(trial_state: str | None, job: Mapping[str, Any] | None) -> list[str]:
+    if not job:
+        return []
+    details = [f"Slurm job {job.get('job_id')}"]
+    if job.get("reason") not in (None, "", "None"):
+        details.append(f"reason: {job['reason']}")
+    if trial_state == "RUNNING" and job.get("nodes"):
+        details.append(f"on {format_value(job['nodes'])}")
+    return details
+
+
+@experiment.command("list")
+@click.option("-a", "--all", "show_all", is_flag=True,
+              help="Show every user's experiments, not only yours.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, metavar="N",
+              help="Show at most this many experiments.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Skip this many experiments first.")
+@JSON_OPTION
+@pass_state
+def list_experiments(state: CliState, show_all: bool, limit: int, offset: int,
+                     as_json: bool) -> None:
+    """List your experiments (everyone's with --all)."""
+    params: dict[str, Any] = {"limit": limit, "offset": offset}
+    if not show_all and state.user:
+        params["owner"] = state.user
+    answer = state.client().get("/experiments", params=params)
+    if as_json:
+        print_json(answer)
+        return
+    experiments = answer.get("experiments") or []
+    click.echo(experiments_table(experiments))
+    _note_more(answer.get("total"), offset + len(experiments))
+
+
+def experiments_table(experiments: Sequence[Mapping[str, Any]]) -> str:
+    """The table ``det experiment list`` shows."""
+    headers = ["ID", "Name", "Owner", "State", "Trials", "Resource pool", "Created", "Ended"]
+    rows = [[e.get("id"), e.get("name"), e.get("owner"), e.get("state"), e.get("num_trials"),
+             e.get("resource_pool"), format_time(e.get("created_at")),
+             format_time(e.get("ended_at"))] for e in experiments]
+    return render_table(headers, rows)
+
+
+def _note_more(total: Any, shown_up_to: int) -> None:
+    if isinstance(total, int) and total > shown_up_to:
+        click.echo(f"({total} experiments in all; see more with --limit and --offset)",
+                   err=True)
+
+
+@experiment.command("describe")
+@click.argument("experiment_id", type=int)
+@JSON_OPTION
+@pass_state
+def describe(state: CliState, experiment_id: int, as_json: bool) -> None:
+    """Show an experiment's settings, trials and state history."""
+    answer = state.client().get(f"/experiments/{experiment_id}")
+    if as_json:
+        print_json(answer)
+    else:
+        click.echo(describe_text(answer))
+
+
+def describe_text(answer: Mapping[str, Any]) -> str:
+    """The text ``det experiment describe`` prints."""
+    e = answer["experiment"]
+    header = f"Experiment {e.get('id')}: {e.get('name') or '(unnamed)'} ({e.get('state')})"
+    fields = render_fields([
+        ("description", e.get("description")), ("owner", e.get("owner")),
+        ("labels", e.get("labels")), ("searcher", e.get("searcher")),
+        ("resource pool", e.get("resource_pool")), ("trials", e.get("num_trials")),
+        ("created", format_time(e.get("created_at"))),
+        ("ended", format_time(e.get("ended_at"))),
+    ])
+    trials = answer.get("trials") or []
+    history = history_table(e.get("history") or [])
+    return "\n\n".join([
+        header + "\n" + fields,
+        "Trials:\n" + (trials_table(trials) if trials else "  none"),
+        "State history:\n" + (history or "  none"),
+    ])
+
+
+@experiment.command("kill")
+@click.argument("experiment_id", type=int)
+@pass_state
+def kill(state: CliState, experiment_id: int) -> None:
+    """Stop an experiment at once, cancelling its Slurm jobs."""
+    answer = state.client().post(f"/experiments/{experiment_id}/kill")
+    click.echo(f"Experiment {experiment_id}: {answer['experiment']['state']}")
+
+
+@experiment.command("list-trials")
+@click.argument("experiment_id", type=int)
+@JSON_OPTION
+@pass_state
+def list_trials(state: CliState, experiment_id: int, as_json: bool) -> None:
+    """List an experiment's trials (same as `det trial list`)."""
+    print_trials(state, experiment_id, as_json=as_json)
+
+
+@experiment.command("logs")
+@click.argument("experiment_id", type=int)
+@click.option("-f", "--follow", is_flag=True,
+              help="Keep printing new lines until the trial ends.")
+@click.option("--head", type=click.IntRange(min=0), metavar="N",
+              help="Print only the first N lines.")
+@click.option("--tail", type=click.IntRange(min=0), metavar="N",
+              help="Print only the last N lines (then new ones, with --follow).")
+@pass_state
+def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
+         tail: int | None) -> None:
+    """Print the logs of an experiment's first trial.
+
+    With --follow, waits for the trial to be created if need be.
+    """
+    check_log_flags(follow=follow, head=head, tail=tail)
+    if follow:
+        trial_id = wait_for_first_trial(state, experiment_id, Progress())
+    else:
+        trials = state.client().get(f"/experiments/{experiment_id}")["trials"] or []
+        trial_id = min((int(t["id"]) for t in trials), default=None)
+    if trial_id is None:
+        raise CliError(f"experiment {experiment_id} has no trials")
+    show_logs(state, trial_id, follow=follow, head=head, tail=tail)

@@ -1,0 +1,154 @@
+"""The ``det`` root group, the state every command shares, and the one place where errors
+become messages and exit codes.
+
+Exit status: 0 success; 1 an error (the master refused or could not be reached, a bad
+configuration or context directory, an experiment followed with ``--follow`` that did not
+end COMPLETED); 2 a usage error (click's); 130 interrupted with Ctrl-C (the shell's
+128 + SIGINT convention; Determined's ``det`` uses 3).
+
+Errors are shown as one ``Error: ...`` line on stderr (a configuration error adds one
+indented line per problem). Only ``--debug`` shows a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from hpcdet import __version__
+from hpcdet.cli._lazy import LazyGroup
+from hpcdet.errors import ConfigError, HpcdetError, MasterError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from hpcdet.client import MasterClient
+
+DEFAULT_MASTER = "http://localhost:8080"
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+_SUBCOMMANDS = {
+    "experiment": "hpcdet.cli.experiment:experiment",
+    "trial": "hpcdet.cli.trial:trial",
+    "master": "hpcdet.cli.master_cmd:master",
+}
+_ALIASES = {"e": "experiment", "t": "trial"}
+
+
+@dataclasses.dataclass
+class CliState:
+    """What the root group hands every command: the master's address, the caller, flags.
+
+    :meth:`client` builds the :class:`~hpcdet.client.MasterClient` on first use (importing
+    httpx only then). Unit tests pass ``CliState(transport=...)`` as click's ``obj`` to
+    answer requests with a fake master, and ``poll_interval=0`` to follow without waiting.
+    """
+
+    master: str = DEFAULT_MASTER
+    user: str | None = None
+    debug: bool = False
+    poll_interval: float = 1.0
+    transport: httpx.BaseTransport | None = None
+    _client: MasterClient | None = dataclasses.field(default=None, repr=False)
+
+    def client(self) -> MasterClient:
+        """The client for ``self.master``, created once per command."""
+        if self._client is None:
+            from hpcdet.client import MasterClient
+
+            self._client = MasterClient(self.master, user=self.user, transport=self.transport)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+pass_state = click.make_pass_decorator(CliState)
+
+
+class CliError(click.ClickException):
+    """An error already worded for the user; click prints ``Error: <message>`` and exits 1."""
+
+    exit_code = EXIT_ERROR
+
+
+class Interrupted(CliError):
+    """Ctrl-C: exits 130."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+class RootGroup(LazyGroup):
+    """The ``det`` group: turns every exception a command raises into :class:`CliError`."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+            raise
+        except KeyboardInterrupt as exc:
+            raise Interrupted("interrupted") from exc
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                traceback.print_exception(exc)
+            raise CliError(error_message(exc, debug=bool(ctx.params.get("debug")))) from exc
+
+
+def error_message(exc: Exception, *, debug: bool = False) -> str:
+    """The text after ``Error:`` for an exception a command raised."""
+    if isinstance(exc, ConfigError):
+        if len(exc.errors) == 1:
+            return f"{exc.title}: {exc.errors[0]}"
+        return f"{exc.title}:\n  " + "\n  ".join(exc.errors)
+    if isinstance(exc, MasterError) and exc.status is None:
+        return f"{exc} (set the master's address with -m/--master or DET_MASTER)"
+    if isinstance(exc, HpcdetError):
+        return str(exc)
+    hint = "" if debug else " (run with --debug for the traceback)"
+    return f"unexpected {type(exc).__name__}: {exc}{hint}"
+
+
+def _default_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None
+
+
+@click.group(
+    cls=RootGroup,
+    lazy_subcommands=_SUBCOMMANDS,
+    aliases=_ALIASES,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Exit status: 0 success, 1 error, 2 usage error, 130 interrupted.",
+)
+@click.option("-m", "--master", "master", envvar="DET_MASTER", show_envvar=True,
+              default=DEFAULT_MASTER, show_default=True, metavar="URL",
+              help="Address of the master (host:port or URL).")
+@click.option("-u", "--user", "user", envvar="DET_USER", show_envvar=True,
+              default=_default_user, show_default="your login name",
+              help="Who you are to the master; recorded as the owner of what you create.")
+@click.option("--debug", is_flag=True, help="Show the full traceback when something fails.")
+@click.version_option(__version__, "-v", "--version", prog_name="det",
+                      message="%(prog)s %(version)s")
+@click.pass_context
+def cli(ctx: click.Context, master: str, user: str | None, debug: bool) -> None:
+    """Train models on a Slurm cluster through an hpcdet master.
+
+    Start with `det experiment create CONFIG.yaml CONTEXT_DIR --follow`.
+    """
+    state = ctx.ensure_object(CliState)
+    state.master, state.user, state.debug = master, user or None, debug
+    ctx.call_on_close(state.close)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``det`` console script."""
+    cli.main(args=argv, prog_name="det")

@@ -1,0 +1,251 @@
+"""``det trial``: list, describe and read the logs of trials.
+
+The log helpers here (:class:`LogCursor`, :func:`print_log_pages`, :func:`follow_logs`) are
+shared with ``det experiment logs`` and ``det experiment create --follow``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.main import CliState, pass_state
+from hpcdet.cli.output import (
+    format_time,
+    print_json,
+    render_fields,
+    render_table,
+)
+from hpcdet.states import TERMINAL_STATES
+
+if TYPE_CHECKING:
+    from hpcdet.client import MasterClient
+
+TERMINAL_NAMES = frozenset(state.value for state in TERMINAL_STATES)
+JSON_OPTION = click.option("--json", "as_json", is_flag=True,
+                           help="Print the master's answer as JSON, for scripts.")
+
+
+def is_terminal(state: str | None) -> bool:
+    """Whether a state name from the master is final (COMPLETED, CANCELED or ERROR)."""
+    return state in TERMINAL_NAMES
+
+
+@click.group(cls=AliasedGroup, aliases={"ls": "list"})
+def trial() -> None:
+    """Inspect trials: state, metrics, checkpoints, logs."""
+
+
+@trial.command("list")
+@click.argument("experiment_id", type=int)
+@JSON_OPTION
+@pass_state
+def list_trials(state: CliState, experiment_id: int, as_json: bool) -> None:
+    """List an experiment's trials."""
+    print_trials(state, experiment_id, as_json=as_json)
+
+
+def print_trials(state: CliState, experiment_id: int, *, as_json: bool) -> None:
+    """What ``det trial list`` and ``det experiment list-trials`` print."""
+    answer = state.client().get(f"/experiments/{experiment_id}/trials")
+    if as_json:
+        print_json(answer)
+    else:
+        click.echo(trials_table(answer.get("trials") or []))
+
+
+def trials_table(trials: Sequence[Mapping[str, Any]]) -> str:
+    """The table ``det trial list`` and ``det experiment describe`` show."""
+    headers = ["ID", "State", "Hyperparameters", "Steps", "Restarts", "Best validation",
+               "Slurm jobs", "Created", "Ended"]
+    rows = [[t.get("id"), t.get("state"), t.get("hparams"), t.get("steps_completed"),
+             t.get("restarts"), t.get("best_validation"), t.get("job_ids"),
+             format_time(t.get("created_at")), format_time(t.get("ended_at"))]
+            for t in trials]
+    return render_table(headers, rows)
+
+
+@trial.command("describe")
+@click.argument("trial_id", type=int)
+@JSON_OPTION
+@pass_state
+def describe(state: CliState, trial_id: int, as_json: bool) -> None:
+    """Show a trial's state, metrics, checkpoints and Slurm jobs.
+
+    Also shows its hyperparameters, progress, latest validation metrics and state history.
+
+    With --json, prints the master's answer to GET /trials/TRIAL_ID unchanged.
+    """
+    client = state.client()
+    answer = client.get(f"/trials/{trial_id}")
+    if as_json:
+        print_json(answer)
+        return
+    metrics = client.get(f"/trials/{trial_id}/metrics", params={"group": "validation"})
+    click.echo(describe_text(answer, metrics.get("metrics") or []))
+
+
+def describe_text(answer: Mapping[str, Any], validations: Sequence[Mapping[str, Any]]) -> str:
+    """The text ``det trial describe`` prints, section after section."""
+    t = answer["trial"]
+    sections = [
+        f"Trial {t.get('id')} of experiment {t.get('experiment_id')}: {t.get('state')}\n"
+        + _summary_fields(t),
+        _validation_section(validations),
+        _section("Checkpoints", _checkpoints_table(answer.get("checkpoints") or [])),
+        _section("Slurm jobs", _jobs_table(t.get("jobs") or [])),
+        _section("State history", history_table(t.get("history") or [])),
+    ]
+    return "\n\n".join(sections)
+
+
+def _summary_fields(t: Mapping[str, Any]) -> str:
+    return render_fields([
+        ("hyperparameters", t.get("hparams")), ("seed", t.get("seed")),
+        ("steps completed", t.get("steps_completed")), ("restarts", t.get("restarts")),
+        ("best validation", t.get("best_validation")),
+        ("latest checkpoint", t.get("latest_checkpoint")),
+        ("Slurm jobs", t.get("job_ids")), ("nodes", t.get("nodes")),
+        ("created", format_time(t.get("created_at"))),
+        ("ended", format_time(t.get("ended_at"))),
+    ])
+
+
+def _section(title: str, table: str | None) -> str:
+    return f"{title}:\n" + (table if table else "  none")
+
+
+def _validation_section(validations: Sequence[Mapping[str, Any]]) -> str:
+    if not validations:
+        return "Latest validation metrics:\n  none"
+    latest = max(validations, key=lambda v: v.get("steps_completed") or 0)
+    title = (f"Latest validation metrics (step {latest.get('steps_completed')}, "
+             f"{format_time(latest.get('reported_at'))}):")
+    return title + "\n" + render_fields(sorted((latest.get("metrics") or {}).items()))
+
+
+def _checkpoints_table(checkpoints: Sequence[Mapping[str, Any]]) -> str | None:
+    if not checkpoints:
+        return None
+    rows = [[c.get("uuid"), c.get("steps_completed"), c.get("state"),
+             format_time(c.get("reported_at")), c.get("validation_metrics")]
+            for c in checkpoints]
+    return render_table(["UUID", "Steps", "State", "Reported", "Validation metrics"], rows)
+
+
+def _jobs_table(jobs: Sequence[Mapping[str, Any]]) -> str | None:
+    if not jobs:
+        return None
+    rows = [[j.get("job_id"), j.get("run_id"), j.get("native_state"), j.get("reason"),
+             j.get("exit_code"), j.get("nodes"), format_time(j.get("submitted_at"))]
+            for j in jobs]
+    return render_table(["Job ID", "Run", "Slurm state", "Reason", "Exit code", "Nodes",
+                         "Submitted"], rows)
+
+
+def history_table(history: Sequence[Mapping[str, Any]]) -> str | None:
+    """State transitions as a table (shared with ``det experiment describe``)."""
+    if not history:
+        return None
+    rows = [[format_time(h.get("at")), h.get("from"), h.get("to"), h.get("cause"),
+             h.get("actor")] for h in history]
+    return render_table(["At", "From", "To", "Cause", "By"], rows)
+
+
+@trial.command("logs")
+@click.argument("trial_id", type=int)
+@click.option("-f", "--follow", is_flag=True,
+              help="Keep printing new lines until the trial ends.")
+@click.option("--head", type=click.IntRange(min=0), metavar="N",
+              help="Print only the first N lines.")
+@click.option("--tail", type=click.IntRange(min=0), metavar="N",
+              help="Print only the last N lines (then new ones, with --follow).")
+@pass_state
+def logs(state: CliState, trial_id: int, follow: bool, head: int | None,
+         tail: int | None) -> None:
+    """Print a trial's logs (all ranks, stdout and stderr)."""
+    show_logs(state, trial_id, follow=follow, head=head, tail=tail)
+
+
+def show_logs(state: CliState, trial_id: int, *, follow: bool, head: int | None,
+              tail: int | None) -> None:
+    """What ``det trial logs`` and ``det experiment logs`` do once the trial is known."""
+    check_log_flags(follow=follow, head=head, tail=tail)
+    cursor = LogCursor(state.client(), trial_id)
+    if tail is not None:
+        echo_logs(cursor.fetch(tail=tail))
+    else:
+        print_log_pages(cursor, limit=head)
+    if follow:
+        follow_logs(cursor, poll_interval=state.poll_interval)
+
+
+def check_log_flags(*, follow: bool, head: int | None, tail: int | None) -> None:
+    """Refuse flag combinations that mean nothing."""
+    if head is not None and tail is not None:
+        raise click.UsageError("--head and --tail cannot be used together")
+    if head is not None and follow:
+        raise click.UsageError("--head and --follow cannot be used together")
+
+
+@dataclasses.dataclass
+class LogCursor:
+    """Reads a trial's logs page by page, remembering the last line id seen."""
+
+    client: MasterClient
+    trial_id: int
+    after: int = 0
+    trial_state: str | None = None
+
+    def fetch(self, *, limit: int | None = None, tail: int | None = None) -> list[Any]:
+        """The next lines after :attr:`after` (or the last ``tail`` lines)."""
+        params = {"after": self.after, "limit": limit, "tail": tail}
+        answer = self.client.get(f"/trials/{self.trial_id}/logs",
+                                 params={k: v for k, v in params.items() if v is not None})
+        lines: list[Any] = answer.get("logs") or []
+        self.after = max([self.after, *(int(line["id"]) for line in lines)])
+        self.trial_state = answer.get("trial_state") or self.trial_state
+        return lines
+
+
+def echo_logs(lines: Sequence[Mapping[str, Any]]) -> None:
+    """Print log lines, each prefixed with ``[rank=N]`` when the rank is known."""
+    for line in lines:
+        text = str(line.get("line", "")).rstrip("\n")
+        rank = line.get("rank")
+        click.echo(text if rank is None else f"[rank={rank}] {text}")
+
+
+def print_log_pages(cursor: LogCursor, *, limit: int | None = None) -> None:
+    """Print every line after the cursor (at most ``limit``), one page at a time."""
+    printed = 0
+    while limit is None or printed < limit:
+        lines = cursor.fetch(limit=None if limit is None else limit - printed)
+        if not lines:
+            return
+        echo_logs(lines)
+        printed += len(lines)
+
+
+def follow_logs(cursor: LogCursor, *, poll_interval: float,
+                on_idle: Callable[[], None] | None = None) -> str | None:
+    """Print new lines as they arrive until the trial is final and no new lines come.
+
+    ``on_idle`` runs whenever a poll brought nothing new (to report progress). Returns the
+    trial's final state.
+    """
+    while True:
+        lines = cursor.fetch()
+        echo_logs(lines)
+        if lines:
+            continue
+        if is_terminal(cursor.trial_state):
+            return cursor.trial_state
+        if on_idle is not None:
+            on_idle()
+        time.sleep(poll_interval)

@@ -1,0 +1,105 @@
+"""``--help`` on every command (click's advice for lazily loaded commands), aliases, and
+what ``det --help`` imports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from hpcdet import __version__
+from hpcdet.cli.main import cli
+
+REPO = Path(__file__).resolve().parents[3]
+
+EXPECTED_COMMANDS = {
+    (),
+    ("experiment",), ("experiment", "create"), ("experiment", "list"),
+    ("experiment", "describe"), ("experiment", "kill"), ("experiment", "logs"),
+    ("experiment", "list-trials"),
+    ("trial",), ("trial", "list"), ("trial", "describe"), ("trial", "logs"),
+    ("master",), ("master", "info"),
+}
+
+
+def _command_paths(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [path]
+    if isinstance(command, click.Group):
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, f"{' '.join(path + (name,))} does not load"
+            paths += _command_paths(sub, path + (name,))
+    return paths
+
+
+ALL_COMMANDS = _command_paths(cli)
+
+
+def test_the_tree_is_the_documented_one() -> None:
+    assert set(ALL_COMMANDS) == EXPECTED_COMMANDS
+
+
+@pytest.mark.parametrize("path", ALL_COMMANDS, ids=lambda p: " ".join(p) or "det")
+def test_help_on_every_command(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, [*path, "--help"], prog_name="det")
+    assert result.exit_code == 0, result.output
+    assert f"Usage: det {' '.join(path)}".rstrip() in result.output
+
+
+@pytest.mark.parametrize("args, usage", [
+    (["e", "--help"], "Usage: det experiment "),
+    (["e", "ls", "--help"], "Usage: det experiment list "),
+    (["e", "lt", "--help"], "Usage: det experiment list-trials "),
+    (["t", "ls", "--help"], "Usage: det trial list "),
+])
+def test_aliases_resolve_to_canonical_names(args: list[str], usage: str) -> None:
+    result = CliRunner().invoke(cli, args, prog_name="det")
+    assert result.exit_code == 0, result.output
+    assert usage in result.output
+
+
+def test_aliases_are_shown_next_to_commands() -> None:
+    result = CliRunner().invoke(cli, ["experiment", "--help"], prog_name="det")
+    assert "list (ls)" in result.output
+    assert "list-trials (lt)" in result.output
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(cli, ["--version"], prog_name="det")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"det {__version__}"
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli, ["experiments"], prog_name="det")
+    assert result.exit_code == 2
+    assert "No such command 'experiments'" in result.stderr
+
+
+HEAVY = ("torch", "sqlalchemy", "flask", "httpx", "yaml", "pathspec")
+_PROBE = """
+import sys
+from hpcdet.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+print("IMPORTED:", *(m for m in {heavy!r} if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["experiment", "--help"],
+                                  ["trial", "logs", "--help"], ["master", "--help"]])
+def test_help_imports_nothing_heavy(args: list[str]) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    probe = _PROBE.format(heavy=HEAVY)
+    done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
+                          text=True, env=env, check=True, timeout=60)
+    assert "Usage: det" in done.stdout
+    assert done.stdout.rsplit("IMPORTED:", 1)[1].split() == []
