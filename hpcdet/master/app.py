@@ -8,6 +8,7 @@ from flask import Flask, g
 
 from hpcdet.dispatcher import Backend, get_backend
 from hpcdet.master.db import make_engine, make_session_factory
+from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.settings import MasterSettings, load_settings
 
 
@@ -26,6 +27,9 @@ def create_app(settings: MasterSettings | None = None, *, backend: Backend | Non
     engine = make_engine(settings.db_url)
     app.config["HPCDET_ENGINE"] = engine
     app.config["HPCDET_SESSION_FACTORY"] = make_session_factory(engine)
+    app.config["HPCDET_METRIC_WRITER"] = MetricWriter(engine)
+    # A 95 MiB context grows by a third in base64; refuse bodies far beyond that early.
+    app.config["MAX_CONTENT_LENGTH"] = 160 * 1024 * 1024
     app.config["HPCDET_BACKEND"] = backend or get_backend(
         settings.resource_manager.type, template_dir=settings.resource_manager.template_dir)
     _register(app)

@@ -28,7 +28,12 @@ def current_user() -> str:
 
 def require_trial_token(trial: Trial) -> None:
     """401 unless the request carries ``trial``'s own bearer token."""
+    require_token(trial.id, trial.token)
+
+
+def require_token(trial_id: int, expected: str) -> None:
+    """401 unless the request's bearer token is ``expected`` (trial ``trial_id``'s secret)."""
     header = request.headers.get("Authorization", "")
     token = header[7:] if header.startswith("Bearer ") else ""
-    if not token or not hmac.compare_digest(token, trial.token):
-        raise ApiError(401, "unauthorized", f"a valid token for trial {trial.id} is required")
+    if not token or not hmac.compare_digest(token, expected):
+        raise ApiError(401, "unauthorized", f"a valid token for trial {trial_id} is required")

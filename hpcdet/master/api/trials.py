@@ -7,14 +7,15 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from flask import request
+from flask import current_app, request
 from sqlalchemy import insert, select
 
 from hpcdet.master import serialize
 from hpcdet.master.api import bp
-from hpcdet.master.api.auth import current_user, require_trial_token
+from hpcdet.master.api.auth import current_user, require_token, require_trial_token
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body
 from hpcdet.master.errors import ApiError
+from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.models import Checkpoint, Experiment, Job, Metric, Trial, TrialLog, utcnow
 
 METRIC_GROUPS = ("training", "validation")
@@ -70,21 +71,34 @@ def _group(value: Any) -> str:
 
 @bp.post("/trials/<int:trial_id>/metrics")
 def report_metrics(trial_id: int) -> Any:
-    """Store a batch of metric reports from the trial's harness (Bearer token)."""
-    trial = get_or_404(Trial, trial_id, "trial")
-    require_trial_token(trial)
+    """Store a batch of metric reports from the trial's harness (Bearer token).
+
+    Training metrics take the group-commit fast path (:mod:`hpcdet.master.ingest`);
+    validation metrics, far rarer, also update the trial's latest and best validation.
+    """
+    writer: MetricWriter = current_app.config["HPCDET_METRIC_WRITER"]
+    token = writer.token_of(trial_id)
+    if token is None:
+        raise ApiError(404, "not_found", f"trial {trial_id} not found")
+    require_token(trial_id, token)
     body = json_body()
     group = _group(body.get("group"))
     reports = _reports(body.get("reports"))
+    if group != "validation":
+        return {"stored": writer.write(trial_id, group, reports)}
+    return {"stored": _store_validation(get_or_404(Trial, trial_id, "trial"), reports)}
+
+
+def _store_validation(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> int:
     now = utcnow()
-    rows = [{"trial_id": trial_id, "group": group, "steps_completed": steps, "name": name,
-             "value": value, "reported_at": now} for steps, metrics in reports
-            for name, value in metrics.items()]
+    rows = [{"trial_id": trial.id, "group": "validation", "steps_completed": steps,
+             "name": name, "value": value, "reported_at": now}
+            for steps, metrics in reports for name, value in metrics.items()]
     if rows:
         db().execute(insert(Metric), rows)
-    _update_progress(trial, group, reports)
+    _update_progress(trial, reports)
     db().commit()
-    return {"stored": len(rows)}
+    return len(rows)
 
 
 def _reports(raw: Any) -> list[tuple[int, dict[str, float]]]:
@@ -111,16 +125,15 @@ def _finite(where: str, value: Any) -> float:
     return float(value)
 
 
-def _update_progress(trial: Trial, group: str, reports: list[tuple[int, dict[str, float]]]) -> None:
+def _update_progress(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:
     if not reports:
         return
     steps = max(s for s, _ in reports)
     if steps > trial.steps_completed:
         trial.steps_completed = steps
-    if group == "validation":
-        latest_steps, latest = max(reports, key=lambda r: r[0])
-        trial.latest_validation = {"steps_completed": latest_steps, "metrics": latest}
-        _update_best(trial, reports)
+    latest_steps, latest = max(reports, key=lambda r: r[0])
+    trial.latest_validation = {"steps_completed": latest_steps, "metrics": latest}
+    _update_best(trial, reports)
 
 
 def _update_best(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:

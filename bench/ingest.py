@@ -1,0 +1,731 @@
+"""Metric rows per second the master stores in PostgreSQL while 64 trials report at once.
+
+What is measured
+    A real ``det-master`` (gunicorn gthread, ``--workers``/``--threads``) on a fresh
+    PostgreSQL database, and 64 reporter threads in this process, one per trial, each with its
+    own keep-alive ``http.client`` connection, POSTing back to back to
+    ``/api/v1/trials/<id>/metrics`` (Bearer = the trial's token) a batch of ``--batch-steps``
+    steps x ``--metrics`` metrics (default 10 x 5 = 50 rows per request), with increasing
+    ``steps_completed`` per trial. After a warm-up (``--warmup``, excluded) the load runs for
+    ``--seconds``; requests are assigned to warm-up / window / drain by their completion time.
+
+    Reported: rows/s stored during the window (50 x successful window requests / window
+    seconds; cross-checked against the rows whose server-side ``reported_at`` falls in the
+    window), requests/s, p50/p90/p99/max request latency, errors (non-2xx, exceptions, and any
+    difference between the rows in the database and 50 x all successful requests), and where
+    the two cores went during the window (this client, the gunicorn workers, the PostgreSQL
+    backends of the bench database, the rest of the host), and how many client connections
+    each gunicorn worker holds (keep-alive connections stay with the worker that accepted them).
+
+    Targets (2-core machine): >= 30,000 rows/s, zero errors, p99 < 100 ms.
+
+    Note that in this closed loop (no pause between requests) latency and throughput are tied
+    by Little's law: mean latency = 64 / (requests/s), so p99 < 100 ms needs > 640 requests/s
+    (32,000 rows/s) whatever else is true. ``--rate ROWS_PER_S`` paces the reporters instead
+    (open loop, like trials that train between reports) and takes each request's latency from
+    the moment it was due, so a master that falls behind shows it.
+
+How to reproduce
+    .venv/bin/python bench/ingest.py            # human table; --json for one JSON object
+    .venv/bin/python bench/ingest.py --rate 10000          # paced: 10,000 rows/s offered
+    .venv/bin/python bench/ingest.py --py-spy /tmp/prof    # + py-spy profile of each worker
+
+It needs PostgreSQL on 127.0.0.1:5432 (``scripts/ensure-postgres``), creates the database
+``hpcdet_bench_<random>`` (or uses ``--db-url``), and stops the master and drops the database
+at the end, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import math
+import os
+import random
+import resource
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from sqlalchemy import create_engine, func, select, text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
+from sqlalchemy.orm import Session  # noqa: E402
+
+from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope  # noqa: E402
+from hpcdet.master.models import Experiment, Trial  # noqa: E402
+from hpcdet.master.transitions import transition  # noqa: E402
+from hpcdet.states import State  # noqa: E402
+
+ADMIN_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+TARGET_ROWS_PER_S = 30_000
+TARGET_P99_MS = 100.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(message: str) -> None:
+    """Progress goes to stderr so that ``--json`` output stays clean."""
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---- database ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchDb:
+    url: str
+    created: bool  # dropped at the end only if this run created it
+
+
+def create_database(admin_url: str) -> BenchDb:
+    name = f"hpcdet_bench_{secrets.token_hex(4)}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    return BenchDb(url, created=True)
+
+
+def drop_database(admin_url: str, db: BenchDb) -> None:
+    if not db.created:
+        return
+    name = make_url(db.url).database
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        log(f"dropped database {name}")
+    finally:
+        admin.dispose()
+
+
+def seed_trials(url: str, count: int) -> list[tuple[int, str]]:
+    """One ACTIVE experiment with ``count`` RUNNING trials; returns (trial id, token) pairs."""
+    engine = make_engine(url)
+    try:
+        with session_scope(make_session_factory(engine)) as session:
+            if session.scalar(select(func.count()).select_from(Experiment)):
+                raise SystemExit(f"{url}: the database is not empty; give an empty one")
+            exp = Experiment(name="bench-ingest", owner="bench", original_config="",
+                             config={"searcher": {"metric": "loss", "smaller_is_better": True}},
+                             context=b"", searcher_name="single")
+            session.add(exp)
+            transition(session, exp, State.ACTIVE, cause="bench/ingest.py")
+            trials = [_running_trial(session, exp.id) for _ in range(count)]
+            session.flush()
+            return [(t.id, t.token) for t in trials]
+    finally:
+        engine.dispose()
+
+
+def _running_trial(session: Session, experiment_id: int) -> Trial:
+    trial = Trial(experiment_id=experiment_id, hparams={}, seed=0,
+                  token=secrets.token_urlsafe(32))
+    session.add(trial)
+    transition(session, trial, State.QUEUED, cause="bench/ingest.py")
+    transition(session, trial, State.RUNNING, cause="bench/ingest.py")
+    return trial
+
+
+def stored_rows(url: str, window: tuple[float, float]) -> dict[str, Any]:
+    """Rows in the database, in the window (server clock), and each trial's progress."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            total = conn.execute(text("SELECT count(*) FROM metrics")).scalar_one()
+            in_window = conn.execute(text(
+                "SELECT count(*) FROM metrics WHERE reported_at >= to_timestamp(:a) "
+                "AND reported_at < to_timestamp(:b)"), {"a": window[0], "b": window[1]}
+            ).scalar_one()
+            steps = {int(trial_id): int(done) for trial_id, done in conn.execute(
+                text("SELECT id, steps_completed FROM trials"))}
+    finally:
+        engine.dispose()
+    return {"total": int(total), "in_window": int(in_window), "steps": steps}
+
+
+def backend_pids(url: str) -> list[int]:
+    """PostgreSQL backend pids connected to the bench database (but not this query's)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [int(p) for p in conn.execute(text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()")).scalars()]
+    finally:
+        engine.dispose()
+
+
+# ---- the master --------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_master_yaml(workdir: Path, db_url: str, port: int, args: argparse.Namespace) -> Path:
+    config = {
+        "host": "127.0.0.1", "port": port, "db": {"url": db_url},
+        "webserver": {"workers": args.workers, "threads": args.threads},
+        "reconciler": {"interval_seconds": 5}, "state_dir": str(workdir / "state"),
+        "resource_manager": {"job_storage_root": str(workdir / "jobs"),
+                             "master_host": "127.0.0.1"},
+    }  # fmt: skip
+    path = workdir / "master.yaml"
+    path.write_text(json.dumps(config, indent=2))  # JSON is YAML
+    return path
+
+
+def start_master(config: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    with log_path.open("wb") as out:
+        return subprocess.Popen([str(REPO / ".venv" / "bin" / "det-master"), "--config",
+                                 str(config)], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=config.parent, start_new_session=True)
+
+
+def wait_ready(proc: subprocess.Popen[bytes], port: int, log_path: Path,
+               timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"det-master exited with {proc.returncode}:\n{tail(log_path)}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/api/v1/master")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"det-master did not answer within {timeout:.0f} s:\n{tail(log_path)}")
+
+
+def stop_master(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the master (gunicorn stops its workers, serve.py the reconciler), then KILL."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the session it was started in: anything left
+    except ProcessLookupError:
+        pass
+    log("stopped det-master")
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+# ---- CPU accounting ----------------------------------------------------------------------
+
+
+def proc_stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds user+system) of ``pid``, or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2:].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (st := proc_stat(int(entry.name))) is not None:
+            parents[int(entry.name)] = st[0]
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
+        found += frontier
+    return found
+
+
+def role_of(pid: int, master_pid: int) -> str:
+    if pid == master_pid:
+        return "gunicorn arbiter"
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return "master, other children"
+    if "resource_tracker" in cmdline:
+        return "master, other children"
+    return "reconciler" if "multiprocessing" in cmdline else "gunicorn workers"
+
+
+def connections_per_worker(port: int, workers: Sequence[int]) -> dict[int, int]:
+    """Established client connections each gunicorn worker holds on ``port``.
+
+    Keep-alive connections stay with the worker that accepted them, so this shows how evenly
+    the load was spread.
+    """
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                cols = line.split()
+                if cols[3] == "01" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{cols[9]}]")
+    counts: dict[int, int] = {}
+    for pid in workers:
+        fds = Path(f"/proc/{pid}/fd")
+        with contextlib.suppress(OSError):
+            counts[pid] = sum(1 for fd in fds.iterdir() if _readlink(fd) in inodes)
+    return counts
+
+
+def _readlink(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def host_busy_seconds() -> float:
+    """CPU seconds (all cores) the host spent not idle, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return (sum(values[:8]) - idle) / CLK_TCK
+
+
+@dataclass
+class CpuSnapshot:
+    client_s: float
+    host_busy_s: float
+    by_role: dict[str, float]
+
+
+def cpu_snapshot(groups: dict[str, list[int]]) -> CpuSnapshot:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    by_role: dict[str, float] = {}
+    for role, pids in groups.items():
+        by_role[role] = sum(st[1] for pid in pids if (st := proc_stat(pid)) is not None)
+    return CpuSnapshot(usage.ru_utime + usage.ru_stime, host_busy_seconds(), by_role)
+
+
+def cpu_groups(master_pid: int, db_url: str) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = {"gunicorn workers": [], "gunicorn arbiter": [],
+                                    "reconciler": []}
+    for pid in descendants(master_pid):
+        groups.setdefault(role_of(pid, master_pid), []).append(pid)
+    backends = backend_pids(db_url)
+    groups["postgres backends (bench db)"] = backends
+    groups["postgres, other processes (wal writer, other dbs)"] = [
+        pid for pid in postgres_pids() if pid not in backends]
+    return groups
+
+
+def postgres_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "postgres":
+                pids.append(int(entry.name))
+    return pids
+
+
+def cpu_breakdown(start: CpuSnapshot, end: CpuSnapshot, seconds: float) -> dict[str, float]:
+    """Cores used per role during the window; 'rest of host' is whatever nobody above used."""
+    cores = {"bench client (this process)": (end.client_s - start.client_s) / seconds}
+    for role in end.by_role:
+        cores[role] = (end.by_role[role] - start.by_role.get(role, 0.0)) / seconds
+    host = (end.host_busy_s - start.host_busy_s) / seconds
+    cores["rest of host (other users' processes, kernel)"] = host - sum(cores.values())
+    cores["host total busy"] = host
+    return cores
+
+
+# ---- load --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    start: float  # perf_counter
+    warmup_end: float
+    end: float
+    interval: float = 0.0  # seconds between one reporter's requests; 0: back to back
+
+
+@dataclass
+class Reporter:
+    """One trial's reporting loop; results are (completed_at, latency_s, ok, last_step)."""
+
+    trial_id: int
+    token: str
+    port: int
+    steps_per_batch: int
+    metric_names: Sequence[str]
+    results: list[tuple[float, float, bool, int]] = field(default_factory=list)
+    exceptions: list[str] = field(default_factory=list)
+    unsent: int = 0  # paced: requests that fell due but could not be sent before the end
+
+    def __post_init__(self) -> None:
+        rnd = random.Random(self.trial_id)
+        values = ",".join(f'"{n}":{rnd.random():.6f}' for n in self.metric_names)
+        # Pre-serialised: only the step number changes from one report to the next.
+        self._report = '{"steps_completed":%d,"metrics":{' + values + "}}"
+        self._path = f"/api/v1/trials/{self.trial_id}/metrics"
+        self._headers = {"Content-Type": "application/json",
+                         "Authorization": f"Bearer {self.token}"}
+
+    def body(self, first_step: int) -> bytes:
+        reports = ",".join(self._report % (first_step + i) for i in range(self.steps_per_batch))
+        return ('{"group":"training","reports":[' + reports + "]}").encode()
+
+    def run(self, plan: Plan, stop: threading.Event) -> None:
+        """Report until the window ends: back to back, or every ``plan.interval`` seconds."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        with contextlib.suppress(OSError):  # connect before the clock starts; else on use
+            conn.connect()
+        step = 1
+        # Paced reporters start spread over one interval so that they do not send in bursts.
+        due = plan.start + random.Random(self.trial_id).random() * plan.interval
+        _sleep_until(due)
+        while not stop.is_set() and time.perf_counter() < plan.end and due < plan.end:
+            started = self._start_time(due, plan)
+            ok, conn = self._post(conn, self.body(step))
+            done = time.perf_counter()
+            step += self.steps_per_batch
+            self.results.append((done, done - started, ok, step - 1))
+            due += plan.interval
+        if plan.interval and due < plan.end:  # the master fell behind the offered rate
+            self.unsent = math.ceil((plan.end - due) / plan.interval)
+        conn.close()
+
+    @staticmethod
+    def _start_time(due: float, plan: Plan) -> float:
+        """Now, or (paced) the moment the request was due: latency then includes any lag."""
+        if not plan.interval:
+            return time.perf_counter()
+        _sleep_until(due)
+        return due
+
+    def _post(self, conn: http.client.HTTPConnection,
+              body: bytes) -> tuple[bool, http.client.HTTPConnection]:
+        try:
+            conn.request("POST", self._path, body, self._headers)
+            response = conn.getresponse()
+            response.read()
+            if 200 <= response.status < 300:
+                return True, conn
+            self.exceptions.append(f"HTTP {response.status}")
+            return False, conn
+        except (OSError, http.client.HTTPException) as exc:
+            self.exceptions.append(f"{type(exc).__name__}: {exc}")
+            conn.close()
+            return False, http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+
+@dataclass
+class LoadResult:
+    reporters: list[Reporter]
+    plan: Plan
+    wall_window: tuple[float, float]  # epoch seconds of warm-up end and window end
+    cpu_cores: dict[str, float]
+    connections: dict[int, int]  # worker pid -> established client connections
+
+
+def run_load(trials: list[tuple[int, str]], port: int, args: argparse.Namespace,
+             master_pid: int, db_url: str) -> LoadResult:
+    names = [f"metric_{i}" for i in range(args.metrics)]
+    reporters = [Reporter(tid, token, port, args.batch_steps, names) for tid, token in trials]
+    start = time.perf_counter() + 0.5  # time for every thread to start and connect
+    rows_per_request = args.batch_steps * args.metrics
+    interval = len(reporters) * rows_per_request / args.rate if args.rate else 0.0
+    plan = Plan(start, start + args.warmup, start + args.warmup + args.seconds, interval)
+    stop = threading.Event()
+    threads = [threading.Thread(target=r.run, args=(plan, stop), daemon=True) for r in reporters]
+    try:
+        for thread in threads:
+            thread.start()
+        _sleep_until(plan.warmup_end)
+        groups = cpu_groups(master_pid, db_url)
+        profilers = start_profilers(args.py_spy, groups["gunicorn workers"], args.seconds)
+        connections = connections_per_worker(port, groups["gunicorn workers"])
+        wall_start, cpu_start = time.time(), cpu_snapshot(groups)
+        _sleep_until(plan.end)
+        wall_end, cpu_end = time.time(), cpu_snapshot(groups)
+        for thread in threads:
+            thread.join(120)
+    finally:
+        stop.set()
+    for profiler in profilers:
+        profiler.wait(60)
+    return LoadResult(reporters, plan, (wall_start, wall_end),
+                      cpu_breakdown(cpu_start, cpu_end, wall_end - wall_start), connections)
+
+
+def start_profilers(out_dir: str | None, pids: Sequence[int],
+                    seconds: float) -> list[subprocess.Popen[bytes]]:
+    """``py-spy record`` each gunicorn worker for the window (folded stacks, one file each)."""
+    if not out_dir:
+        return []
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    py_spy = REPO / ".venv" / "bin" / "py-spy"
+    # --gil: sample only the thread holding the GIL, i.e. where the worker's CPU goes.
+    return [subprocess.Popen([str(py_spy), "record", "--pid", str(pid), "--rate", "100", "--gil",
+                              "--duration", str(max(1, int(seconds))), "--nonblocking",
+                              "--format", "raw", "--output", f"{out_dir}/worker-{pid}.folded"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for pid in pids]
+
+
+def _sleep_until(moment: float) -> None:
+    while (left := moment - time.perf_counter()) > 0:
+        time.sleep(min(left, 0.5))
+
+
+# ---- analysis ----------------------------------------------------------------------------
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list (0 for an empty one)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, round(q / 100 * len(sorted_values) + 0.4999999))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def by_phase(reporters: Sequence[Reporter], plan: Plan) -> tuple[dict[str, int], list[float],
+                                                                 int]:
+    """Successful requests per phase (by completion time), sorted window latencies, failures."""
+    phase_ok = {"warmup": 0, "window": 0, "drain": 0}
+    window_latency: list[float] = []
+    failed = 0
+    for reporter in reporters:
+        for done, latency, ok, _ in reporter.results:
+            phase = "warmup" if done < plan.warmup_end else "window" if done < plan.end else "drain"
+            phase_ok[phase] += ok
+            failed += not ok
+            if phase == "window":
+                window_latency.append(latency)
+    return phase_ok, sorted(window_latency), failed
+
+
+def analyse(load: LoadResult, stored: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    rows_per_request = args.batch_steps * args.metrics
+    plan, wall = load.plan, load.wall_window
+    phase_ok, window_latency, errors_http = by_phase(load.reporters, plan)
+    ok_total = sum(phase_ok.values())
+    expected_rows = rows_per_request * ok_total
+    db_mismatch = stored["total"] - expected_rows
+    steps_wrong = _steps_mismatches(load.reporters, stored["steps"])
+    errors = errors_http + (db_mismatch != 0) + steps_wrong
+    window_s = plan.end - plan.warmup_end
+    rows_per_s = rows_per_request * phase_ok["window"] / window_s
+    p99_ms = percentile(window_latency, 99) * 1e3
+    return {
+        "rows_per_request": rows_per_request,
+        "window_s": window_s,
+        "requests_ok": phase_ok,
+        "requests_in_window": len(window_latency),
+        "requests_due_but_unsent": sum(r.unsent for r in load.reporters),
+        "rows_per_s": rows_per_s,
+        "rows_per_s_server_clock": stored["in_window"] / (wall[1] - wall[0]),
+        "requests_per_s": len(window_latency) / window_s,
+        "latency_ms": {f"p{q}": percentile(window_latency, q) * 1e3 for q in (50, 90, 99)}
+        | {"max": (window_latency[-1] * 1e3) if window_latency else 0.0},
+        "errors": errors,
+        "errors_detail": {"http_or_exception": errors_http, "db_rows": stored["total"],
+                          "db_rows_expected": expected_rows, "db_row_difference": db_mismatch,
+                          "trials_with_wrong_steps_completed": steps_wrong,
+                          "first_exceptions": _first_exceptions(load.reporters)},
+        "cpu_cores": load.cpu_cores,
+        # CPU time each role spent per request answered in the window: robust to other load.
+        "cpu_ms_per_request": {role: cores * 1e3 * window_s / max(1, len(window_latency))
+                               for role, cores in load.cpu_cores.items()},
+        "connections_per_worker": sorted(load.connections.values(), reverse=True),
+        "targets": {"rows_per_s": rows_per_s >= TARGET_ROWS_PER_S, "errors": errors == 0,
+                    "p99_ms": p99_ms < TARGET_P99_MS},
+    }
+
+
+def _steps_mismatches(reporters: Sequence[Reporter], stored: dict[int, int]) -> int:
+    """Trials whose ``steps_completed`` is not the last step of their last successful batch."""
+    wrong = 0
+    for reporter in reporters:
+        last = max((step for _, _, ok, step in reporter.results if ok), default=0)
+        wrong += stored.get(reporter.trial_id) != last
+    return wrong
+
+
+def _first_exceptions(reporters: Sequence[Reporter]) -> list[str]:
+    return [message for r in reporters for message in r.exceptions][:5]
+
+
+# ---- output ------------------------------------------------------------------------------
+
+
+def render_table(result: dict[str, Any]) -> str:
+    a, targets = result, result["targets"]
+    lat, detail, ok = a["latency_ms"], a["errors_detail"], a["requests_ok"]
+    lines = [
+        f"# reproduce: {a['reproduce']}", "",
+        f"Metric ingest: {a['trials']} trials x {a['rows_per_request']} rows/request "
+        f"({a['batch_steps']} steps x {a['metrics']} metrics), det-master gunicorn "
+        f"{a['workers']} workers x {a['threads']} threads, PostgreSQL",
+        f"window {a['window_s']:.1f} s after {a['warmup']:g} s warm-up; load: "
+        + (f"paced, {a['rate']:,.0f} rows/s offered" if a["rate"] else
+           "closed loop, each reporter sends its next request as soon as one is answered"), "",
+        f"{'measure':<28} {'value':>12}  {'target':<14} verdict",
+        "-" * 66,
+        f"{'rows/s stored':<28} {a['rows_per_s']:>12,.0f}  {'>= 30,000':<14} "
+        f"{_verdict(targets['rows_per_s'])}",
+        f"{'  (server clock cross-check)':<28} {a['rows_per_s_server_clock']:>12,.0f}",
+        f"{'requests/s':<28} {a['requests_per_s']:>12,.1f}",
+        f"{'latency p50 ms':<28} {lat['p50']:>12.1f}",
+        f"{'latency p90 ms':<28} {lat['p90']:>12.1f}",
+        f"{'latency p99 ms':<28} {lat['p99']:>12.1f}  {'< 100':<14} "
+        f"{_verdict(targets['p99_ms'])}",
+        f"{'latency max ms':<28} {lat['max']:>12.1f}",
+        f"{'errors':<28} {a['errors']:>12}  {'0':<14} {_verdict(targets['errors'])}",
+        "",
+        f"requests ok: warm-up {ok['warmup']}, window {ok['window']}, drain {ok['drain']}; "
+        f"rows in db {detail['db_rows']:,} vs expected {detail['db_rows_expected']:,} "
+        f"(difference {detail['db_row_difference']}); trials with wrong steps_completed: "
+        f"{detail['trials_with_wrong_steps_completed']}",
+    ]
+    if a["rate"]:
+        lines.append(f"paced requests due but never sent (master behind): "
+                     f"{a['requests_due_but_unsent']}")
+    lines.append("client connections per gunicorn worker: "
+                 f"{' / '.join(map(str, a['connections_per_worker']))}")
+    if detail["first_exceptions"]:
+        lines.append(f"first errors: {detail['first_exceptions']}")
+    lines += ["", f"CPU during the window (the machine has {os.cpu_count()} cores):",
+              f"  {'':<50} {'cores':>6} {'ms/request':>11}"]
+    per_request = a["cpu_ms_per_request"]
+    lines += [f"  {role:<50} {cores:>6.2f} {per_request[role]:>11.2f}"
+              for role, cores in a["cpu_cores"].items()]
+    return "\n".join(lines)
+
+
+def _verdict(met: bool) -> str:
+    return "met" if met else "MISSED"
+
+
+def reproduce_command(args: argparse.Namespace) -> str:
+    flags = [f"--trials={args.trials}", f"--batch-steps={args.batch_steps}",
+             f"--metrics={args.metrics}", f"--seconds={args.seconds:g}",
+             f"--warmup={args.warmup:g}", f"--workers={args.workers}",
+             f"--threads={args.threads}"] + ([f"--rate={args.rate:g}"] if args.rate else [])
+    if args.db_url:
+        flags.append(f"--db-url={shlex.quote(args.db_url)}")
+    if args.py_spy:
+        flags.append(f"--py-spy={shlex.quote(args.py_spy)}")
+    if args.json:
+        flags.append("--json")
+    return f"cd {shlex.quote(str(REPO))} && .venv/bin/python bench/ingest.py {' '.join(flags)}"
+
+
+# ---- main --------------------------------------------------------------------------------
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Turn SIGTERM into KeyboardInterrupt so ``finally`` blocks run on both."""
+    def raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run(args: argparse.Namespace, workdir: Path, db: BenchDb) -> dict[str, Any]:
+    log(f"migrating {make_url(db.url).render_as_string()}")
+    migrate(db.url)
+    trials = seed_trials(db.url, args.trials)
+    port = free_port()
+    log_path = workdir / "det-master.log"
+    master = start_master(write_master_yaml(workdir, db.url, port, args), log_path)
+    try:
+        wait_ready(master, port, log_path)
+        log(f"det-master up on 127.0.0.1:{port} (log {log_path}); load: {args.warmup:g} s "
+            f"warm-up + {args.seconds:g} s")
+        load = run_load(trials, port, args, master.pid, db.url)
+    finally:
+        stop_master(master)
+    result = analyse(load, stored_rows(db.url, load.wall_window), args)
+    settings = {k: getattr(args, k) for k in ("trials", "batch_steps", "metrics", "seconds",
+                                              "warmup", "workers", "threads", "rate")}
+    return {"reproduce": reproduce_command(args), **settings, **result}
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("--trials", type=int, default=64, help="concurrent reporters, one per trial (64)")
+    add("--batch-steps", type=int, default=10, help="steps per request (10)")
+    add("--metrics", type=int, default=5, help="metrics per step (5)")
+    add("--seconds", type=float, default=20, help="measured window in seconds (20)")
+    add("--warmup", type=float, default=3, help="warm-up seconds, excluded (3)")
+    add("--rate", type=float, default=0, metavar="ROWS_PER_S",
+        help="pace the reporters to offer this many rows/s in all (0: back to back, the "
+             "default); latency is then taken from when each request was due")
+    add("--workers", type=int, default=2, help="gunicorn workers of the master (2)")
+    add("--threads", type=int, default=8, help="threads per gunicorn worker (8)")
+    add("--db-url", default=None, help="use this existing, empty database (not dropped)")
+    add("--admin-url", default=ADMIN_URL, help=f"where to create the database ({ADMIN_URL})")
+    add("--py-spy", metavar="DIR", default=None,
+        help="record each gunicorn worker with py-spy during the window into DIR "
+             "(pip install py-spy; perturbs the figures)")
+    add("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if min(args.trials, args.batch_steps, args.metrics, args.workers, args.threads) < 1 or \
+            args.seconds <= 0 or args.warmup < 0 or args.rate < 0:
+        parser.error("counts must be >= 1, --seconds > 0, --warmup >= 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    log(f"# reproduce: {reproduce_command(args)}")
+    with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="hpcdet-bench-") as tmp:
+        db = BenchDb(args.db_url, created=False) if args.db_url else create_database(
+            args.admin_url)
+        try:
+            result = run(args, Path(tmp), db)
+        finally:
+            drop_database(args.admin_url, db)
+    print(json.dumps(result, indent=2, default=str) if args.json else render_table(result))
+    return 0 if all(result["targets"].values()) else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        log("interrupted (cleaned up)")
+        sys.exit(130)
