@@ -37,10 +37,14 @@ def _render(error: jsonschema.ValidationError, root: str) -> str:
 
 
 def _message(error: jsonschema.ValidationError) -> str:
-    kind, expected, value = error.validator, error.validator_value, error.instance
+    kind = error.validator
+    value: Any = error.instance
+    expected: Any = error.validator_value
+    schema: Any = error.schema
     if kind == "additionalProperties":
-        extra = sorted(set(value) - set(error.schema.get("properties", {})))
-        known = ", ".join(sorted(error.schema.get("properties", {})))
+        known_fields = set(schema.get("properties", {}))
+        extra = sorted(set(value) - known_fields)
+        known = ", ".join(sorted(known_fields))
         return f"unknown field(s) {', '.join(map(repr, extra))} (known: {known})"
     if kind == "type":
         names = expected if isinstance(expected, list) else [expected]
