@@ -118,7 +118,7 @@ def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, A
                  context: bytes) -> Submission:
     """Render the first trial's job in a scratch job directory, runnable with plain sbatch.
 
-    The directory holds the context and an *unmanaged* trial.json (no trial id, no token):
+    The directory holds the context and an *unmanaged* trial.json (trial 0, no token):
     the harness then trains with local stand-ins for metrics and checkpoint registration.
     """
     root = Path(settings.resource_manager.job_storage_root).expanduser()
@@ -147,15 +147,18 @@ def trial_info(settings: MasterSettings, config: Mapping[str, Any], run: TrialRu
                hparams: Mapping[str, Any], seed: int, latest_checkpoint: str | None,
                unmanaged: bool = False) -> dict[str, Any]:
     """The trial.json the harness reads (docs/job-directory.md)."""
-    return {
+    info: dict[str, Any] = {
         "master_url": settings.master_url,
-        "experiment_id": None if unmanaged else run.experiment_id,
-        "trial_id": None if unmanaged else run.trial_id,
+        "experiment_id": run.experiment_id,
+        "trial_id": run.trial_id,
         "run_id": run.run_id,
         "trial_seed": seed,
         "hparams": dict(hparams),
         "experiment_config": dict(config),
         "latest_checkpoint": latest_checkpoint,
         "checkpoint_dir": checkpoint_dir(config),
-        "token_file": None if unmanaged else ".token",
+        "token_file": ".token",
     }
+    if unmanaged:  # a dry-run job: no trial in the master, so nothing is reported to it
+        info.update(unmanaged=True, token_file=None)
+    return info

@@ -1,0 +1,205 @@
+"""The checkpoint context: write checkpoints atomically on shared storage, register them.
+
+A checkpoint is a directory ``<checkpoint_dir>/<uuid>/``. It is written as
+``<uuid>.partial/`` and renamed once complete, so a reader (a resumed trial, the
+master's garbage collector) never sees half a checkpoint, even if the job is killed
+while writing. Only complete checkpoints are registered with the master.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from hpcdet.core._distributed import DistributedContext
+from hpcdet.core._info import Info
+from hpcdet.core._train import TrainContext
+from hpcdet.errors import HpcdetError
+
+METADATA_FILE = "metadata.json"
+PARTIAL_SUFFIX = ".partial"
+_STORAGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+Registrar = Callable[[dict[str, Any]], None]
+
+
+class CheckpointNotFoundError(HpcdetError):
+    """No complete checkpoint with this id exists in the checkpoint directory."""
+
+
+class CheckpointContext:
+    """Saves checkpoints under the trial's ``checkpoint_dir`` and restores them.
+
+    Only the chief writes (there is no sharded mode): gather what other ranks hold
+    first, or save the model from the chief, as DDP replicas are identical.
+
+    Example::
+
+        if core_context.distributed.is_chief:
+            with core_context.checkpoint.store_path({"steps_completed": steps}) as (path, uuid):
+                torch.save(model.state_dict(), path / "model.pt")
+
+        if core_context.info.latest_checkpoint:
+            with core_context.checkpoint.restore_path(core_context.info.latest_checkpoint) as path:
+                model.load_state_dict(torch.load(path / "model.pt"))
+    """
+
+    def __init__(
+        self,
+        checkpoint_dir: pathlib.Path,
+        distributed: DistributedContext,
+        *,
+        info: Info,
+        train: TrainContext,
+        registrar: Registrar | None,
+    ) -> None:
+        self.checkpoint_dir = checkpoint_dir
+        self._dist = distributed
+        self._info = info
+        self._train = train
+        self._register = registrar
+
+    @contextlib.contextmanager
+    def store_path(
+        self, metadata: Mapping[str, Any] | None = None
+    ) -> Iterator[tuple[pathlib.Path, str]]:
+        """Yield ``(path, uuid)`` of an empty directory to write a checkpoint into.
+
+        On a clean exit the directory gets ``metadata.json``, is flushed to disk, renamed
+        into place and registered with the master. If the block raises, the directory
+        is deleted and nothing is registered. Put ``steps_completed`` in ``metadata``;
+        without it the last reported ``steps_completed`` is used. Chief only.
+        """
+        if not self._dist.is_chief:
+            raise RuntimeError(
+                f"checkpoint.store_path() is chief-only, called on rank {self._dist.rank}: "
+                "save from rank 0 (check core_context.distributed.is_chief)"
+            )
+        _check_steps(metadata)
+        storage_id = str(uuid.uuid4())
+        partial = self.checkpoint_dir / (storage_id + PARTIAL_SUFFIX)
+        partial.mkdir(parents=True)
+        try:
+            yield partial, storage_id
+            final_metadata = self._finish(partial, storage_id, metadata or {})
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        self._register_checkpoint(storage_id, final_metadata)
+
+    @contextlib.contextmanager
+    def restore_path(self, storage_id: str) -> Iterator[pathlib.Path]:
+        """Yield the directory of checkpoint ``storage_id`` (read it, do not modify it)."""
+        if not _STORAGE_ID.match(storage_id) or storage_id.endswith(PARTIAL_SUFFIX):
+            raise CheckpointNotFoundError(f"{storage_id!r} is not a checkpoint id")
+        path = self.checkpoint_dir / storage_id
+        if not path.is_dir():
+            raise CheckpointNotFoundError(f"checkpoint {storage_id} not found in {path.parent}")
+        yield path
+
+    def _finish(
+        self, partial: pathlib.Path, storage_id: str, user: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Write metadata.json, flush everything to disk, rename into place."""
+        metadata = self._metadata(user)
+        (partial / METADATA_FILE).write_text(json.dumps(metadata, indent=2, default=str) + "\n")
+        _fsync_tree(partial)
+        final = self.checkpoint_dir / storage_id
+        os.replace(partial, final)
+        _fsync_dir(self.checkpoint_dir)
+        return metadata
+
+    def _metadata(self, user: Mapping[str, Any]) -> dict[str, Any]:
+        steps = user.get("steps_completed", self._train.steps_completed or 0)
+        metadata: dict[str, Any] = {"steps_completed": steps, "hparams": self._info.hparams}
+        framework = _framework()
+        if framework:
+            metadata["framework"] = framework
+        metadata.update(user)
+        # The ids are the master's, not the script's to choose.
+        metadata.update(trial_id=self._info.trial_id, experiment_id=self._info.experiment_id)
+        latest = self._train.latest_validation
+        if latest is not None and latest.steps_completed == steps:
+            metadata.setdefault("validation_metrics", latest.metrics)
+        return metadata
+
+    def _register_checkpoint(self, storage_id: str, metadata: dict[str, Any]) -> None:
+        if self._register is None:
+            return
+        # Ship queued metrics first, so the master already has this step's validation
+        # when it learns of the checkpoint.
+        self._train.flush()
+        path = self.checkpoint_dir / storage_id
+        self._register(
+            {
+                "uuid": storage_id,
+                "steps_completed": metadata["steps_completed"],
+                "metadata": metadata,
+                "resources": resources_of(path),
+            }
+        )
+
+
+class DummyCheckpointContext(CheckpointContext):
+    """Checkpoints in a local directory, registered nowhere (outside a hpcdet job)."""
+
+    def __init__(
+        self,
+        checkpoint_dir: pathlib.Path,
+        distributed: DistributedContext,
+        *,
+        info: Info,
+        train: TrainContext,
+    ) -> None:
+        super().__init__(checkpoint_dir, distributed, info=info, train=train, registrar=None)
+
+
+def _check_steps(metadata: Mapping[str, Any] | None) -> None:
+    """Fail before the checkpoint is written, not when the master rejects it."""
+    steps = (metadata or {}).get("steps_completed", 0)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"metadata['steps_completed'] must be an int >= 0, not {steps!r}")
+
+
+def resources_of(path: pathlib.Path) -> dict[str, int]:
+    """``{relative posix path: size in bytes}`` of every file under ``path``."""
+    return {
+        file.relative_to(path).as_posix(): file.stat().st_size
+        for file in sorted(path.rglob("*"))
+        if file.is_file()
+    }
+
+
+def _framework() -> str | None:
+    try:
+        return "torch-" + importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _fsync_tree(root: pathlib.Path) -> None:
+    """fsync every file and directory under ``root``: the rename must not outrun the data."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(pathlib.Path(dirpath))
+
+
+def _fsync_dir(path: pathlib.Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,255 @@
+"""``hpcdet.core.init()``: build the real contexts in a job, dummy twins elsewhere."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pathlib
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from hpcdet.client import MasterClient
+from hpcdet.core._checkpoint import CheckpointContext, DummyCheckpointContext
+from hpcdet.core._distributed import DistributedContext, DummyDistributedContext
+from hpcdet.core._info import Info
+from hpcdet.core._preempt import DummyPreemptContext, PreemptContext
+from hpcdet.core._reporter import Backoff, MetricsReporter, post_with_retry
+from hpcdet.core._train import DummyTrainContext, TrainContext
+from hpcdet.harness import distributed as harness_dist
+from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.harness.trial_info import TrialInfo, load_trial_info, read_token, trial_info_path
+
+DEFAULT_LOCAL_CHECKPOINTS = "checkpoints"
+# Registering a checkpoint is rare and matters: retry for a few minutes, then fail loudly.
+_REGISTER_BACKOFF = Backoff(initial=1.0, maximum=30.0, attempts=10)
+
+_open_contexts: list[Context] = []
+_open_lock = threading.Lock()
+
+
+class Context:
+    """Everything a training script uses to talk to hpcdet; make it with :func:`init`.
+
+    ``train`` reports metrics, ``checkpoint`` saves and restores, ``preempt`` says when
+    to stop, ``distributed`` knows the ranks, ``info`` the trial. Close it (or use it as
+    a context manager) so queued metrics reach the master.
+    """
+
+    def __init__(
+        self,
+        *,
+        distributed: DistributedContext,
+        train: TrainContext,
+        checkpoint: CheckpointContext,
+        preempt: PreemptContext,
+        info: Info,
+        cleanup: list[Callable[[], None]] | None = None,
+    ) -> None:
+        self.distributed = distributed
+        self.train = train
+        self.checkpoint = checkpoint
+        self.preempt = preempt
+        self.info = info
+        self._cleanup = cleanup or []
+        self._closed = False
+        with _open_lock:
+            _open_contexts.append(self)
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception as close_exc:  # do not hide the exception already on its way out
+            print(f"hpcdet core: while closing after an error: {close_exc}", file=sys.stderr)
+
+    def close(self) -> None:
+        """Ship queued metrics, then release the master connection; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with _open_lock:
+            if self in _open_contexts:
+                _open_contexts.remove(self)
+        try:
+            self.train.close()
+        finally:
+            for step in reversed(self._cleanup):
+                step()
+
+
+# The '*': parameters will be added, and keyword-only arguments can grow in any order
+# without breaking callers (Determined's init() makes the same choice).
+def init(
+    *,
+    distributed: DistributedContext | None = None,
+    checkpoint_storage: str | os.PathLike[str] | None = None,
+    hparams: dict[str, Any] | None = None,
+) -> Context:
+    """Start the Core API.
+
+    Inside a hpcdet job (``$DET_TRIAL_INFO`` is set) the contexts talk to the master;
+    anywhere else they are dummies, so the same script runs on a laptop: metrics go to
+    stderr, checkpoints to ``checkpoint_storage`` (default ``./checkpoints``) and
+    ``info.hparams`` is ``hparams`` (default ``{}``).
+
+    Arguments:
+        distributed: use this instead of the ranks the harness set up.
+        checkpoint_storage: the local checkpoint directory of a run outside a job. In a
+            job the trial's ``checkpoint_dir`` is used, as the master must find them.
+        hparams: hyperparameters of a run outside a job (ignored in a job).
+
+    Example::
+
+        import hpcdet.core
+
+        with hpcdet.core.init() as core_context:
+            lr = core_context.info.hparams.get("lr", 0.1)
+            for step in range(1, 101):
+                loss = train_step(lr)
+                core_context.train.report_training_metrics(step, {"loss": loss})
+    """
+    if trial_info_path() is None:
+        return _dummy_init(distributed, checkpoint_storage, hparams)
+    return _real_init(load_trial_info(), distributed, checkpoint_storage)
+
+
+def close_open_contexts() -> None:
+    """Close every context a script left open (the harness calls this after it)."""
+    with _open_lock:
+        contexts = list(_open_contexts)
+    errors = []
+    for context in contexts:
+        try:
+            context.close()
+        except Exception as exc:  # close the others anyway, then report the first
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
+atexit.register(close_open_contexts)
+
+
+def _dummy_init(
+    distributed: DistributedContext | None,
+    checkpoint_storage: str | os.PathLike[str] | None,
+    hparams: dict[str, Any] | None,
+) -> Context:
+    dist = distributed or DummyDistributedContext()
+    info = Info.dummy(hparams)
+    train = DummyTrainContext(dist)
+    storage = pathlib.Path(checkpoint_storage or DEFAULT_LOCAL_CHECKPOINTS).absolute()
+    return Context(
+        distributed=dist,
+        train=train,
+        checkpoint=DummyCheckpointContext(storage, dist, info=info, train=train),
+        preempt=DummyPreemptContext(dist),
+        info=info,
+    )
+
+
+def _real_init(
+    trial: TrialInfo,
+    distributed: DistributedContext | None,
+    checkpoint_storage: str | os.PathLike[str] | None,
+) -> Context:
+    cleanup: list[Callable[[], None]] = []
+    dist = distributed or _distributed_from_job(trial, cleanup)
+    _warn_ignored_storage(trial, checkpoint_storage)
+    info = Info.from_trial_info(trial)
+    # An unmanaged trial.json comes from `det experiment create --dry-run`: the job was
+    # submitted by hand and no trial exists in the master, so nothing is reported to it.
+    unmanaged = bool(trial.extra.get("unmanaged"))
+    client = None if unmanaged else _chief_client(trial, dist, cleanup)
+    train = (DummyTrainContext(dist) if unmanaged
+             else TrainContext(dist, MetricsReporter(client, trial.trial_id) if client else None))
+    checkpoint = CheckpointContext(
+        pathlib.Path(trial.checkpoint_dir),
+        dist,
+        info=info,
+        train=train,
+        registrar=_registrar(client, trial.trial_id) if client else None,
+    )
+    preempt = PreemptContext(dist)
+    return Context(
+        distributed=dist,
+        train=train,
+        checkpoint=checkpoint,
+        preempt=preempt,
+        info=info,
+        cleanup=cleanup,
+    )
+
+
+def _distributed_from_job(
+    trial: TrialInfo, cleanup: list[Callable[[], None]]
+) -> DistributedContext:
+    """The harness's process group; or one of our own when the entrypoint ran as a subprocess."""
+    if harness_dist.is_initialized():
+        return DistributedContext.from_torch_distributed()
+    cluster = ClusterEnv.from_environ(_ranks_environ(os.environ))
+    if cluster.size == 1:
+        return DummyDistributedContext()
+    cluster = cluster.export_torch_env()
+    backend = harness_dist.choose_backend(
+        harness_dist.slot_type(os.environ, trial.experiment_config)
+    )
+    harness_dist.init_process_group(cluster, backend, timeout_s=harness_dist.timeout_from_environ())
+    cleanup.append(lambda: harness_dist.teardown(barrier=False))
+    return DistributedContext.from_torch_distributed()
+
+
+def _ranks_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """Slurm's view, overridden by ``env://`` variables when set (harness or torchrun)."""
+    env = dict(environ)
+    if "RANK" in env and "WORLD_SIZE" in env:
+        renames = {
+            "RANK": "SLURM_PROCID",
+            "WORLD_SIZE": "SLURM_NTASKS",
+            "LOCAL_RANK": "SLURM_LOCALID",
+            "LOCAL_WORLD_SIZE": "SLURM_STEP_TASKS_PER_NODE",
+            "GROUP_RANK": "SLURM_NODEID",
+            "GROUP_WORLD_SIZE": "SLURM_STEP_NUM_NODES",
+        }
+        env.update({slurm: env[name] for name, slurm in renames.items() if name in env})
+    return env
+
+
+def _chief_client(
+    trial: TrialInfo, dist: DistributedContext, cleanup: list[Callable[[], None]]
+) -> MasterClient | None:
+    """Only the chief talks to the master, so only it reads the token."""
+    if not dist.is_chief:
+        return None
+    client = MasterClient(trial.master_url, token=read_token(trial))
+    cleanup.append(client.close)
+    return client
+
+
+def _registrar(client: MasterClient, trial_id: int) -> Callable[[dict[str, Any]], None]:
+    def register(body: dict[str, Any]) -> None:
+        post_with_retry(client, f"/trials/{trial_id}/checkpoints", body, backoff=_REGISTER_BACKOFF)
+
+    return register
+
+
+def _warn_ignored_storage(trial: TrialInfo, storage: str | os.PathLike[str] | None) -> None:
+    if storage is not None and pathlib.Path(storage) != pathlib.Path(trial.checkpoint_dir):
+        print(
+            f"hpcdet core: checkpoint_storage={os.fspath(storage)!r} ignored in a job; "
+            f"checkpoints go to {trial.checkpoint_dir}",
+            file=sys.stderr,
+        )

@@ -1,0 +1,142 @@
+"""The train context: report training and validation metrics."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hpcdet.core._distributed import DistributedContext
+from hpcdet.core._reporter import MetricsReporter
+
+GROUPS = ("training", "validation")
+
+
+@dataclass(frozen=True)
+class MetricsReport:
+    """One validated report: the step it belongs to and its numbers."""
+
+    group: str
+    steps_completed: int
+    metrics: dict[str, float]
+
+
+def validate_metrics(steps_completed: Any, metrics: Any) -> dict[str, float]:
+    """Check a report; returns the metrics as plain ints/floats.
+
+    Values may be ints, floats, or anything with ``.item()`` giving one (a 0-d
+    tensor, a numpy scalar). NaN, infinities and booleans are rejected: the searcher
+    compares these numbers, and JSON cannot carry NaN.
+    """
+    if isinstance(steps_completed, bool) or not isinstance(steps_completed, int):
+        raise ValueError(f"steps_completed must be an int, not {type(steps_completed).__name__}")
+    if steps_completed < 0:
+        raise ValueError(f"steps_completed must be >= 0, not {steps_completed}")
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise ValueError("metrics must be a non-empty dict of {name: number}")
+    return {_metric_name(name): _metric_value(name, value) for name, value in metrics.items()}
+
+
+def _metric_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"metric names must be non-empty strings, not {name!r}")
+    return name
+
+
+def _metric_value(name: str, value: Any) -> float:
+    raw = value
+    if hasattr(value, "item") and not isinstance(value, numbers.Number | bool):
+        try:
+            value = value.item()  # 0-d tensors and numpy scalars
+        except (ValueError, RuntimeError) as exc:
+            raise ValueError(f"metric {name!r} must be a single number: {exc}") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"metric {name!r} must be a number, not {type(raw).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"metric {name!r} must be finite, not {value}")
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
+class TrainContext:
+    """Reports metrics to the master; only the chief ships them.
+
+    The other ranks validate their arguments and return: **reduce metrics across ranks
+    first** (e.g. ``torch.distributed.all_reduce``) if every rank's data should count.
+    Reports are batched and posted from a background thread; closing the core context
+    ships whatever is left.
+
+    Example::
+
+        core_context.train.report_training_metrics(steps_completed=100, metrics={"loss": 0.3})
+        core_context.train.report_validation_metrics(
+            steps_completed=100, metrics={"validation_loss": 0.4, "accuracy": 0.91}
+        )
+    """
+
+    def __init__(self, distributed: DistributedContext, reporter: MetricsReporter | None) -> None:
+        self._dist = distributed
+        self._reporter = reporter
+        self._latest_validation: MetricsReport | None = None
+        self._steps_completed: int | None = None
+
+    @property
+    def latest_validation(self) -> MetricsReport | None:
+        """The last validation report made through this context (on the chief)."""
+        return self._latest_validation
+
+    @property
+    def steps_completed(self) -> int | None:
+        """The largest ``steps_completed`` reported so far, None before any report."""
+        return self._steps_completed
+
+    def report_training_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        """Report training metrics (e.g. the mean loss since the last report)."""
+        self.report_metrics("training", steps_completed, metrics)
+
+    def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        """Report validation metrics; the searcher's ``metric`` must be among them."""
+        self.report_metrics("validation", steps_completed, metrics)
+
+    def report_metrics(self, group: str, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        """Report ``metrics`` in ``group`` (``training`` or ``validation``)."""
+        if group not in GROUPS:
+            raise ValueError(f"group must be one of {', '.join(GROUPS)}, not {group!r}")
+        report = MetricsReport(group, steps_completed, validate_metrics(steps_completed, metrics))
+        if not self._dist.is_chief:
+            return
+        self._remember(report)
+        self._ship(report)
+
+    def flush(self) -> None:
+        """Block until every report so far has reached the master."""
+        if self._reporter is not None:
+            self._reporter.flush()
+
+    def close(self) -> None:
+        """Ship what is queued and stop the background thread."""
+        if self._reporter is not None:
+            self._reporter.close()
+
+    def _remember(self, report: MetricsReport) -> None:
+        if report.group == "validation":
+            self._latest_validation = report
+        self._steps_completed = max(self._steps_completed or 0, report.steps_completed)
+
+    def _ship(self, report: MetricsReport) -> None:
+        if self._reporter is not None:
+            self._reporter.report(report.group, report.steps_completed, report.metrics)
+
+
+class DummyTrainContext(TrainContext):
+    """Metrics for a run outside a hpcdet job: printed to stderr by the chief."""
+
+    def __init__(self, distributed: DistributedContext) -> None:
+        super().__init__(distributed, reporter=None)
+
+    def _ship(self, report: MetricsReport) -> None:
+        values = " ".join(f"{k}={v:.6g}" for k, v in report.metrics.items())
+        line = f"hpcdet core (dummy): {report.group} steps_completed={report.steps_completed}"
+        print(f"{line} {values}", file=sys.stderr, flush=True)

@@ -1,0 +1,164 @@
+"""Start and stop ``torch.distributed`` for the ranks Slurm started.
+
+torch is imported inside the functions: ``hpcdet.harness`` itself must import on a login
+node or in an image without torch (a non-Python entrypoint needs no process group).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from hpcdet.dispatcher.nodelist import first_host
+from hpcdet.errors import HpcdetError
+from hpcdet.harness.cluster_env import ClusterEnv
+
+SLOT_TYPE_VAR = "DET_SLOT_TYPE"
+TIMEOUT_VAR = "HPCDET_DIST_TIMEOUT"
+# torch's own default for gloo. Collectives may legitimately wait this long while the
+# chief validates or writes a large checkpoint; when a rank dies, Slurm ends the others
+# sooner (the job script runs srun with --kill-on-bad-exit=1).
+DEFAULT_TIMEOUT_S = 1800
+
+
+def slot_type(environ: Mapping[str, str], experiment_config: Mapping[str, Any]) -> str:
+    """``cuda``, ``cpu`` or ``rocm``: ``$DET_SLOT_TYPE``, else ``resources.slot_type``.
+
+    Determined's Slurm launcher defaults to ``cuda``; a cuda slot on a host without a GPU
+    still falls back to gloo in :func:`choose_backend`.
+    """
+    resources = experiment_config.get("resources")
+    configured = resources.get("slot_type") if isinstance(resources, Mapping) else None
+    return str(environ.get(SLOT_TYPE_VAR) or configured or "cuda").lower()
+
+
+def choose_backend(slot: str) -> str:
+    """``nccl`` for GPU slots on a host where CUDA works, ``gloo`` otherwise."""
+    import torch
+
+    # ROCm builds of torch expose HIP through torch.cuda and map "nccl" to RCCL.
+    return "nccl" if slot in ("cuda", "rocm") and torch.cuda.is_available() else "gloo"
+
+
+def init_process_group(cluster: ClusterEnv, backend: str, *, timeout_s: float) -> None:
+    """Join the default process group; ``cluster.export_torch_env()`` must have run.
+
+    A world of one uses an in-memory store, so no port is opened and no rendezvous can
+    fail; scripts still find ``torch.distributed.is_initialized()`` true and can wrap the
+    model in DistributedDataParallel whatever ``slots_per_trial`` is.
+    """
+    import torch
+    import torch.distributed as dist
+
+    if backend == "nccl":
+        torch.cuda.set_device(_cuda_device(cluster.local_rank))
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if cluster.size == 1:
+        # Public API, but only re-exported on non-Windows builds, which mypy cannot see.
+        store = dist.HashStore()  # type: ignore[attr-defined]
+        dist.init_process_group(backend, store=store, rank=0, world_size=1, timeout=timeout)
+        return
+    check_resolvable(cluster)
+    dist.init_process_group(
+        backend, init_method="env://", rank=cluster.rank, world_size=cluster.size, timeout=timeout
+    )
+
+
+def reachable_rendezvous(cluster: ClusterEnv, environ: Mapping[str, str]) -> ClusterEnv:
+    """Swap an unresolvable first-node name for the node's address, when Slurm gives it.
+
+    Node names in ``slurm.conf`` need not be host names (``NodeAddr=`` maps them). The
+    batch script runs on the allocation's first node and starts ``srun`` there, so
+    ``SLURM_LAUNCH_NODE_IPADDR`` is that node's address when the step starts on it.
+    A ``MASTER_ADDR`` set by the user is left alone.
+    """
+    if cluster.size == 1 or environ.get("MASTER_ADDR") or _resolves(cluster):
+        return cluster
+    launch_ip = environ.get("SLURM_LAUNCH_NODE_IPADDR")
+    job_nodes = environ.get("SLURM_JOB_NODELIST") or ""
+    if launch_ip and job_nodes and first_host(job_nodes) == cluster.master_addr:
+        return dataclasses.replace(cluster, master_addr=launch_ip)
+    return cluster
+
+
+def check_resolvable(cluster: ClusterEnv) -> None:
+    """Fail now, with a fix, if the rendezvous host has no address.
+
+    Otherwise every rank retries the name until the process-group timeout (30 minutes).
+    """
+    if not _resolves(cluster):
+        raise HpcdetError(
+            f"the rendezvous host {cluster.master_addr!r} (first node of the job) does not "
+            "resolve; set MASTER_ADDR to its address in the experiment's "
+            "environment.environment_variables"
+        )
+
+
+def _resolves(cluster: ClusterEnv) -> bool:
+    try:
+        socket.getaddrinfo(cluster.master_addr, cluster.master_port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    return True
+
+
+def timeout_from_environ(environ: Mapping[str, str] | None = None) -> float:
+    """Collective timeout in seconds: ``$HPCDET_DIST_TIMEOUT`` or 30 minutes."""
+    env = os.environ if environ is None else environ
+    raw = env.get(TIMEOUT_VAR)
+    try:
+        return float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise ValueError(f"{TIMEOUT_VAR}={raw!r} is not a number of seconds") from None
+
+
+def is_initialized() -> bool:
+    """Whether the default process group exists (False when torch is absent)."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return False
+    return bool(dist.is_available() and dist.is_initialized())
+
+
+def teardown(*, barrier: bool) -> None:
+    """Leave the process group; with ``barrier``, wait for every rank first.
+
+    Callers pass ``barrier=False`` after a failure: the other ranks may never arrive.
+    """
+    if not is_initialized():
+        return
+    import torch.distributed as dist
+
+    try:
+        if barrier:
+            wait_for_all_ranks()
+    finally:
+        dist.destroy_process_group()
+
+
+def wait_for_all_ranks() -> None:
+    """``torch.distributed.barrier()``, naming this rank's GPU for NCCL.
+
+    Without ``device_ids`` NCCL guesses the device from the rank and warns about it.
+    """
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_backend() == "nccl":
+        dist.barrier(device_ids=[torch.cuda.current_device()])
+    else:
+        dist.barrier()
+
+
+def _cuda_device(local_rank: int) -> int:
+    """The GPU for this rank: ``local_rank``, unless Slurm bound one GPU per task."""
+    import torch
+
+    count = torch.cuda.device_count()
+    # With --gpus-per-task=1 every task sees exactly one device, index 0.
+    return local_rank if local_rank < count else 0

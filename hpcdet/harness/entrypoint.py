@@ -1,0 +1,180 @@
+"""Run the experiment's ``entrypoint``.
+
+Three shapes are recognised:
+
+* a Python script (``python3 train.py --epochs 3``, ``python train.py``, ``train.py``)
+  or module (``python -m pkg.train``): run *in this process* with :mod:`runpy`, so the
+  script uses the process group, signal handlers and seeds the harness set up;
+* ``module:Class``: a trial class, not supported yet;
+* anything else: a subprocess inheriting the environment; its exit code is ours, and
+  the preemption signals are passed on to it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import shlex
+import signal
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+from typing import Literal
+
+from hpcdet.core._preempt import PREEMPT_SIGNALS, signal_preemption
+from hpcdet.errors import HpcdetError
+
+Kind = Literal["script", "module", "trial_class", "command"]
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
+_TRIAL_CLASS = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+# Interpreter flags that change nothing the harness cares about (stdout is already
+# line-buffered); with any other flag the command runs as a subprocess.
+_HARMLESS_FLAGS = frozenset({"-u", "-B"})
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 127
+
+TRIAL_CLASS_MESSAGE = (
+    "trial classes (PyTorchTrial) are not supported yet; "
+    "use a script entrypoint with the Core API (e.g. `entrypoint: python3 train.py`)"
+)
+
+
+class EntrypointError(HpcdetError):
+    """The entrypoint is missing, unsupported, or names a file that does not exist."""
+
+
+@dataclass(frozen=True)
+class Entrypoint:
+    """A parsed entrypoint: what to run and how.
+
+    ``argv`` is ``(script, *args)`` for a script, ``(module, *args)`` for a module,
+    ``(spec,)`` for a trial class and the full command otherwise.
+    """
+
+    kind: Kind
+    argv: tuple[str, ...]
+
+
+def parse_entrypoint(value: str | Sequence[str] | None) -> Entrypoint:
+    """Classify an entrypoint given as a command string or an argv list."""
+    argv = shlex.split(value) if isinstance(value, str) else [str(a) for a in value or []]
+    if not argv:
+        raise EntrypointError("the experiment has no entrypoint")
+    if len(argv) == 1 and _TRIAL_CLASS.fullmatch(argv[0]):
+        return Entrypoint("trial_class", tuple(argv))
+    if argv[0].endswith(".py"):
+        return Entrypoint("script", tuple(argv))
+    if _PYTHON.fullmatch(os.path.basename(argv[0])):
+        return _parse_python(argv)
+    return Entrypoint("command", tuple(argv))
+
+
+def _parse_python(argv: list[str]) -> Entrypoint:
+    rest = argv[1:]
+    while rest and rest[0] in _HARMLESS_FLAGS:
+        rest = rest[1:]
+    if len(rest) >= 2 and rest[0] == "-m":
+        return Entrypoint("module", tuple(rest[1:]))
+    if rest and not rest[0].startswith("-"):
+        return Entrypoint("script", tuple(rest))
+    return Entrypoint("command", tuple(argv))
+
+
+def run_entrypoint(entry: Entrypoint) -> int:
+    """Run ``entry`` and return the exit code it should give the job step."""
+    if entry.kind == "trial_class":
+        print(f"hpcdet harness: {TRIAL_CLASS_MESSAGE}", file=sys.stderr)
+        return EXIT_USAGE
+    if entry.kind == "command":
+        return run_command(entry.argv)
+    if entry.kind == "module":
+        return run_in_process(lambda: _run_module(entry.argv))
+    script = entry.argv[0]
+    if not os.path.isfile(script):
+        print(
+            f"hpcdet harness: entrypoint script {script} not found in {os.getcwd()}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return run_in_process(lambda: _run_script(entry.argv))
+
+
+def run_in_process(target: Callable[[], object]) -> int:
+    """Call ``target`` as if it were a program: SystemExit and exceptions become codes."""
+    try:
+        target()
+    except SystemExit as exc:
+        return exit_code(exc.code)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        return 1
+    return 0
+
+
+def exit_code(code: object) -> int:
+    """What the interpreter does with ``sys.exit(code)``: None is 0, text is printed, 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _run_script(argv: Sequence[str]) -> None:
+    path = os.path.abspath(argv[0])
+    # What `python train.py` would see: the script's directory first on the path.
+    with _patched_sys([argv[0], *argv[1:]], os.path.dirname(path)):
+        runpy.run_path(path, run_name="__main__")
+
+
+def _run_module(argv: Sequence[str]) -> None:
+    # What `python -m pkg.mod` would see: the cwd first on the path.
+    with _patched_sys(list(argv), os.getcwd()):
+        runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+
+
+@contextmanager
+def _patched_sys(argv: list[str], path0: str) -> Iterator[None]:
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = argv
+    sys.path[:1] = [path0]
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
+def run_command(argv: Sequence[str]) -> int:
+    """Run a non-Python entrypoint as a child, forwarding the preemption signals."""
+    try:
+        child = subprocess.Popen(list(argv))
+    except OSError as exc:
+        print(f"hpcdet harness: cannot run {argv[0]}: {exc.strerror}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    with _forwarding_signals(child):
+        code = child.wait()
+    # A child killed by a signal exits like a shell would report it: 128 + signal.
+    return 128 - code if code < 0 else code
+
+
+@contextmanager
+def _forwarding_signals(child: subprocess.Popen[bytes]) -> Iterator[None]:
+    def forward(signum: int, frame: FrameType | None) -> None:
+        signal_preemption()
+        child.send_signal(signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in PREEMPT_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

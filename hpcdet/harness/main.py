@@ -1,0 +1,148 @@
+"""``python -m hpcdet.harness``: what every rank runs inside the job.
+
+The flow: read ``trial.json`` -> derive this rank from Slurm -> export the ``env://``
+variables -> catch the preemption signals -> join the process group -> seed the RNGs ->
+run the entrypoint -> close what the script left open -> leave the process group.
+
+Decisions worth knowing:
+
+* The process group is joined for every in-process Python entrypoint, even with one
+  slot (an in-memory store, no port), so scripts can rely on
+  ``torch.distributed.is_initialized()``. Scripts must not call
+  ``init_process_group`` themselves. A subprocess entrypoint gets only the variables:
+  the group is its own business, and our store would hold the port it needs.
+* Every rank is seeded with the trial seed, the same on all ranks (as Determined does),
+  so models start identical; data order differs through each rank's sampler shard.
+* ``MASTER_ADDR``/``MASTER_PORT`` already in the environment win over the derived ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import sys
+from collections.abc import Sequence
+
+from hpcdet.core._context import close_open_contexts
+from hpcdet.core._preempt import install_signal_handlers
+from hpcdet.errors import HpcdetError
+from hpcdet.harness import distributed
+from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, run_entrypoint
+from hpcdet.harness.trial_info import TrialInfo, load_trial_info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run this rank of the trial; returns the process exit code."""
+    args = _parse_args(argv)
+    _line_buffered_output()
+    try:
+        info = load_trial_info()
+        cluster = distributed.reachable_rendezvous(ClusterEnv.from_environ(), os.environ)
+        cluster = cluster.export_torch_env()
+        entry = parse_entrypoint(args.entrypoint or info.entrypoint)
+    except (HpcdetError, ValueError) as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    install_signal_handlers()
+    if entry.kind in ("script", "module"):
+        return _run_in_process(info, cluster, entry)
+    _banner(cluster, "none")
+    return run_entrypoint(entry)
+
+
+def _run_in_process(info: TrialInfo, cluster: ClusterEnv, entry: Entrypoint) -> int:
+    try:
+        backend = _join_process_group(info, cluster)
+    except (HpcdetError, ValueError) as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    seed_everything(info.trial_seed)
+    _banner(cluster, backend)
+    code = run_entrypoint(entry)
+    return _finish(code)
+
+
+def _join_process_group(info: TrialInfo, cluster: ClusterEnv) -> str:
+    """Join the group; returns the backend, or "none" for one rank without torch."""
+    if not _torch_available():
+        if cluster.size > 1:
+            raise HpcdetError("torch is not installed, and a trial with several slots needs it")
+        return "none"
+    slot = distributed.slot_type(os.environ, info.experiment_config)
+    backend = distributed.choose_backend(slot)
+    distributed.init_process_group(cluster, backend, timeout_s=distributed.timeout_from_environ())
+    return backend
+
+
+def _finish(code: int) -> int:
+    """Flush what the script left open, then leave the group (waiting for peers on success)."""
+    try:
+        close_open_contexts()
+    except Exception as exc:
+        _say(f"closing the core context failed: {exc}")
+        code = code or 1
+    try:
+        distributed.teardown(barrier=code == 0)
+    except Exception as exc:
+        _say(f"leaving the process group failed: {exc}")
+    return code
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and torch's generators (those that are installed)."""
+    random.seed(seed)
+    try:
+        import numpy
+    except ImportError:
+        pass
+    else:
+        numpy.random.seed(seed % 2**32)
+    if _torch_available():
+        import torch
+
+        torch.manual_seed(seed)  # seeds every CUDA device too
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _banner(cluster: ClusterEnv, backend: str) -> None:
+    node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    _say(
+        f"rank {cluster.rank}/{cluster.size} local {cluster.local_rank}/{cluster.local_size} "
+        f"node {node} master_addr {cluster.master_addr}:{cluster.master_port} backend {backend}"
+    )
+
+
+def _say(message: str) -> None:
+    print(f"hpcdet harness: {message}", file=sys.stderr, flush=True)
+
+
+def _line_buffered_output() -> None:
+    # Slurm writes our output to a file: without this, lines of different ranks would
+    # interleave by buffer, not by line, and the last lines vanish on a kill.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(line_buffering=True)
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m hpcdet.harness",
+        description="Run one rank of a hpcdet trial (started by the job script with srun).",
+    )
+    parser.add_argument(
+        "entrypoint",
+        nargs=argparse.REMAINDER,
+        help="command to run instead of the experiment's entrypoint",
+    )
+    return parser.parse_args(argv)
