@@ -18,7 +18,7 @@ What is measured
     commands and of wall time is reported. Setup commands (sbatch, waiting) are not counted.
 
 How to reproduce
-    scripts/dev-cluster up && source .state/dev-cluster/env
+    scripts/dev-cluster up && eval "$(scripts/dev-cluster env)"
     .venv/bin/python bench/poll.py                 # human table
     .venv/bin/python bench/poll.py --json          # one JSON object on stdout
 
@@ -125,9 +125,10 @@ def ensure_slurm_conf() -> str:
     if conf:
         if not Path(conf).is_file():  # Slurm commands would retry for 60 s, then fail
             raise SystemExit(f"SLURM_CONF={conf} does not exist. Start the dev cluster with: "
-                             "scripts/dev-cluster up && source .state/dev-cluster/env")
+                             "scripts/dev-cluster up && eval \"$(scripts/dev-cluster env)\"")
         return conf
-    dev = REPO / ".state" / "dev-cluster" / "slurm.conf"
+    dev = Path(os.environ.get("HPCDET_CLUSTER_DIR") or Path.home() / ".hpcdet" / "dev-cluster")
+    dev = dev / "slurm.conf"
     if dev.is_file():
         os.environ["SLURM_CONF"] = str(dev)
         log(f"SLURM_CONF not set; using the dev cluster's {dev}")
@@ -143,7 +144,7 @@ def check_cluster(setup: CommandRunner) -> None:
     except SchedulerError as exc:
         raise SystemExit(f"the Slurm cluster does not answer ({exc}).\n"
                          "Start it with: scripts/dev-cluster up && "
-                         "source .state/dev-cluster/env") from None
+                         "eval \"$(scripts/dev-cluster env)\"") from None
     if "UP" not in out:
         raise SystemExit(f"slurmctld is not up: {out.strip()!r}\n"
                          "Start it with: scripts/dev-cluster up")

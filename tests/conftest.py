@@ -36,11 +36,11 @@ def missing(reason: str) -> None:
 def slurm_env() -> dict[str, str]:
     """The environment that selects the dev cluster (SLURM_CONF), if it is up."""
     env = dict(os.environ)
-    env_file = REPO / ".state" / "dev-cluster" / "env"
-    if "SLURM_CONF" not in env and env_file.exists():
-        for line in env_file.read_text().splitlines():
-            if line.startswith("export SLURM_CONF="):
-                env["SLURM_CONF"] = line.split("=", 1)[1].strip().strip("'\"")
+    if "SLURM_CONF" not in env:
+        out = subprocess.run([str(REPO / "scripts" / "dev-cluster"), "env"], capture_output=True,
+                             text=True).stdout.strip()
+        if out.startswith("export SLURM_CONF="):
+            env["SLURM_CONF"] = out.split("=", 1)[1].strip("'\"")
     return env
 
 
