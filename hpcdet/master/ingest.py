@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import insert, text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 
 from hpcdet.master.models import Metric, utcnow
 
@@ -86,15 +87,26 @@ class MetricWriter:
 
     def _flush(self, batch: list[_Pending]) -> None:
         try:
-            with self._engine.begin() as conn:
-                _insert_rows(conn, batch)
-                _advance_steps(conn, batch)
+            self._write_with_retry(batch)
         except Exception as exc:  # every request of the batch learns it failed
             for pending in batch:
                 pending.error = exc
         finally:
             for pending in batch:
                 pending.done.set()
+
+    def _write_with_retry(self, batch: list[_Pending]) -> None:
+        # Writers of two worker processes may update the same trials' progress in different
+        # orders; PostgreSQL then aborts one of them as a deadlock. Once more is enough.
+        for attempt in (1, 2):
+            try:
+                with self._engine.begin() as conn:
+                    _insert_rows(conn, batch)
+                    _advance_steps(conn, batch)
+                return
+            except OperationalError as exc:
+                if attempt == 2 or "deadlock" not in str(exc).lower():
+                    raise
 
 
 def _insert_rows(conn: Connection, batch: list[_Pending]) -> None:
@@ -135,6 +147,17 @@ def _advance_steps(conn: Connection, batch: list[_Pending]) -> None:
         for steps, _ in p.reports:
             latest[p.trial_id] = max(latest[p.trial_id], steps)
     # Only ever forward: a retried or reordered request must not move progress back.
+    if conn.dialect.name == "postgresql":
+        # One statement for every trial of the batch (an executemany would be one round
+        # trip per trial).
+        from psycopg2.extras import execute_values
+
+        cursor: Any = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        execute_values(cursor, "UPDATE trials AS t SET steps_completed = v.s FROM (VALUES %s) "
+                       "AS v(id, s) WHERE t.id = v.id AND t.steps_completed < v.s",
+                       sorted(latest.items()), page_size=10_000)
+        cursor.close()
+        return
     conn.execute(text("UPDATE trials SET steps_completed = :s WHERE id = :id "
                       "AND steps_completed < :s"),
                  [{"id": trial_id, "s": steps} for trial_id, steps in sorted(latest.items())])
