@@ -34,6 +34,7 @@ from hpcdet.cli.trial import (
     follow_logs,
     history_table,
     is_terminal,
+    log_options,
     print_trials,
     show_logs,
     trials_table,
@@ -296,12 +297,7 @@ def list_trials(state: CliState, experiment_id: int, as_json: bool) -> None:
 
 @experiment.command("logs")
 @click.argument("experiment_id", type=int)
-@click.option("-f", "--follow", is_flag=True,
-              help="Keep printing new lines until the trial ends.")
-@click.option("--head", type=click.IntRange(min=0), metavar="N",
-              help="Print only the first N lines.")
-@click.option("--tail", type=click.IntRange(min=0), metavar="N",
-              help="Print only the last N lines (then new ones, with --follow).")
+@log_options
 @pass_state
 def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
          tail: int | None) -> None:

@@ -31,6 +31,17 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
                            help="Print the master's answer as JSON, for scripts.")
 
 
+def log_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``-f/--follow``, ``--head N`` and ``--tail N``, shared by every logs command."""
+    command = click.option("--tail", type=click.IntRange(min=0), metavar="N",
+                           help="Print only the last N lines (then new ones, with --follow).")(
+        command)
+    command = click.option("--head", type=click.IntRange(min=0), metavar="N",
+                           help="Print only the first N lines.")(command)
+    return click.option("-f", "--follow", is_flag=True,
+                        help="Keep printing new lines until the trial ends.")(command)
+
+
 def is_terminal(state: str | None) -> bool:
     """Whether a state name from the master is final (COMPLETED, CANCELED or ERROR)."""
     return state in TERMINAL_NAMES
@@ -159,12 +170,7 @@ def history_table(history: Sequence[Mapping[str, Any]]) -> str | None:
 
 @trial.command("logs")
 @click.argument("trial_id", type=int)
-@click.option("-f", "--follow", is_flag=True,
-              help="Keep printing new lines until the trial ends.")
-@click.option("--head", type=click.IntRange(min=0), metavar="N",
-              help="Print only the first N lines.")
-@click.option("--tail", type=click.IntRange(min=0), metavar="N",
-              help="Print only the last N lines (then new ones, with --follow).")
+@log_options
 @pass_state
 def logs(state: CliState, trial_id: int, follow: bool, head: int | None,
          tail: int | None) -> None:
