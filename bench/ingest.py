@@ -54,16 +54,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from _common import terminate_as_interrupt  # noqa: E402
 from sqlalchemy import create_engine, func, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
@@ -647,19 +646,6 @@ def reproduce_command(args: argparse.Namespace) -> str:
 
 
 # ---- main --------------------------------------------------------------------------------
-
-
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Turn SIGTERM into KeyboardInterrupt so ``finally`` blocks run on both."""
-    def raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run(args: argparse.Namespace, workdir: Path, db: BenchDb) -> dict[str, Any]:

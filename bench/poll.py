@@ -31,22 +31,21 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from _common import terminate_as_interrupt  # noqa: E402
 
 from hpcdet.dispatcher.base import JobPhase, JobRef, JobStatus  # noqa: E402
 from hpcdet.dispatcher.commands import CommandRunner  # noqa: E402
@@ -198,19 +197,6 @@ def cancel_ours(attempts: int = 3) -> None:
                 f"(rc {done.returncode}: {done.stderr.strip()!r}); attempt {attempt}/{attempts}")
         time.sleep(1)
     log(f"WARNING: run `scancel --name={JOB_NAME}` by hand")
-
-
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Turn SIGTERM into KeyboardInterrupt so ``finally`` blocks run on both."""
-    def raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 # ---- measuring ---------------------------------------------------------------------------
