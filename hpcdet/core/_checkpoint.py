@@ -76,7 +76,9 @@ class CheckpointContext:
         On a clean exit the directory gets ``metadata.json``, is flushed to disk, renamed
         into place and registered with the master. If the block raises, the directory
         is deleted and nothing is registered. Put ``steps_completed`` in ``metadata``;
-        without it the last reported ``steps_completed`` is used. Chief only.
+        without it the last reported ``steps_completed`` is used. Chief only. If the
+        master still refuses the registration after retries, ``hpcdet.errors.MasterError`` is
+        raised and the checkpoint stays on disk.
         """
         if not self._dist.is_chief:
             raise RuntimeError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpcdet.harness.main import main
+from hpcdet.harness.main import exit_process, main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

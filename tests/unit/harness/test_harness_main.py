@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
-from harness_fakes import FakeMaster, job_environ, run_harness, write_job_dir
+from harness_fakes import REPO_ROOT, FakeMaster, job_environ, run_harness, write_job_dir
 
 from hpcdet.harness.main import main
-
-pytestmark = pytest.mark.torch
 
 SCRIPT = """
 import json, random, sys
@@ -41,6 +42,7 @@ def _job(
     return job
 
 
+@pytest.mark.torch
 def test_a_one_slot_trial_runs_in_process_with_a_process_group(
     tmp_path: pathlib.Path, fake_master: FakeMaster
 ) -> None:
@@ -55,6 +57,7 @@ def test_a_one_slot_trial_runs_in_process_with_a_process_group(
     assert fake_master.reports("training") == [{"steps_completed": 1, "metrics": {"loss": 0.5}}]
 
 
+@pytest.mark.torch
 def test_rngs_are_seeded_from_the_trial_seed(
     tmp_path: pathlib.Path, fake_master: FakeMaster
 ) -> None:
@@ -69,6 +72,7 @@ def test_rngs_are_seeded_from_the_trial_seed(
     assert seen[0] == seen[1]
 
 
+@pytest.mark.torch
 def test_the_scripts_exit_code_is_the_harness_exit_code(
     tmp_path: pathlib.Path, fake_master: FakeMaster
 ) -> None:
@@ -125,6 +129,7 @@ def test_a_broken_trial_json_exits_2(
     assert "must hold a JSON object" in capsys.readouterr().err
 
 
+@pytest.mark.torch
 def test_an_unresolvable_rendezvous_host_fails_fast(
     tmp_path: pathlib.Path, fake_master: FakeMaster
 ) -> None:
@@ -143,3 +148,30 @@ def test_an_unresolvable_rendezvous_host_fails_fast(
     assert rank.returncode == 2
     assert "'no-such-host-hpcdet.invalid' (first node of the job) does not resolve" in rank.stderr
     assert "MASTER_ADDR" in rank.stderr
+
+
+EXIT_SCRIPT = """
+import atexit, concurrent.futures, sys, threading, time
+from hpcdet.harness.main import exit_process
+
+pool = concurrent.futures.ThreadPoolExecutor(2)
+pool.submit(int).result()  # left idle: must not keep the process alive
+
+def late_writer():
+    time.sleep(0.2)
+    print("thread finished", flush=True)
+
+threading.Thread(target=late_writer).start()  # non-daemon: waited for, as at any exit
+atexit.register(lambda: print("atexit ran"))
+print("unflushed", end="")
+exit_process(3)
+"""
+
+
+def test_exit_process_behaves_like_a_normal_exit() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == "unflushedthread finished\natexit ran\n"
