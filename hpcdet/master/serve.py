@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import sys
 import threading
@@ -35,14 +36,14 @@ def main(config_path: str | None, host: str | None, port: int | None,
     from hpcdet.master.db import migrate
 
     migrate(settings.db_url)
-    reconciler = _start_reconciler(settings)
+    supervisor = ReconcilerSupervisor(settings)
+    supervisor.start()
     log.info("hpcdet master on %s (listening on %s:%s, database %s)", settings.master_url,
              settings.host, settings.port, settings.database_kind)
     try:
         _serve(settings)
     finally:
-        reconciler.terminate()
-        reconciler.join(10)
+        supervisor.stop()
 
 
 def _with_overrides(settings: MasterSettings, host: str | None, port: int | None,
@@ -53,12 +54,54 @@ def _with_overrides(settings: MasterSettings, host: str | None, port: int | None
                    db_url=db_url or settings.db_url)
 
 
-def _start_reconciler(settings: MasterSettings) -> multiprocessing.process.BaseProcess:
-    # A separate process: exactly one reconciler however many web workers serve requests.
-    process = multiprocessing.get_context("spawn").Process(
-        target=run_reconciler, args=(settings,), name="hpcdet-reconciler", daemon=True)
-    process.start()
-    return process
+class ReconcilerSupervisor:
+    """Runs the reconciler in its own process and restarts it if it ever dies.
+
+    A separate process: exactly one reconciler however many web workers serve requests.
+    """
+
+    CHECK_SECONDS = 5.0
+
+    def __init__(self, settings: MasterSettings) -> None:
+        self.settings = settings
+        self.process: multiprocessing.process.BaseProcess | None = None
+        self._stopping = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name="hpcdet-reconciler-watchdog",
+                                          daemon=True)
+
+    def start(self) -> None:
+        self._spawn()
+        self._watchdog.start()
+
+    def _spawn(self) -> None:
+        self.process = multiprocessing.get_context("spawn").Process(
+            target=run_reconciler, args=(self.settings,), name="hpcdet-reconciler", daemon=True)
+        self.process.start()
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(self.CHECK_SECONDS):
+            if self.process is not None and not _alive(self.process):
+                log.error("the reconciler exited (code %s); starting it again",
+                          self.process.exitcode)
+                self._spawn()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.process is not None:
+            self.process.terminate()
+            self.process.join(10)
+
+
+def _alive(process: multiprocessing.process.BaseProcess) -> bool:
+    # gunicorn's arbiter reaps every child on SIGCHLD, ours too, after which
+    # ``is_alive()`` can no longer tell; ask the kernel whether the pid still exists.
+    if process.pid is None or not process.is_alive():
+        return False
+    try:
+        os.kill(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def run_reconciler(settings: MasterSettings) -> None:
