@@ -59,7 +59,8 @@ class Experiment(Base):
     state: Mapped[str] = mapped_column(String(32), index=True)
     config: Mapped[dict[str, Any]] = mapped_column()
     original_config: Mapped[str] = mapped_column(Text)
-    context: Mapped[bytes] = mapped_column(LargeBinary)
+    # Up to 95 MiB: loaded only when asked for (the reconciler, once per submission).
+    context: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     searcher_name: Mapped[str] = mapped_column(String(32))
     resource_pool: Mapped[str | None] = mapped_column(String(128))
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
