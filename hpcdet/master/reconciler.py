@@ -99,7 +99,7 @@ class Reconciler:
             session.flush()  # the intent to submit is recorded before sbatch runs
             try:
                 job.job_id = self._render_and_submit(session, exp, trial, job)
-            except HpcdetError as exc:
+            except (HpcdetError, OSError) as exc:  # OSError: e.g. job_storage_root unwritable
                 self._submission_failed(session, trial, job, exc)
                 return 0
             log.info("trial %s run %s submitted as job %s", trial.id, job.run_id, job.job_id)
@@ -118,7 +118,7 @@ class Reconciler:
         return self.backend.submit(submission)
 
     def _submission_failed(self, session: Session, trial: Trial, job: Job,
-                           exc: HpcdetError) -> None:
+                           exc: Exception) -> None:
         job.active, job.phase, job.ended_at = False, "FAILED", utcnow()
         add_system_line(session, trial.id, f"submission failed: {exc}")
         transition(session, trial, State.ERROR, cause=f"submission failed: {exc}")

@@ -150,3 +150,21 @@ def test_kill_cancels_with_one_command_and_ends_canceled(
         described = client.get(f"/api/v1/experiments/{exp_id}").get_json()
         assert described["experiment"]["state"] == "CANCELED"
         assert described["trials"][0]["state"] == "CANCELED"
+
+
+def test_an_unwritable_job_storage_root_is_an_error_with_the_reason(
+        client: FlaskClient, app: Flask, fake: FakeSchedulerBackend, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    settings = app.config["HPCDET_SETTINGS"]
+    settings = replace(settings, resource_manager=replace(
+        settings.resource_manager, job_storage_root=str(blocker / "jobs")))
+    create(client)
+    Reconciler(settings, make_session_factory(app.config["HPCDET_ENGINE"]), fake).cycle()
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        assert session.scalars(select(Trial.state)).all() == ["ERROR"]
+        lines = session.scalars(select(TrialLog.line)).all()
+        assert any("submission failed" in line and "Not a directory" in line for line in lines)
+    assert fake.submitted == []
