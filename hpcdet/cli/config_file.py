@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from hpcdet.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:
-    import yaml
+    pass
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,17 +58,9 @@ def parse_yaml(text: str, name: str) -> Any:
     """``yaml.safe_load(text)``, with a syntax error turned into one located line."""
     import yaml
 
+    from hpcdet.yaml_errors import yaml_error_line
+
     try:
         return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        raise ConfigError([_located(exc, name)], title="malformed YAML") from None
     except yaml.YAMLError as exc:
-        raise ConfigError([f"{name}: {exc}"], title="malformed YAML") from None
-
-
-def _located(exc: yaml.MarkedYAMLError, name: str) -> str:
-    mark = exc.problem_mark or exc.context_mark
-    problem = exc.problem or exc.context or "invalid YAML"
-    if mark is None:
-        return f"{name}: {problem}"
-    return f"{name}:{mark.line + 1}:{mark.column + 1}: {problem}"
+        raise ConfigError([yaml_error_line(exc, name)], title="malformed YAML") from None

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from hpcdet.errors import ConfigError
+from hpcdet.yaml_errors import yaml_error_line
 
 CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "none")
 SLOT_TYPES = ("cpu", "cuda", "rocm")
@@ -88,9 +89,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise ConfigError([f"{path}{at}: {getattr(exc, 'problem', exc)}"]) from exc
+        raise ConfigError([yaml_error_line(exc, str(path))]) from exc
     if not isinstance(doc, dict):
         raise ConfigError([f"{ROOT}: must be a mapping"])
     return doc

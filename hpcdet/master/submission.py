@@ -25,6 +25,7 @@ from hpcdet.master.models import Experiment
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
+from hpcdet.yaml_errors import yaml_error_line
 
 CONTEXT_LIMIT = 95 * 1024 * 1024
 
@@ -43,9 +44,7 @@ def parse_config(text: str) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise ConfigError([f"<config>{at}: {getattr(exc, 'problem', None) or exc}"],
+        raise ConfigError([yaml_error_line(exc, "<config>")],
                           title="the experiment config is not valid YAML") from exc
     if not isinstance(doc, dict):
         raise ConfigError(["<config>: must be a mapping of fields"])
