@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import current_app, request
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from hpcdet.master import serialize
 from hpcdet.master.api import bp
@@ -16,7 +16,7 @@ from hpcdet.master.api.auth import current_user, require_token, require_trial_to
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body
 from hpcdet.master.errors import ApiError
 from hpcdet.master.ingest import MetricWriter
-from hpcdet.master.models import Checkpoint, Experiment, Job, Metric, Trial, TrialLog, utcnow
+from hpcdet.master.models import Checkpoint, Experiment, Job, Metric, Trial, TrialLog
 
 METRIC_GROUPS = ("training", "validation")
 MAX_REPORTS = 10_000
@@ -73,8 +73,8 @@ def _group(value: Any) -> str:
 def report_metrics(trial_id: int) -> Any:
     """Store a batch of metric reports from the trial's harness (Bearer token).
 
-    Training metrics take the group-commit fast path (:mod:`hpcdet.master.ingest`);
-    validation metrics, far rarer, also update the trial's latest and best validation.
+    Rows take the group-commit path (:mod:`hpcdet.master.ingest`); validation metrics,
+    far rarer, then also update the trial's latest and best validation.
     """
     writer: MetricWriter = current_app.config["HPCDET_METRIC_WRITER"]
     token = writer.token_of(trial_id)
@@ -84,21 +84,11 @@ def report_metrics(trial_id: int) -> Any:
     body = json_body()
     group = _group(body.get("group"))
     reports = _reports(body.get("reports"))
-    if group != "validation":
-        return {"stored": writer.write(trial_id, group, reports)}
-    return {"stored": _store_validation(get_or_404(Trial, trial_id, "trial"), reports)}
-
-
-def _store_validation(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> int:
-    now = utcnow()
-    rows = [{"trial_id": trial.id, "group": "validation", "steps_completed": steps,
-             "name": name, "value": value, "reported_at": now}
-            for steps, metrics in reports for name, value in metrics.items()]
-    if rows:
-        db().execute(insert(Metric), rows)
-    _update_progress(trial, reports)
-    db().commit()
-    return len(rows)
+    stored = writer.write(trial_id, group, reports)
+    if group == "validation":
+        _update_progress(get_or_404(Trial, trial_id, "trial"), reports)
+        db().commit()
+    return {"stored": stored}
 
 
 def _reports(raw: Any) -> list[tuple[int, dict[str, float]]]:
@@ -126,11 +116,9 @@ def _finite(where: str, value: Any) -> float:
 
 
 def _update_progress(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:
+    """Latest and best validation (the writer has already advanced ``steps_completed``)."""
     if not reports:
         return
-    steps = max(s for s, _ in reports)
-    if steps > trial.steps_completed:
-        trial.steps_completed = steps
     latest_steps, latest = max(reports, key=lambda r: r[0])
     trial.latest_validation = {"steps_completed": latest_steps, "metrics": latest}
     _update_best(trial, reports)
