@@ -180,13 +180,13 @@ def read_logs(trial_id: int) -> Any:
     query = select(TrialLog).where(TrialLog.trial_id == trial_id)
     if request.args.get("rank"):
         query = query.where(TrialLog.rank == int_arg("rank", 0))
-    tail = int_arg("tail", 0, hi=100_000)
+    tail, after = int_arg("tail", 0, hi=100_000), int_arg("after", 0, hi=2**62)
     if tail:
         rows = list(reversed(db().scalars(query.order_by(TrialLog.id.desc()).limit(tail)).all()))
     else:
-        query = query.where(TrialLog.id > int_arg("after", 0, hi=2**62))
+        query = query.where(TrialLog.id > after)
         rows = list(db().scalars(query.order_by(TrialLog.id).limit(int_arg("limit", 5000,
                                                                            hi=100_000))))
-    last = rows[-1].id if rows else int_arg("after", 0, hi=2**62)
+    last = rows[-1].id if rows else after
     return {"logs": [serialize.log_line(r) for r in rows], "last_id": last,
             "trial_state": trial.state}
