@@ -64,6 +64,10 @@ class Experiment(Base):
     searcher_name: Mapped[str] = mapped_column(String(32))
     resource_pool: Mapped[str | None] = mapped_column(String(128))
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The searcher's whole state (hpcdet.searcher.Searcher.to_state), saved in the same
+    # transaction as the events it consumed; NULL until the searcher has started.
+    searcher_state: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -88,6 +92,15 @@ class Trial(Base):
     latest_checkpoint: Mapped[str | None] = mapped_column(String(64))
     best_validation: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     latest_validation: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # The searcher's id for this trial (TrialRequest.request_id).
+    request_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    # Why the trial's code exited early, as reported by it (e.g. "invalid_hp").
+    early_exit: Mapped[str | None] = mapped_column(String(32))
+    # True once the searcher has been told that the trial ended.
+    searcher_closed: Mapped[bool] = mapped_column(Boolean, default=False)
+    # When the master asked the trial's code to stop (searcher stop, pause): the clock for
+    # ``preemption_timeout``.
+    stop_requested_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -160,6 +173,39 @@ class Checkpoint(Base):
     reported_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class SearcherEvent(Base):
+    """A validation reported by a trial, waiting for (or consumed by) the searcher.
+
+    API workers append rows; the reconciler consumes unprocessed ones in id order and marks
+    them processed in the transaction that saves the searcher's new state, so a restart
+    neither loses nor repeats one.
+    """
+
+    __tablename__ = "searcher_events"
+    __table_args__ = (Index("ix_searcher_events_processed_id", "processed", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), index=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"))
+    steps_completed: Mapped[int] = mapped_column(BigInteger)
+    metrics: Mapped[dict[str, Any]] = mapped_column()
+    processed: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Template(Base):
+    """A named config template (Determined's ``det template``), merged under a config."""
+
+    __tablename__ = "templates"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    config: Mapped[dict[str, Any]] = mapped_column()
+    owner: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class TrialLog(Base):
     __tablename__ = "trial_logs"
     __table_args__ = (Index("ix_trial_logs_trial_id_id", "trial_id", "id"),)
@@ -173,5 +219,5 @@ class TrialLog(Base):
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-__all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "StateChange", "Trial",
-           "TrialLog", "utcnow"]
+__all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "SearcherEvent", "StateChange",
+           "Template", "Trial", "TrialLog", "utcnow"]
