@@ -5,4 +5,6 @@ Components live in subpackages: ``master`` (Flask REST API, database, reconciler
 the job), ``cli`` (the ``det`` command) and ``core`` (the trial-side Core API).
 """
 
+from hpcdet.harness.early_exit import InvalidHP as InvalidHP  # light: standard library only
+
 __version__ = "0.1.0"

@@ -68,6 +68,14 @@ class MasterClient:
         """POST ``body`` as JSON to ``path`` and return the decoded JSON body."""
         return self._request("POST", path, json=body)
 
+    def put(self, path: str, body: Any = None) -> Any:
+        """PUT ``body`` as JSON to ``path`` and return the decoded JSON body."""
+        return self._request("PUT", path, json=body)
+
+    def delete(self, path: str) -> Any:
+        """DELETE ``path`` and return the decoded JSON body (None if empty)."""
+        return self._request("DELETE", path)
+
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)

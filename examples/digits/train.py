@@ -5,11 +5,19 @@ In a hpcdet job (``det experiment create const.yaml .``) the harness has already
 DistributedDataParallel and each rank trains on its shard. Run standalone
 (``python train.py``), the Core API falls back to dummy contexts: one process, metrics on
 stderr, checkpoints in ``./checkpoints``, hyperparameters from ``const.yaml``.
+
+The same script serves searches (grid.yaml, random.yaml, asha.yaml): the hyperparameters
+come from the master's searcher, the training length from the searcher section, and every
+validation reports ``epochs`` so that adaptive ASHA can place the trial on its rungs. When
+ASHA stops a trial, ``core.preempt.should_preempt()`` turns true and the script returns
+after its checkpoint. ``bench/searcher.py`` imports :func:`make_trial`, :func:`fit_epoch`
+and :func:`validate` to run whole searches in one process.
 """
 
 from __future__ import annotations
 
 import pathlib
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -37,6 +45,46 @@ def constant_hparams(config: dict[str, Any]) -> dict[str, Any]:
     """Hyperparameters given as ``lr: 0.01`` or ``lr: {type: const, val: 0.01}``."""
     hparams = config.get("hyperparameters") or {}
     return {k: v["val"] if isinstance(v, dict) else v for k, v in hparams.items()}
+
+
+def training_epochs(config: dict[str, Any]) -> int:
+    """Epochs to train, from the searcher section: ``max_time`` counted in
+    ``time_metric: epochs`` (Determined 0.38), or the legacy ``max_length: {epochs: N}``."""
+    searcher = config.get("searcher") or {}
+    if searcher.get("max_time") is not None:
+        unit = searcher.get("time_metric") or "epochs"
+        if unit != "epochs":
+            raise ValueError(f"searcher.time_metric: this script counts epochs, not {unit!r}")
+        return int(searcher["max_time"])
+    length = searcher.get("max_length")
+    if isinstance(length, dict) and length.get("epochs") is not None:
+        return int(length["epochs"])
+    raise ValueError("set searcher.max_time with time_metric: epochs, or "
+                     "searcher.max_length: {epochs: N}, to say how long to train")
+
+
+@dataclass(frozen=True)
+class HParams:
+    """The hyperparameters this script reads, checked to be numbers."""
+
+    lr: float
+    hidden_size: int
+    global_batch_size: int
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> HParams:
+        """From ``core.info.hparams`` (JSON numbers; an int is fine where a float is due)."""
+        return cls(lr=float(_number(raw, "lr", (int, float))),
+                   hidden_size=int(_number(raw, "hidden_size", (int,))),
+                   global_batch_size=int(_number(raw, "global_batch_size", (int,))))
+
+
+def _number(raw: dict[str, Any], name: str, kinds: tuple[type, ...]) -> Any:
+    value = raw.get(name)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        kind = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(f"hyperparameter {name!r} must be {kind}, got {value!r}")
+    return value
 
 
 def load_data() -> tuple[TensorDataset, TensorDataset]:
@@ -130,43 +178,64 @@ def main() -> None:
     local_config = load_local_config()
     with hpcdet.core.init(hparams=constant_hparams(local_config)) as core:
         config = core.info.experiment_config or local_config
-        run(core, epochs=int(config["searcher"]["max_length"]["epochs"]))
+        run(core, epochs=training_epochs(config))
+
+
+@dataclass
+class Trial:
+    """What one trial trains: the model, its optimizer, and this rank's data."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    sampler: DistributedSampler[Any]
+    loader: DataLoader[Any]
+
+
+def make_trial(
+    hparams: HParams, seed: int, data: TensorDataset, rank: int = 0, size: int = 1
+) -> Trial:
+    """A fresh model (initial weights from ``seed``, equal on every rank) and this rank's
+    shard, reshuffled each epoch; the global batch is split over the ranks."""
+    torch.manual_seed(seed)
+    model = build_model(hparams.hidden_size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=hparams.lr)
+    sampler: DistributedSampler[Any] = DistributedSampler(
+        data, num_replicas=size, rank=rank, seed=seed
+    )
+    loader = DataLoader(data, batch_size=max(hparams.global_batch_size // size, 1),
+                        sampler=sampler)
+    return Trial(model, optimizer, sampler, loader)
+
+
+def fit_epoch(trial: Trial, epoch: int, model: nn.Module | None = None) -> float:
+    """Train epoch ``epoch`` (0-based) through ``model`` (default the trial's own; pass the
+    DDP wrapper in a distributed job); returns the training loss."""
+    trial.sampler.set_epoch(epoch)
+    return train_epoch(model or trial.model, trial.loader, trial.optimizer)
 
 
 def run(core: hpcdet.core.Context, epochs: int) -> None:
-    torch.manual_seed(core.info.trial_seed)  # the same initial weights on every rank
+    rank, size = core.distributed.rank, core.distributed.size
     train_data, val_data = load_data()
-    sampler, loader = make_loader(core, train_data)
-    model = build_model(core.info.hparams["hidden_size"])
-    optimizer = torch.optim.Adam(model.parameters(), lr=core.info.hparams["lr"])
-    start_epoch, steps = restore(core, model, optimizer)
-    wrapped = DistributedDataParallel(model) if distributed_ready() else model
+    trial = make_trial(HParams.parse(core.info.hparams), core.info.trial_seed, train_data,
+                       rank, size)
+    start_epoch, steps = restore(core, trial.model, trial.optimizer)
+    wrapped = DistributedDataParallel(trial.model) if distributed_ready() else trial.model
     metrics: dict[str, float] = {}
     for epoch in range(start_epoch, epochs):
-        sampler.set_epoch(epoch)
-        loss = train_epoch(wrapped, loader, optimizer)
-        steps += len(loader)
+        loss = fit_epoch(trial, epoch, wrapped)
+        steps += len(trial.loader)
         core.train.report_training_metrics(steps, {"loss": loss, "epoch": epoch + 1})
-        metrics = validate(model, val_data, core.distributed.rank, core.distributed.size)
+        # "epochs" is the searcher's time_metric: adaptive ASHA places the trial on a rung by it.
+        metrics = {**validate(trial.model, val_data, rank, size), "epochs": epoch + 1}
         core.train.report_validation_metrics(steps, metrics)
-        save(core, model, optimizer, epoch + 1, steps)
+        save(core, trial.model, trial.optimizer, epoch + 1, steps)
         if core.preempt.should_preempt():
-            print(f"digits: preempted after epoch {epoch + 1}; the checkpoint resumes it")
+            print(f"digits: asked to stop after epoch {epoch + 1} (preempted, or stopped by "
+                  "the searcher); the checkpoint is saved")
             return
     if core.distributed.is_chief and metrics:
         print(f"digits: done, validation accuracy {metrics['accuracy']:.3f}")
-
-
-def make_loader(
-    core: hpcdet.core.Context, data: TensorDataset
-) -> tuple[DistributedSampler[Any], DataLoader[Any]]:
-    """This rank's shard, reshuffled each epoch; the global batch is split over the ranks."""
-    rank, size = core.distributed.rank, core.distributed.size
-    sampler: DistributedSampler[Any] = DistributedSampler(
-        data, num_replicas=size, rank=rank, seed=core.info.trial_seed
-    )
-    batch_size = core.info.hparams["global_batch_size"] // size
-    return sampler, DataLoader(data, batch_size=batch_size, sampler=sampler)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,12 @@ def experiment() -> None:
 @experiment.command("create")
 @click.argument("config_file", metavar="CONFIG")
 @click.argument("context_dir", metavar="CONTEXT")
+@click.option("--template", metavar="NAME",
+              help="Start from config template NAME: the config's own values win, objects "
+                   "merge, lists concatenate (see `det template`).")
+@click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override one config key (dotted path, e.g. resources.slots_per_trial=4; "
+                   "VALUE is YAML). Repeatable.")
 @click.option("-f", "--follow", "--follow-first-trial", "follow", is_flag=True,
               help="Stream the first trial's logs until the experiment ends; exit 0 only "
                    "if it COMPLETED.")
@@ -58,8 +64,8 @@ def experiment() -> None:
               help="Print the job script of each trial instead of submitting anything.")
 @JSON_OPTION
 @pass_state
-def create(state: CliState, config_file: str, context_dir: str, follow: bool,
-           dry_run: bool, as_json: bool) -> None:
+def create(state: CliState, config_file: str, context_dir: str, template: str | None,
+           overrides: tuple[str, ...], follow: bool, dry_run: bool, as_json: bool) -> None:
     """Create an experiment from CONFIG and code in CONTEXT.
 
     CONFIG is the experiment configuration (YAML); CONTEXT is the directory holding the
@@ -68,7 +74,9 @@ def create(state: CliState, config_file: str, context_dir: str, follow: bool,
     are printed on stdout, so `det experiment create --dry-run c.yaml . > job.sh` works.
     """
     _check_create_flags(follow=follow, dry_run=dry_run, as_json=as_json)
-    body = create_body(config_file, context_dir, dry_run=dry_run)
+    body = create_body(config_file, context_dir, dry_run=dry_run, overrides=overrides)
+    if template is not None:
+        body["template"] = template
     answer = state.client().post("/experiments", body)
     for warning in answer.get("warnings") or []:
         warn(str(warning))
@@ -87,18 +95,80 @@ def _check_create_flags(*, follow: bool, dry_run: bool, as_json: bool) -> None:
         raise click.UsageError("--follow and --json cannot be used together")
 
 
-def create_body(config_file: str, context_dir: str, *, dry_run: bool) -> dict[str, Any]:
-    """The ``POST /experiments`` body: the config's original text and the packed context."""
+def create_body(config_file: str, context_dir: str, *, dry_run: bool,
+                overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``POST /experiments`` body: the config's text and the packed context.
+
+    Without overrides the text is sent exactly as written, so the master's error lines
+    point into the user's file; with overrides it is the YAML dump of the changed document.
+    """
     from hpcdet.cli.config_file import load_config_file
     from hpcdet.cli.context import build_context
 
+    parsed = [parse_override(arg) for arg in overrides]
     config = load_config_file(config_file)
+    text = override_text(config.data, parsed) if parsed else config.text
     archive = build_context(context_dir)
     click.echo(f"Preparing files to send to master... {format_size(archive.size)} and "
                f"{archive.files} files", err=True)
     _warn_skipped(archive.skipped)
     context = base64.b64encode(archive.data).decode("ascii")
-    return {"config": config.text, "context": context, "dry_run": dry_run}
+    return {"config": text, "context": context, "dry_run": dry_run}
+
+
+@dataclasses.dataclass(frozen=True)
+class Override:
+    """One ``--config KEY=VALUE``: the dotted key split into its parts, the parsed value."""
+
+    arg: str
+    path: tuple[str, ...]
+    value: Any
+
+
+def parse_override(arg: str) -> Override:
+    """Split ``KEY=VALUE`` and parse VALUE as YAML (``4`` is an int, ``[a, b]`` a list)."""
+    import yaml
+
+    key, sep, raw = arg.partition("=")
+    path = tuple(part.strip() for part in key.split("."))
+    if not sep:
+        raise CliError(f"--config {arg!r}: expected KEY=VALUE with a dotted KEY such as "
+                       "resources.slots_per_trial=4")
+    if not all(path):
+        raise CliError(f"--config {arg!r}: the key {key!r} is empty or has an empty part")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise CliError(f"--config {arg!r}: the value is not valid YAML: {problem}") from None
+    return Override(arg, path, value)
+
+
+def apply_overrides(doc: Mapping[str, Any], overrides: Sequence[Override]) -> dict[str, Any]:
+    """A copy of ``doc`` with each override set in order; missing mappings are created
+    (an empty ``key:`` counts as missing), anything else in the way is an error."""
+    import copy
+
+    out = copy.deepcopy(dict(doc))
+    for override in overrides:
+        node = out
+        for depth, part in enumerate(override.path[:-1]):
+            if node.get(part) is None:
+                node[part] = {}
+            if not isinstance(node[part], dict):
+                where = ".".join(override.path[:depth + 1])
+                raise CliError(f"--config {override.arg!r}: {where} is a "
+                               f"{type(node[part]).__name__}, not a mapping")
+            node = node[part]
+        node[override.path[-1]] = override.value
+    return out
+
+
+def override_text(doc: Mapping[str, Any], overrides: Sequence[Override]) -> str:
+    """The overridden document as YAML text, keys in the order written."""
+    import yaml
+
+    return str(yaml.safe_dump(apply_overrides(doc, overrides), sort_keys=False))
 
 
 def _warn_skipped(skipped: Sequence[str]) -> None:
@@ -258,23 +328,39 @@ def describe(state: CliState, experiment_id: int, as_json: bool) -> None:
 
 
 def describe_text(answer: Mapping[str, Any]) -> str:
-    """The text ``det experiment describe`` prints."""
+    """The text ``det experiment describe`` prints; the best trial is marked with ``*``."""
     e = answer["experiment"]
     header = f"Experiment {e.get('id')}: {e.get('name') or '(unnamed)'} ({e.get('state')})"
+    searcher = (e.get("config") or {}).get("searcher") or {}
     fields = render_fields([
         ("description", e.get("description")), ("owner", e.get("owner")),
         ("labels", e.get("labels")), ("searcher", e.get("searcher")),
+        ("searcher metric", _metric_goal(searcher)),
+        ("progress", _percent(e.get("progress"))),
         ("resource pool", e.get("resource_pool")), ("trials", e.get("num_trials")),
+        ("best trial", e.get("best_trial_id")),
         ("created", format_time(e.get("created_at"))),
         ("ended", format_time(e.get("ended_at"))),
     ])
     trials = answer.get("trials") or []
+    table = trials_table(trials, metric=searcher.get("metric"), best_id=e.get("best_trial_id"))
     history = history_table(e.get("history") or [])
     return "\n\n".join([
         header + "\n" + fields,
-        "Trials:\n" + (trials_table(trials) if trials else "  none"),
+        "Trials (* best):\n" + (table if trials else "  none"),
         "State history:\n" + (history or "  none"),
     ])
+
+
+def _metric_goal(searcher: Mapping[str, Any]) -> str | None:
+    if not searcher.get("metric"):
+        return None
+    better = "larger" if searcher.get("smaller_is_better") is False else "smaller"
+    return f"{searcher['metric']} ({better} is better)"
+
+
+def _percent(value: Any) -> str | None:
+    return f"{100 * float(value):.0f}%" if isinstance(value, int | float) else None
 
 
 @experiment.command("kill")

@@ -36,8 +36,10 @@ _SUBCOMMANDS = {
     "experiment": "hpcdet.cli.experiment:experiment",
     "trial": "hpcdet.cli.trial:trial",
     "master": "hpcdet.cli.master_cmd:master",
+    "template": "hpcdet.cli.template:template",
+    "preview-search": "hpcdet.cli.preview:preview_search",
 }
-_ALIASES = {"e": "experiment", "t": "trial"}
+_ALIASES = {"e": "experiment", "t": "trial", "tpl": "template"}
 
 
 @dataclasses.dataclass

@@ -17,6 +17,7 @@ from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliState, pass_state
 from hpcdet.cli.output import (
     format_time,
+    format_value,
     print_json,
     render_fields,
     render_table,
@@ -70,15 +71,64 @@ def print_trials(state: CliState, experiment_id: int, *, as_json: bool) -> None:
         click.echo(trials_table(answer.get("trials") or []))
 
 
-def trials_table(trials: Sequence[Mapping[str, Any]]) -> str:
-    """The table ``det trial list`` and ``det experiment describe`` show."""
-    headers = ["ID", "State", "Hyperparameters", "Steps", "Restarts", "Best validation",
-               "Slurm jobs", "Created", "Ended"]
-    rows = [[t.get("id"), t.get("state"), t.get("hparams"), t.get("steps_completed"),
-             t.get("restarts"), t.get("best_validation"), t.get("job_ids"),
+def trials_table(trials: Sequence[Mapping[str, Any]], *, metric: str | None = None,
+                 best_id: int | None = None) -> str:
+    """The table ``det trial list`` and ``det experiment describe`` show.
+
+    ``metric`` names the searcher metric shown as "Best <metric>"; the trial ``best_id``
+    (the experiment's best) is marked with ``*``.
+    """
+    metric = metric or _first_metric(trials)
+    headers = ["ID", "State", "Hyperparameters", f"Best {metric or 'validation'}", "Steps",
+               "Restarts", "Note", "Slurm jobs", "Created", "Ended"]
+    rows = [[f"{t.get('id')}{' *' if t.get('id') == best_id else ''}", t.get("state"),
+             format_hparams(t.get("hparams") or {}), _best_value(t, metric),
+             t.get("steps_completed"), t.get("restarts"), trial_note(t), t.get("job_ids"),
              format_time(t.get("created_at")), format_time(t.get("ended_at"))]
             for t in trials]
     return render_table(headers, rows)
+
+
+def format_hparams(hparams: Mapping[str, Any], prefix: str = "") -> str:
+    """``a=1 b.c=x``: nested groups flattened with dots, keys sorted."""
+    parts = []
+    for key in sorted(hparams):
+        value = hparams[key]
+        if isinstance(value, Mapping) and value:
+            parts.append(format_hparams(value, f"{prefix}{key}."))
+        elif isinstance(value, list):
+            parts.append(f"{prefix}{key}=[{format_value(value)}]")
+        else:
+            parts.append(f"{prefix}{key}={format_value(value)}")
+    return " ".join(parts)
+
+
+def trial_note(t: Mapping[str, Any]) -> str:
+    """Why a trial stopped or exited early, in a few words (empty otherwise)."""
+    if t.get("early_exit") == "invalid_hp":
+        return "invalid hyperparameters"
+    if t.get("early_exit"):
+        return f"exited early ({t['early_exit']})"
+    if t.get("stop_reason") == "early_stopped":
+        return "early-stopped by searcher"
+    return ""
+
+
+def _best_metrics(t: Mapping[str, Any]) -> Mapping[str, Any]:
+    best = t.get("best_validation")
+    metrics = best.get("metrics") if isinstance(best, Mapping) else None
+    return metrics if isinstance(metrics, Mapping) else {}
+
+
+def _first_metric(trials: Sequence[Mapping[str, Any]]) -> str | None:
+    for t in trials:
+        if _best_metrics(t):
+            return str(sorted(_best_metrics(t))[0])
+    return None
+
+
+def _best_value(t: Mapping[str, Any], metric: str | None) -> Any:
+    return _best_metrics(t).get(metric) if metric else None
 
 
 @trial.command("describe")

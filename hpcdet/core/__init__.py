@@ -17,6 +17,10 @@ laptop::
             if core_context.preempt.should_preempt():
                 break
 
+``should_preempt()`` turns True on Slurm's warning signals and when the master stops the
+trial (the searcher ended it early); ``train.report_early_exit`` (or raising
+``hpcdet.InvalidHP``) tells the master that the hyperparameters cannot work.
+
 torch is only imported for distributed operations, so the dummy path works without it.
 """
 
@@ -32,6 +36,7 @@ from hpcdet.core._distributed import DistributedContext, DummyDistributedContext
 from hpcdet.core._info import Info
 from hpcdet.core._preempt import DummyPreemptContext, PreemptContext
 from hpcdet.core._train import DummyTrainContext, MetricsReport, TrainContext
+from hpcdet.harness.early_exit import EarlyExitReason
 
 __all__ = [
     "CheckpointContext",
@@ -42,6 +47,7 @@ __all__ = [
     "DummyDistributedContext",
     "DummyPreemptContext",
     "DummyTrainContext",
+    "EarlyExitReason",
     "Info",
     "MetricsReport",
     "PreemptContext",

@@ -15,16 +15,26 @@ from hpcdet.client import MasterClient
 from hpcdet.core._checkpoint import CheckpointContext, DummyCheckpointContext
 from hpcdet.core._distributed import DistributedContext, DummyDistributedContext
 from hpcdet.core._info import Info
-from hpcdet.core._preempt import DummyPreemptContext, PreemptContext
+from hpcdet.core._preempt import (
+    DummyPreemptContext,
+    PreemptContext,
+    PreemptionWatcher,
+    poll_interval_from_environ,
+)
 from hpcdet.core._reporter import Backoff, MetricsReporter, post_with_retry
-from hpcdet.core._train import DummyTrainContext, TrainContext
+from hpcdet.core._train import DummyTrainContext, EarlyExitPoster, TrainContext
 from hpcdet.harness import distributed as harness_dist
 from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.harness.early_exit import EarlyExitReason
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info, read_token, trial_info_path
 
 DEFAULT_LOCAL_CHECKPOINTS = "checkpoints"
-# Registering a checkpoint is rare and matters: retry for a few minutes, then fail loudly.
+# Registering a checkpoint or an early exit is rare and matters: retry for a few minutes,
+# then fail loudly.
 _REGISTER_BACKOFF = Backoff(initial=1.0, maximum=30.0, attempts=10)
+# The preemption poll is a GET the watcher repeats anyway: a hung master must not hold up
+# closing the context for the client's default 30 s.
+_POLL_TIMEOUT = 10.0
 
 _open_contexts: list[Context] = []
 _open_lock = threading.Lock()
@@ -105,6 +115,10 @@ def init(
     stderr, checkpoints to ``checkpoint_storage`` (default ``./checkpoints``) and
     ``info.hparams`` is ``hparams`` (default ``{}``).
 
+    In a job the chief also asks the master every ``$HPCDET_PREEMPT_POLL_SECONDS``
+    seconds (default 5) whether the trial should stop, for ``preempt.should_preempt()``;
+    a value that is not a number > 0 raises ValidationError here.
+
     Arguments:
         distributed: use this instead of the ranks the harness set up.
         checkpoint_storage: the local checkpoint directory of a run outside a job. In a
@@ -166,16 +180,19 @@ def _real_init(
     distributed: DistributedContext | None,
     checkpoint_storage: str | os.PathLike[str] | None,
 ) -> Context:
+    # An unmanaged trial.json comes from `det experiment create --dry-run`: the job was
+    # submitted by hand and no trial exists in the master, so nothing is reported to it.
+    unmanaged = bool(trial.extra.get("unmanaged"))
+    # Every rank checks the setting, so a bad value stops them all alike.
+    poll_seconds = None if unmanaged else poll_interval_from_environ()
     cleanup: list[Callable[[], None]] = []
     dist = distributed or _distributed_from_job(trial, cleanup)
     _warn_ignored_storage(trial, checkpoint_storage)
     info = Info.from_trial_info(trial)
-    # An unmanaged trial.json comes from `det experiment create --dry-run`: the job was
-    # submitted by hand and no trial exists in the master, so nothing is reported to it.
-    unmanaged = bool(trial.extra.get("unmanaged"))
     client = None if unmanaged else _chief_client(trial, dist, cleanup)
-    train = (DummyTrainContext(dist) if unmanaged
-             else TrainContext(dist, MetricsReporter(client, trial.trial_id) if client else None))
+    train = DummyTrainContext(dist) if unmanaged else _train_context(trial, dist, client)
+    if client is not None and poll_seconds is not None:
+        _watch_preemption(trial, poll_seconds, cleanup)
     checkpoint = CheckpointContext(
         pathlib.Path(trial.checkpoint_dir),
         dist,
@@ -237,6 +254,49 @@ def _chief_client(
     client = MasterClient(trial.master_url, token=read_token(trial))
     cleanup.append(client.close)
     return client
+
+
+def _train_context(
+    trial: TrialInfo, dist: DistributedContext, client: MasterClient | None
+) -> TrainContext:
+    if client is None:  # not the chief: nothing to ship
+        return TrainContext(dist, None)
+    reporter = MetricsReporter(client, trial.trial_id)
+    return TrainContext(dist, reporter, early_exit_poster(client, trial.trial_id))
+
+
+def _watch_preemption(
+    trial: TrialInfo, poll_seconds: float, cleanup: list[Callable[[], None]]
+) -> None:
+    """Start the chief's preemption watcher; it has a client of its own (see _POLL_TIMEOUT)."""
+    client = MasterClient(trial.master_url, token=read_token(trial), timeout=_POLL_TIMEOUT)
+    watcher = PreemptionWatcher(client, trial.trial_id, interval=poll_seconds)
+    watcher.start()
+    cleanup.append(watcher.close)
+
+
+def early_exit_poster(client: MasterClient, trial_id: int) -> EarlyExitPoster:
+    """Posts an early exit of trial ``trial_id`` through ``client``, with retries."""
+
+    def post(reason: EarlyExitReason) -> None:
+        body = {"reason": reason.value}
+        post_with_retry(client, f"/trials/{trial_id}/early_exit", body, backoff=_REGISTER_BACKOFF)
+
+    return post
+
+
+def report_job_early_exit(trial: TrialInfo, reason: EarlyExitReason) -> bool:
+    """Report ``reason`` for ``trial`` on a client of its own; the harness's chief calls it.
+
+    The script's core context may be closed by then (an exception left its ``with``).
+    Returns False for an unmanaged trial, which has no master to tell (nothing is sent).
+    Raises HpcdetError when the report cannot be delivered.
+    """
+    if trial.extra.get("unmanaged"):
+        return False
+    with MasterClient(trial.master_url, token=read_token(trial)) as client:
+        early_exit_poster(client, trial.trial_id)(reason)
+    return True
 
 
 def _registrar(client: MasterClient, trial_id: int) -> Callable[[dict[str, Any]], None]:

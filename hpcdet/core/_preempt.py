@@ -1,22 +1,35 @@
-"""Preemption: Slurm's warning signal becomes a flag the training loop polls.
+"""Preemption: Slurm's warning signal, or the master's stop, becomes a flag the loop polls.
 
 Slurm sends SIGTERM before it preempts or cancels a job (then SIGKILL after
 ``KillWait``), and the job script asks for SIGUSR2 ahead of the time limit
 (``--signal=USR2@120``). Never SIGUSR1: NCCL uses it. The harness installs
 :func:`install_signal_handlers` in every rank; the handler only sets a flag, so the
 training code decides where it is safe to stop (after a checkpoint).
+
+The master stops trials too (the searcher ends one early: state ``STOPPING_COMPLETED``).
+In a managed trial the chief runs a :class:`PreemptionWatcher` that polls
+``GET /trials/<id>/preemption`` and sets the same flag once the answer is yes; the
+allgather in :meth:`PreemptContext.should_preempt` carries it to the other ranks.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import signal
+import sys
 import threading
+from collections.abc import Callable, Mapping
 from types import FrameType
 
+from hpcdet.client import MasterClient
 from hpcdet.core._distributed import DistributedContext, DummyDistributedContext
+from hpcdet.core._reporter import is_transient
+from hpcdet.errors import MasterError, ValidationError
 
 PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)
+POLL_ENV = "HPCDET_PREEMPT_POLL_SECONDS"
+DEFAULT_POLL_SECONDS = 5.0
 
 _signalled = threading.Event()
 
@@ -49,6 +62,104 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     os.write(2, message.encode())
 
 
+def poll_interval_from_environ(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds between preemption polls: ``$HPCDET_PREEMPT_POLL_SECONDS``, default 5.
+
+    Raises ValidationError for anything but a finite number > 0.
+    """
+    raw = (os.environ if environ is None else environ).get(POLL_ENV, "").strip()
+    if not raw:
+        return DEFAULT_POLL_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValidationError(f"{POLL_ENV} must be a number of seconds > 0, not {raw!r}")
+    return seconds
+
+
+class PreemptionWatcher:
+    """Asks the master, every ``interval`` seconds, whether the trial should stop.
+
+    A daemon thread polls ``GET /trials/<trial_id>/preemption`` (the first time at once);
+    when the master answers ``{"preempt": true}`` it calls ``on_preempt`` (by default
+    :func:`signal_preemption`) and stops polling. Transient failures (master down, 5xx)
+    are retried at the same pace and logged once per outage; a permanent one (401, 404)
+    is logged and ends the polling, as asking again cannot help. :meth:`close` stops the
+    thread and closes the client, which the watcher owns.
+    """
+
+    def __init__(
+        self,
+        client: MasterClient,
+        trial_id: int,
+        *,
+        interval: float,
+        on_preempt: Callable[[], None] = signal_preemption,
+    ) -> None:
+        self._client = client
+        self._path = f"/trials/{trial_id}/preemption"
+        self._interval = interval
+        self._on_preempt = on_preempt
+        self._failing = False
+        self._closed = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hpcdet-preemption", daemon=True)
+
+    def start(self) -> None:
+        """Start polling."""
+        self._thread.start()
+
+    @property
+    def polling(self) -> bool:
+        """Whether the thread still asks (False once told to stop, gave up, or closed)."""
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        """Stop polling (waiting for a request in flight) and close the client; idempotent."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and not self._poll_once():
+            self._stop.wait(self._interval)
+
+    def _poll_once(self) -> bool:
+        """Ask the master once; True when there is nothing more to ask."""
+        try:
+            stop = self._master_says_stop()
+        except Exception as exc:  # the thread must not die quietly: stops would go unseen
+            return self._failed(exc)
+        self._failing = False
+        if stop:
+            _log("the master asked this trial to stop; should_preempt() will now say True")
+            self._on_preempt()
+        return stop
+
+    def _master_says_stop(self) -> bool:
+        answer = self._client.get(self._path)
+        return isinstance(answer, dict) and answer.get("preempt") is True
+
+    def _failed(self, exc: Exception) -> bool:
+        """Log one line per outage; True (give up) only for a permanent error."""
+        if isinstance(exc, MasterError) and not is_transient(exc):
+            _log(f"stopped asking the master about preemption ({self._path}): {exc}")
+            return True
+        if not self._failing:
+            _log(f"asking the master about preemption failed ({exc}); will keep asking")
+        self._failing = True
+        return False
+
+
+def _log(message: str) -> None:
+    print(f"hpcdet core: {message}", file=sys.stderr, flush=True)
+
+
 class PreemptContext:
     """Asks whether the trial should stop now (checkpoint first, then exit 0).
 
@@ -70,7 +181,10 @@ class PreemptContext:
         self._decided = False
 
     def should_preempt(self) -> bool:
-        """True once any rank got SIGTERM or SIGUSR2; the same answer on every rank."""
+        """True once any rank got SIGTERM or SIGUSR2, or the master asked the trial to stop.
+
+        The same answer on every rank.
+        """
         if self._decided:
             return True
         local = preemption_signalled()

@@ -1,18 +1,21 @@
-"""The train context: report training and validation metrics."""
+"""The train context: report training and validation metrics, and early exits."""
 
 from __future__ import annotations
 
 import math
 import numbers
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hpcdet.core._distributed import DistributedContext
 from hpcdet.core._reporter import MetricsReporter
+from hpcdet.harness.early_exit import EarlyExitReason
 
 GROUPS = ("training", "validation")
+# Delivers an early exit to the master (or raises MasterError).
+EarlyExitPoster = Callable[[EarlyExitReason], None]
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,15 @@ class TrainContext:
         )
     """
 
-    def __init__(self, distributed: DistributedContext, reporter: MetricsReporter | None) -> None:
+    def __init__(
+        self,
+        distributed: DistributedContext,
+        reporter: MetricsReporter | None,
+        early_exit: EarlyExitPoster | None = None,
+    ) -> None:
         self._dist = distributed
         self._reporter = reporter
+        self._early_exit = early_exit
         self._latest_validation: MetricsReport | None = None
         self._steps_completed: int | None = None
 
@@ -110,6 +119,26 @@ class TrainContext:
         self._remember(report)
         self._ship(report)
 
+    def report_early_exit(self, reason: EarlyExitReason | str) -> None:
+        """Tell the master why the trial's code stops before the searcher asked it to.
+
+        ``reason`` is an :class:`EarlyExitReason` (or its name or value as text). With
+        ``INVALID_HP`` the searcher replaces the trial without spending its budget;
+        raising ``hpcdet.InvalidHP`` from a script the harness runs reports it for you.
+        Exit (0) after reporting. Only the chief reports; on the other ranks this only
+        checks ``reason``. Transient master errors are retried for a few minutes, then
+        MasterError is raised.
+
+        Example::
+
+            if hparams["hidden"] % hparams["heads"]:
+                core_context.train.report_early_exit(hpcdet.core.EarlyExitReason.INVALID_HP)
+                sys.exit(0)
+        """
+        parsed = EarlyExitReason.parse(reason)
+        if self._dist.is_chief:
+            self._ship_early_exit(parsed)
+
     def flush(self) -> None:
         """Block until every report so far has reached the master."""
         if self._reporter is not None:
@@ -129,9 +158,13 @@ class TrainContext:
         if self._reporter is not None:
             self._reporter.report(report.group, report.steps_completed, report.metrics)
 
+    def _ship_early_exit(self, reason: EarlyExitReason) -> None:
+        if self._early_exit is not None:
+            self._early_exit(reason)
+
 
 class DummyTrainContext(TrainContext):
-    """Metrics for a run outside a hpcdet job: printed to stderr by the chief."""
+    """Metrics and early exits of a run outside a hpcdet job: printed to stderr by the chief."""
 
     def __init__(self, distributed: DistributedContext) -> None:
         super().__init__(distributed, reporter=None)
@@ -140,3 +173,6 @@ class DummyTrainContext(TrainContext):
         values = " ".join(f"{k}={v:.6g}" for k, v in report.metrics.items())
         line = f"hpcdet core (dummy): {report.group} steps_completed={report.steps_completed}"
         print(f"{line} {values}", file=sys.stderr, flush=True)
+
+    def _ship_early_exit(self, reason: EarlyExitReason) -> None:
+        print(f"hpcdet core (dummy): early exit {reason.value}", file=sys.stderr, flush=True)

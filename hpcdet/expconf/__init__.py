@@ -1,88 +1,80 @@
-"""Experiment configuration: validation with path-named errors, defaults, and warnings.
+"""Experiment configuration, compatible with Determined's v0 schema.
 
-Errors are rendered ``<config>.path.to[2].field: message``, sorted, all at once::
+The public API the master and the CLI use:
 
-    >>> validate({"resources": {"slots_per_trial": "two"}}, phase="sanity")
-    ["<config>.resources.slots_per_trial: must be of type integer, got 'two'", ...]
+* :func:`validate` -> every problem as sorted ``<config>.path.to[2].field: message`` lines,
+  in two phases as Determined does: ``sanity`` (what the user wrote, at submission) and
+  ``complete`` (after the master's defaults and a template are merged)::
+
+      >>> validate({"resources": {"slots_per_trial": "two"}})
+      ["<config>.resources.slots_per_trial: must be an integer, got 'two'"]
+
+* :func:`with_defaults` -> a plain dict with every field present (unset ones None);
+* :func:`merge` -> a config merged over a template;
+* :func:`warnings_for` -> the fields hpcdet accepts but does not act on yet.
+
+``kind`` selects the whole experiment or one sub-document (:data:`KINDS`).
 """
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hpcdet.expconf._schema import EXPERIMENT, NOT_YET_ACTED_ON
+from hpcdet.expconf._defaults import fill_defaults
+from hpcdet.expconf._merge import MERGERS
+from hpcdet.expconf._schema import KINDS, NOT_YET_ACTED_ON
+from hpcdet.expconf._schema_parts import LENGTH_UNITS
+from hpcdet.expconf._schema_searcher import SUPPORTED_SEARCHERS, UNSUPPORTED_SEARCHERS
+from hpcdet.expconf._schema_storage import SUPPORTED_STORAGE, UNSUPPORTED_STORAGE
 from hpcdet.expconf._validate import schema_errors
 
-SUPPORTED_SEARCHERS = ("single",)
 ROOT = "<config>"
+PHASES = ("sanity", "complete")
 
 
-def validate(doc: Any, kind: str = "experiment", phase: str = "sanity") -> list[str]:
-    """Return every problem with ``doc`` as sorted ``<config>.path: message`` lines.
+def validate(doc: Any, kind: str = "experiment", phase: str = "sanity", *,
+             root: str = ROOT) -> list[str]:
+    """Every problem with ``doc`` as sorted, deduplicated ``<root>.path: message`` lines.
 
-    ``phase="sanity"`` checks what the user wrote; ``phase="complete"`` additionally
-    requires what the master must know to run it (after defaults are merged).
+    ``phase="sanity"`` checks what was written; ``phase="complete"`` also requires what
+    must be known to run (Determined's ``eventuallyRequired``), and is meant for the
+    config after :func:`merge` and :func:`with_defaults`. ``root`` names the document in
+    the lines (``<template>`` for a template).
     """
-    if kind != "experiment":
-        raise ValueError(f"unknown config kind {kind!r}")
-    errors = schema_errors(doc, EXPERIMENT, ROOT)
-    if not errors and isinstance(doc, Mapping):
-        errors += _semantic_errors(doc)
-        if phase == "complete":
-            errors += _completeness_errors(doc)
-    return sorted(set(errors))
+    if phase not in PHASES:
+        raise ValueError(f"unknown validation phase {phase!r} (one of {', '.join(PHASES)})")
+    return schema_errors(doc, _schema_of(kind), complete=phase == "complete", root=root)
 
 
-def _semantic_errors(doc: Mapping[str, Any]) -> list[str]:
-    errors: list[str] = []
-    name = (doc.get("searcher") or {}).get("name")
-    if name is not None and name not in SUPPORTED_SEARCHERS:
-        errors.append(f"{ROOT}.searcher.name: searcher {name!r} is not supported yet "
-                      f"(supported: {', '.join(SUPPORTED_SEARCHERS)})")
-    if ("workspace" in doc) != ("project" in doc):
-        errors.append(f"{ROOT}: workspace and project must be set together, or neither")
-    errors += _hyperparameter_errors(doc.get("hyperparameters") or {}, f"{ROOT}.hyperparameters")
-    return errors
+def with_defaults(doc: Any, kind: str = "experiment") -> Any:
+    """A copy of ``doc`` with Determined's defaults filled in, every field present.
+
+    Unset fields without a default are None. It never invents what the master decides
+    (``name``, ``reproducibility.experiment_seed``, ``checkpoint_storage``).
+    """
+    return fill_defaults(doc, _schema_of(kind))
 
 
-def _completeness_errors(doc: Mapping[str, Any]) -> list[str]:
-    required = ("name", "entrypoint", "searcher", "checkpoint_storage")
-    errors = [f"{ROOT}.{key}: is required" for key in required if not doc.get(key)]
-    searcher = doc.get("searcher") or {}
-    errors += [f"{ROOT}.searcher.{key}: is required" for key in ("metric", "max_length")
-               if key not in searcher]
-    return errors
+def merge(doc: Any, template: Any, kind: str = "experiment") -> Any:
+    """``doc`` merged over ``template``, as Determined merges templates (neither is changed).
+
+    Values from ``doc`` win; mappings merge recursively; lists concatenate, template
+    first, except ``bind_mounts`` and ``resources.devices``, where a template entry whose
+    ``container_path`` ``doc`` already uses is dropped. Unions (``searcher`` by name,
+    ``checkpoint_storage`` by type) take only the common fields from a template of another
+    variant; single hyperparameters and lengths are never merged field by field.
+    """
+    if kind not in MERGERS:
+        raise ValueError(f"unknown config kind {kind!r} (one of {', '.join(KINDS)})")
+    return MERGERS[kind](doc, template)
 
 
-_HP_TYPES = {"const": ("val",), "int": ("minval", "maxval"), "double": ("minval", "maxval"),
-             "log": ("minval", "maxval", "base"), "categorical": ("vals",)}
-
-
-def _hyperparameter_errors(hps: Mapping[str, Any], where: str) -> list[str]:
-    errors: list[str] = []
-    for name, spec in hps.items():
-        path = f"{where}.{name}"
-        if isinstance(spec, Mapping) and "type" in spec:
-            errors += _one_hparam_errors(spec, path)
-        elif isinstance(spec, Mapping):
-            errors += _hyperparameter_errors(spec, path)  # a nested group
-    return errors
-
-
-def _one_hparam_errors(spec: Mapping[str, Any], path: str) -> list[str]:
-    kind = spec["type"]
-    if kind not in _HP_TYPES:
-        return [f"{path}.type: must be one of {', '.join(_HP_TYPES)}, got {kind!r}"]
-    errors = [f"{path}.{key}: is required for type {kind}" for key in _HP_TYPES[kind]
-              if key not in spec]
-    if not errors and kind in ("int", "double", "log") and not spec["minval"] < spec["maxval"]:
-        errors.append(f"{path}: minval must be less than maxval")
-    if kind == "categorical" and not errors and not spec["vals"]:
-        errors.append(f"{path}.vals: must not be empty")
-    return errors
+def _schema_of(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"unknown config kind {kind!r} (one of {', '.join(KINDS)})")
+    return KINDS[kind]
 
 
 def warnings_for(doc: Mapping[str, Any]) -> list[str]:
@@ -100,24 +92,15 @@ def _has_path(doc: Mapping[str, Any], dotted: str) -> bool:
     return True
 
 
-def with_defaults(doc: Mapping[str, Any], *, checkpoint_storage: Mapping[str, Any],
-                  seed: int | None = None) -> dict[str, Any]:
-    """A copy of ``doc`` with the master's defaults filled in where the user left gaps."""
-    out = copy.deepcopy(dict(doc))
-    out.setdefault("name", "Experiment")
-    out.setdefault("description", "")
-    out.setdefault("labels", [])
-    out.setdefault("hyperparameters", {})
-    out.setdefault("max_restarts", 5)
-    out.setdefault("checkpoint_storage", dict(checkpoint_storage))
-    searcher = out.setdefault("searcher", {"name": "single"})
-    searcher.setdefault("smaller_is_better", True)
-    resources = out.setdefault("resources", {})
-    resources.setdefault("slots_per_trial", 1)
-    repro = out.setdefault("reproducibility", {})
-    if repro.get("experiment_seed") is None:
-        repro["experiment_seed"] = seed if seed is not None else random.randrange(2**31)
-    return out
+def length_value(length: Any) -> tuple[str, int]:
+    """A length as ``(unit, n)``: an int means batches; ``{epochs: 2}`` is ``("epochs", 2)``."""
+    if isinstance(length, int) and not isinstance(length, bool):
+        return "batches", length
+    if isinstance(length, Mapping) and len(length) == 1:
+        ((unit, n),) = length.items()
+        if unit in LENGTH_UNITS and isinstance(n, int) and not isinstance(n, bool):
+            return str(unit), n
+    raise ValueError(f"not a length: {length!r}")
 
 
 def sample_hparams(hps: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -146,7 +129,7 @@ def environment_variables(env: Mapping[str, Any] | None) -> dict[str, str]:
     """``environment.environment_variables`` as a dict (list of ``K=V`` or a per-slot map)."""
     raw = (env or {}).get("environment_variables") or []
     if isinstance(raw, Mapping):  # {cpu: [...], cuda: [...]}: take the union, cpu first
-        raw = [item for key in ("cpu", "cuda", "rocm") for item in raw.get(key) or []]
+        raw = [item for key in ("cpu", "gpu", "cuda", "rocm") for item in raw.get(key) or []]
     return dict(_split_assignment(item) for item in _as_strings(raw))
 
 
@@ -159,5 +142,7 @@ def _split_assignment(item: str) -> tuple[str, str]:
     return name, value
 
 
-__all__ = ["environment_variables", "sample_hparams", "validate", "warnings_for",
+__all__ = ["KINDS", "NOT_YET_ACTED_ON", "SUPPORTED_SEARCHERS", "SUPPORTED_STORAGE",
+           "UNSUPPORTED_SEARCHERS", "UNSUPPORTED_STORAGE", "environment_variables",
+           "length_value", "merge", "sample_hparams", "validate", "warnings_for",
            "with_defaults"]

@@ -1,160 +1,125 @@
-"""The experiment-config schema (Determined's v0 field names), as JSON Schema data.
-
-Fields hpcdet acts on are typed precisely; fields it accepts but does not act on yet are
-listed in :data:`NOT_YET_ACTED_ON`, so ``det experiment create`` can warn about them.
+"""The experiment-config schema (Determined's v0 fields), the registry of all schemas, and
+the list of fields hpcdet accepts but does not act on yet.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from hpcdet.expconf import _schema_hparams, _schema_parts, _schema_searcher, _schema_storage
+from hpcdet.expconf._schema_base import (
+    Schema,
+    is_set,
+    message_check,
+    named,
+    optional,
+    optional_ref,
+    ref,
+    schema_id,
+    strings,
+)
+from hpcdet.expconf._schema_parts import CHECKPOINT_POLICY
 
-_POS_INT: dict[str, Any] = {"type": "integer", "minimum": 1}
-_NONNEG_INT: dict[str, Any] = {"type": "integer", "minimum": 0}
-_STR_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-_ANY_OBJECT: dict[str, Any] = {"type": "object"}
+_GRID_NEEDS_COUNTS: Schema = {"conditional": {
+    "when": {"required": ["searcher"],
+             "properties": {"searcher": {**is_set("name"),
+                                         "properties": {"name": {"const": "grid"}}}}},
+    "enforce": {"properties": {"hyperparameters": {
+        "additionalProperties": ref("check-grid-hyperparameter")}}},
+}}
 
-LENGTH: dict[str, Any] = {
-    "oneOf": [
-        _POS_INT,
-        {"type": "object", "additionalProperties": False, "minProperties": 1,
-         "maxProperties": 1,
-         "properties": {"batches": _POS_INT, "records": _POS_INT, "epochs": _POS_INT}},
-    ],
-}
+_WORKSPACE_WITH_PROJECT = message_check(
+    "workspace and project must either both be present or both be absent",
+    {"anyOf": [{"required": ["workspace", "project"],
+                "properties": {"workspace": {"type": "string"},
+                               "project": {"type": "string"}}},
+               {"properties": {"workspace": {"type": "null"},
+                               "project": {"type": "null"}}}]})
 
-SEARCHER: dict[str, Any] = {
-    "type": "object",
-    "required": ["name"],
-    "properties": {
-        "name": {"enum": ["single", "random", "grid", "adaptive_asha", "async_halving",
-                          "custom"]},
-        "metric": {"type": "string", "minLength": 1},
-        "smaller_is_better": {"type": "boolean"},
-        "max_length": LENGTH,
-        "source_trial_id": {"type": ["integer", "null"]},
-        "source_checkpoint_uuid": {"type": ["string", "null"]},
-    },
-}
-
-RESOURCES: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "slots_per_trial": _POS_INT,
-        "resource_pool": {"type": "string"},
-        "max_slots": {"type": ["integer", "null"], "minimum": 1},
-        "priority": {"type": ["integer", "null"], "minimum": 1, "maximum": 99},
-        "weight": {"type": "number", "exclusiveMinimum": 0},
-        "shm_size": {"type": ["integer", "string", "null"]},
-        "native_parallel": {"type": "boolean"},
-        "is_single_node": {"type": ["boolean", "null"]},
-        "devices": {"type": "array"},
-    },
-}
-
-SLURM: dict[str, Any] = {
+EXPERIMENT = named("experiment", "ExperimentConfig", {
     "type": "object",
     "additionalProperties": False,
+    "eventuallyRequired": ["checkpoint_storage", "entrypoint", "hyperparameters", "name",
+                           "reproducibility", "searcher"],
     "properties": {
-        "sbatch_args": _STR_LIST,
-        "gpu_type": {"type": "string"},
-        "slots_per_node": _POS_INT,
+        "name": optional("string"),
+        "description": optional("string"),
+        "labels": strings([]),
+        "workspace": optional("string"),
+        "project": optional("string"),
+        "entrypoint": optional(["string", "array"], items={"type": "string"},
+                               minLength=1, minItems=1),
+        "hyperparameters": optional_ref("hyperparameters", "object", {}),
+        "searcher": optional_ref("searcher"),
+        "resources": optional_ref("resources", "object", {}),
+        "checkpoint_storage": optional_ref("checkpoint-storage"),
+        "checkpoint_policy": CHECKPOINT_POLICY,
+        "min_validation_period": optional_ref("length", "object", {"batches": 0}),
+        "min_checkpoint_period": optional_ref("length", "object", {"batches": 0}),
+        "scheduling_unit": optional("integer", 100, minimum=1),
+        "records_per_epoch": optional("integer", 0, minimum=0),
+        "max_restarts": optional("integer", 5, minimum=0),
+        "perform_initial_validation": optional("boolean", False),
+        "reproducibility": optional_ref("reproducibility", "object", {}),
+        "environment": optional_ref("environment", "object", {}),
+        "bind_mounts": optional_ref("bind-mounts", "array", []),
+        "profiling": optional_ref("profiling", "object", {}),
+        "optimizations": optional_ref("optimizations", "object", {}),
+        "log_policies": optional_ref("log-policies", "array"),
+        "retention_policy": optional_ref("retention-policy"),
+        "slurm": optional_ref("slurm", "object", {}),
+        "pbs": optional_ref("pbs", "object", {}),
+        "data": optional("object", {}),
+        "debug": optional("boolean", False),
+        "preemption_timeout": optional("integer", minimum=1),
+        # Determined fields for features hpcdet has no counterpart for: accepted as given.
+        "integrations": optional("object"),
+        "security": optional("object"),
+        "tensorboard_storage": optional("object"),
+        "data_layer": optional("object"),
+        "internal": optional("object"),
     },
-}
+    # Determined also requires records_per_epoch when a length is in epochs, to convert it
+    # to batches; hpcdet never converts (the trial reports epochs itself), so it does not.
+    "allOf": [_GRID_NEEDS_COUNTS, _WORKSPACE_WITH_PROJECT],
+})
 
-PBS: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {"pbsbatch_args": _STR_LIST, "slots_per_node": _POS_INT},
-}
+SCHEMAS: dict[str, Schema] = {schema["$id"]: schema for schema in [
+    EXPERIMENT, *_schema_parts.SCHEMAS, *_schema_searcher.SCHEMAS, *_schema_hparams.SCHEMAS,
+    *_schema_storage.SCHEMAS]}
 
-ENVIRONMENT: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "image": {"type": ["string", "object"]},
-        "environment_variables": {"type": ["array", "object"]},
-        "force_pull_image": {"type": "boolean"},
-        "registry_auth": _ANY_OBJECT,
-        "pod_spec": _ANY_OBJECT,
-        "add_capabilities": _STR_LIST,
-        "drop_capabilities": _STR_LIST,
-        "proxy_ports": {"type": "array"},
-    },
-}
-
-BIND_MOUNT: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["host_path", "container_path"],
-    "properties": {
-        "host_path": {"type": "string", "pattern": "^/"},
-        "container_path": {"type": "string", "minLength": 1},
-        "read_only": {"type": "boolean"},
-        "propagation": {"type": "string"},
-    },
-}
-
-CHECKPOINT_STORAGE: dict[str, Any] = {
-    "type": "object",
-    "required": ["type"],
-    "properties": {
-        "type": {"enum": ["shared_fs", "directory", "s3", "gcs", "azure"]},
-        "host_path": {"type": "string", "pattern": "^/"},
-        "storage_path": {"type": "string"},
-        "container_path": {"type": "string", "pattern": "^/"},
-        "save_experiment_best": _NONNEG_INT,
-        "save_trial_best": _NONNEG_INT,
-        "save_trial_latest": _NONNEG_INT,
-    },
-}
-
-EXPERIMENT: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": 256},
-        "description": {"type": "string"},
-        "labels": _STR_LIST,
-        "workspace": {"type": "string"},
-        "project": {"type": "string"},
-        "entrypoint": {"oneOf": [{"type": "string", "minLength": 1},
-                                 {"type": "array", "minItems": 1,
-                                  "items": {"type": "string"}}]},
-        "hyperparameters": _ANY_OBJECT,
-        "searcher": SEARCHER,
-        "resources": RESOURCES,
-        "checkpoint_storage": CHECKPOINT_STORAGE,
-        "checkpoint_policy": {"enum": ["best", "all", "none"]},
-        "min_validation_period": LENGTH,
-        "min_checkpoint_period": LENGTH,
-        "scheduling_unit": _POS_INT,
-        "records_per_epoch": _NONNEG_INT,
-        "max_restarts": _NONNEG_INT,
-        "perform_initial_validation": {"type": "boolean"},
-        "reproducibility": {"type": "object", "additionalProperties": False,
-                            "properties": {"experiment_seed": {"type": "integer", "minimum": 0,
-                                                               "maximum": 2**31 - 1}}},
-        "environment": ENVIRONMENT,
-        "bind_mounts": {"type": "array", "items": BIND_MOUNT},
-        "profiling": _ANY_OBJECT,
-        "optimizations": _ANY_OBJECT,
-        "log_policies": {"type": ["array", "object"]},
-        "retention_policy": _ANY_OBJECT,
-        "slurm": SLURM,
-        "pbs": PBS,
-        "data": _ANY_OBJECT,
-        "debug": {"type": "boolean"},
-        "preemption_timeout": _POS_INT,
-        "integrations": _ANY_OBJECT,
-    },
-}
+# The config kinds the public API takes, each the id of its schema.
+KINDS: dict[str, str] = {kind: schema_id(name) for kind, name in {
+    "experiment": "experiment",
+    "searcher": "searcher",
+    "hyperparameters": "hyperparameters",
+    "hyperparameter": "hyperparameter",
+    "resources": "resources",
+    "checkpoint_storage": "checkpoint-storage",
+    "bind_mount": "bind-mount",
+    "bind_mounts": "bind-mounts",
+    "environment": "environment",
+    "log_policies": "log-policies",
+    "length": "length",
+    "slurm": "slurm",
+    "pbs": "pbs",
+}.items()}
 
 # Accepted and stored, but not acted on by this version: reported as warnings at submission.
+# (checkpoint_policy and the save_* fields are read once checkpoint GC lands; until then
+# setting them has no effect, so they warn.)
 NOT_YET_ACTED_ON = (
-    "workspace", "project", "min_validation_period", "min_checkpoint_period", "scheduling_unit",
-    "records_per_epoch", "perform_initial_validation", "profiling", "optimizations",
-    "log_policies", "retention_policy", "pbs", "data", "debug", "preemption_timeout",
-    "checkpoint_policy", "integrations", "resources.max_slots", "resources.priority",
-    "resources.weight", "resources.shm_size", "resources.devices", "slurm.gpu_type",
+    "workspace", "project", "checkpoint_policy", "min_validation_period",
+    "min_checkpoint_period", "scheduling_unit", "records_per_epoch",
+    "perform_initial_validation", "profiling", "optimizations", "log_policies",
+    "retention_policy", "pbs", "debug", "integrations", "security", "tensorboard_storage",
+    "data_layer", "internal",
+    "searcher.source_trial_id", "searcher.source_checkpoint_uuid", "searcher.stop_once",
+    "resources.max_slots", "resources.priority", "resources.weight", "resources.shm_size",
+    "resources.devices", "resources.is_single_node", "resources.native_parallel",
+    "resources.agent_label", "resources.slots",
+    "checkpoint_storage.save_experiment_best", "checkpoint_storage.save_trial_best",
+    "checkpoint_storage.save_trial_latest", "checkpoint_storage.propagation",
+    "checkpoint_storage.checkpoint_path", "checkpoint_storage.tensorboard_path",
+    "environment.force_pull_image", "environment.registry_auth", "environment.pod_spec",
+    "environment.add_capabilities", "environment.drop_capabilities", "environment.ports",
+    "environment.proxy_ports",
 )

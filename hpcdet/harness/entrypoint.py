@@ -8,6 +8,9 @@ Three shapes are recognised:
 * ``module:Class``: a trial class, not supported yet;
 * anything else: a subprocess inheriting the environment; its exit code is ours, and
   the preemption signals are passed on to it.
+
+An in-process entrypoint that raises :class:`~hpcdet.InvalidHP` ends like Determined's:
+the caller's handler reports the early exit, and the exit code is 0.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from typing import Literal
 
 from hpcdet.core._preempt import PREEMPT_SIGNALS, signal_preemption
 from hpcdet.errors import HpcdetError
+from hpcdet.harness.early_exit import InvalidHP
 
 Kind = Literal["script", "module", "trial_class", "command"]
+# Called when the entrypoint raised InvalidHP; returns the exit code (0 once reported).
+InvalidHPHandler = Callable[[InvalidHP], int]
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
 _TRIAL_CLASS = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
@@ -86,15 +92,18 @@ def _parse_python(argv: list[str]) -> Entrypoint:
     return Entrypoint("command", tuple(argv))
 
 
-def run_entrypoint(entry: Entrypoint) -> int:
-    """Run ``entry`` and return the exit code it should give the job step."""
+def run_entrypoint(entry: Entrypoint, on_invalid_hp: InvalidHPHandler | None = None) -> int:
+    """Run ``entry`` and return the exit code it should give the job step.
+
+    ``on_invalid_hp`` handles an in-process entrypoint's InvalidHP (default: say so, 0).
+    """
     if entry.kind == "trial_class":
         print(f"hpcdet harness: {TRIAL_CLASS_MESSAGE}", file=sys.stderr)
         return EXIT_USAGE
     if entry.kind == "command":
         return run_command(entry.argv)
     if entry.kind == "module":
-        return run_in_process(lambda: _run_module(entry.argv))
+        return run_in_process(lambda: _run_module(entry.argv), on_invalid_hp)
     script = entry.argv[0]
     if not os.path.isfile(script):
         print(
@@ -102,19 +111,28 @@ def run_entrypoint(entry: Entrypoint) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    return run_in_process(lambda: _run_script(entry.argv))
+    return run_in_process(lambda: _run_script(entry.argv), on_invalid_hp)
 
 
-def run_in_process(target: Callable[[], object]) -> int:
+def run_in_process(
+    target: Callable[[], object], on_invalid_hp: InvalidHPHandler | None = None
+) -> int:
     """Call ``target`` as if it were a program: SystemExit and exceptions become codes."""
     try:
         target()
     except SystemExit as exc:
         return exit_code(exc.code)
+    except InvalidHP as exc:
+        return (on_invalid_hp or _invalid_hp_not_reported)(exc)
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()
         return 1
+    return 0
+
+
+def _invalid_hp_not_reported(exc: InvalidHP) -> int:
+    print(f"hpcdet harness: the entrypoint raised InvalidHP ({exc}); exiting 0", file=sys.stderr)
     return 0
 
 

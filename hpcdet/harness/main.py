@@ -16,6 +16,8 @@ Decisions worth knowing:
 * ``MASTER_ADDR``/``MASTER_PORT`` already in the environment win over the derived ones.
 * The process ends with :func:`exit_process`, which skips the interpreter's final
   teardown (see there why).
+* A script that raises :class:`~hpcdet.InvalidHP` has rank 0 report an ``invalid_hp``
+  early exit to the master, and exits 0 (Determined does the same for ``det.InvalidHP``).
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from hpcdet.core._context import close_open_contexts
+from hpcdet.core._context import close_open_contexts, report_job_early_exit
 from hpcdet.core._preempt import install_signal_handlers
 from hpcdet.errors import HpcdetError
 from hpcdet.harness import distributed
 from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.harness.early_exit import EarlyExitReason, InvalidHP
 from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, run_entrypoint
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info
 
@@ -65,8 +68,26 @@ def _run_in_process(info: TrialInfo, cluster: ClusterEnv, entry: Entrypoint) -> 
         return EXIT_USAGE
     seed_everything(info.trial_seed)
     _banner(cluster, backend)
-    code = run_entrypoint(entry)
+    code = run_entrypoint(entry, lambda exc: _report_invalid_hp(info, cluster, exc))
     return _finish(code)
+
+
+def _report_invalid_hp(info: TrialInfo, cluster: ClusterEnv, exc: InvalidHP) -> int:
+    """Report the script's InvalidHP as the trial's early exit (rank 0); 0 once reported."""
+    what = f"the entrypoint raised InvalidHP ({exc})"
+    if not cluster.is_chief:
+        _say(f"{what}; rank 0 reports it; exiting 0")
+        return 0
+    try:
+        reported = report_job_early_exit(info, EarlyExitReason.INVALID_HP)
+    except HpcdetError as report_exc:
+        _say(f"{what}, but reporting it to the master failed: {report_exc}")
+        return 1
+    if reported:
+        _say(f"{what}: reported an invalid_hp early exit to the master; exiting 0")
+    else:
+        _say(f"{what}; an unmanaged trial has no master to tell; exiting 0")
+    return 0
 
 
 def _join_process_group(info: TrialInfo, cluster: ClusterEnv) -> str:

@@ -43,6 +43,11 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
+def as_utc(moment: dt.datetime) -> dt.datetime:
+    """``moment`` as an aware UTC time (SQLite hands timestamps back without a zone)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {dict[str, Any]: JSONType, list[Any]: JSONType}
@@ -101,6 +106,8 @@ class Trial(Base):
     # When the master asked the trial's code to stop (searcher stop, pause): the clock for
     # ``preemption_timeout``.
     stop_requested_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    # Why the master asked it to stop, e.g. "early_stopped" by ASHA before max_time.
+    stop_reason: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -220,4 +227,4 @@ class TrialLog(Base):
 
 
 __all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "SearcherEvent", "StateChange",
-           "Template", "Trial", "TrialLog", "utcnow"]
+           "Template", "Trial", "TrialLog", "as_utc", "utcnow"]

@@ -7,10 +7,9 @@ database. The scheduler is asked about all active jobs with one ``Backend.poll``
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,15 +18,20 @@ from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import prepare_job_dir
 from hpcdet.errors import HpcdetError
 from hpcdet.master.db import session_scope
-from hpcdet.master.jobspec import TrialRun, build_job_spec, job_dir_for
+from hpcdet.master.jobspec import TrialRun, build_job_spec
 from hpcdet.master.logs import add_system_line, ingest_job_logs
-from hpcdet.master.models import Experiment, Job, Trial, utcnow
+from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
+from hpcdet.master.searching import SearchDriver, SearchReport
 from hpcdet.master.settings import MasterSettings
-from hpcdet.master.submission import first_hparams, trial_info, trial_seed
+from hpcdet.master.submission import trial_info
 from hpcdet.master.transitions import transition
-from hpcdet.states import STOPPING_TO_TERMINAL, State
+from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
 
 log = logging.getLogger("hpcdet.reconciler")
+# Seconds a trial asked to stop may take to checkpoint and exit before its job is cancelled.
+DEFAULT_PREEMPTION_TIMEOUT = 3600.0
+# How a job may end after its trial was asked to stop, for the trial to end COMPLETED.
+_CLEAN_STOP = frozenset({JobPhase.COMPLETED, JobPhase.CANCELLED})
 
 
 @dataclass
@@ -38,6 +42,7 @@ class CycleReport:
     jobs_submitted: int = 0
     jobs_polled: int = 0
     jobs_cancelled: int = 0
+    search: SearchReport = field(default_factory=SearchReport)
 
 
 class Reconciler:
@@ -46,6 +51,7 @@ class Reconciler:
     def __init__(self, settings: MasterSettings, sessions: sessionmaker[Session],
                  backend: Backend) -> None:
         self.settings, self.sessions, self.backend = settings, sessions, backend
+        self.searches = SearchDriver(settings)
 
     def run_forever(self, stop: threading.Event) -> None:
         """Run cycles every ``reconcile_interval`` seconds until ``stop`` is set."""
@@ -57,29 +63,26 @@ class Reconciler:
             stop.wait(self.settings.reconcile_interval)
 
     def cycle(self) -> CycleReport:
+        """Let the searchers act, submit, cancel what must stop, poll, and roll up.
+
+        The searchers run again after the poll, so a trial's exit reaches its searcher (and
+        ends a finished experiment) in the cycle that saw it; with nothing new, that second
+        pass costs two small queries.
+        """
         report = CycleReport()
-        report.trials_created = self._create_trials()
+        report.search = self._search()
         report.jobs_submitted = self._submit_queued()
         report.jobs_cancelled = self._cancel_stopping()
         report.jobs_polled = self._poll()
+        report.search.add(self._search())
+        report.trials_created = report.search.trials_created
         self._roll_up()
         return report
 
-    # searcher -> trials -------------------------------------------------------------
-    def _create_trials(self) -> int:
+    # searchers ----------------------------------------------------------------------
+    def _search(self) -> SearchReport:
         with session_scope(self.sessions) as session:
-            pending = session.scalars(select(Experiment).where(
-                Experiment.state == State.ACTIVE.value, ~Experiment.trials.any())).all()
-            for exp in pending:
-                self._create_single_trial(session, exp)
-            return len(pending)
-
-    def _create_single_trial(self, session: Session, exp: Experiment) -> None:
-        trial = Trial(experiment_id=exp.id, hparams=first_hparams(exp.config),
-                      seed=trial_seed(exp.config, 0), token=secrets.token_urlsafe(32))
-        session.add(trial)
-        transition(session, trial, State.QUEUED, cause="created by the single searcher")
-        trial.job_dir = job_dir_for(self.settings, exp.id, trial.id)
+            return self.searches.step(session)
 
     # submission ---------------------------------------------------------------------
     def _submit_queued(self) -> int:
@@ -123,22 +126,36 @@ class Reconciler:
         add_system_line(session, trial.id, f"submission failed: {exc}")
         transition(session, trial, State.ERROR, cause=f"submission failed: {exc}")
 
-    # stopping -----------------------------------------------------------------------
+    # stopping ---------------------------------------------------------------------
     def _cancel_stopping(self) -> int:
+        """Cancel the jobs of trials that must stop, with one scheduler call for all.
+
+        A killed trial's jobs are cancelled at once. A trial stopped gracefully (by its
+        searcher) is asked through ``should_preempt()``; its job is cancelled only if it
+        has not started running yet, or once ``preemption_timeout`` has passed.
+        """
         with session_scope(self.sessions) as session:
             stopping = session.scalars(select(Trial).where(
-                Trial.state == State.STOPPING_KILLED.value)).all()
+                Trial.state.in_([s.value for s in STOPPING_STATES]))).all()
             jobs = self._active_jobs(session, [t.id for t in stopping])
-            running = {j.trial_id for j in jobs}
-            for trial in stopping:
-                if trial.id not in running:
-                    transition(session, trial, State.CANCELED, cause="nothing left to stop")
-            to_cancel = [j for j in jobs if j.job_id and not j.cancel_requested]
+            self._end_idle_stopping(session, stopping, {j.trial_id for j in jobs})
+            by_id = {t.id: t for t in stopping}
+            timeouts = _preemption_timeouts(session, {t.experiment_id for t in stopping})
+            to_cancel = [j for j in jobs if j.job_id and not j.cancel_requested
+                         and _must_cancel(by_id[j.trial_id], j, timeouts)]
             if to_cancel:
                 self.backend.cancel([str(j.job_id) for j in to_cancel])
                 for j in to_cancel:
                     j.cancel_requested = True
             return len(to_cancel)
+
+    @staticmethod
+    def _end_idle_stopping(session: Session, stopping: Sequence[Trial],
+                           running: set[int]) -> None:
+        for trial in stopping:
+            if trial.id not in running:
+                transition(session, trial, STOPPING_TO_TERMINAL[State(trial.state)],
+                           cause="nothing left to stop")
 
     @staticmethod
     def _active_jobs(session: Session, trial_ids: Sequence[int]) -> list[Job]:
@@ -178,7 +195,9 @@ class Reconciler:
         cause = (f"Slurm job {job.job_id} ended {status.native_state}"
                  f" (exit code {status.exit_code})")
         current = State(trial.state)
-        if current.is_stopping:
+        if current is State.STOPPING_COMPLETED and status.phase not in _CLEAN_STOP:
+            transition(session, trial, State.ERROR, cause=cause)  # it failed while stopping
+        elif current.is_stopping:
             transition(session, trial, STOPPING_TO_TERMINAL[current], cause=cause)
         elif status.phase is JobPhase.COMPLETED:
             if current is State.QUEUED:  # it ran and ended between two polls
@@ -191,20 +210,32 @@ class Reconciler:
     # experiments --------------------------------------------------------------------
     def _roll_up(self) -> None:
         with session_scope(self.sessions) as session:
-            live = [s.value for s in State if not s.is_terminal and s is not State.PAUSED]
+            # Active experiments end when their searcher says so (hpcdet.master.searching);
+            # this finishes the ones being stopped (killed, or failed) once nothing runs.
+            live = [s.value for s in STOPPING_STATES]
             for exp in session.scalars(select(Experiment).where(Experiment.state.in_(live))):
-                states = list(session.scalars(select(Trial.state).where(
-                    Trial.experiment_id == exp.id)))
-                if states and all(State(s).is_terminal for s in states):
-                    self._finish(session, exp, states)
+                states = session.scalars(select(Trial.state).where(
+                    Trial.experiment_id == exp.id))
+                if all(State(s).is_terminal for s in states):
+                    transition(session, exp, STOPPING_TO_TERMINAL[State(exp.state)],
+                               cause="all trials ended")
 
-    @staticmethod
-    def _finish(session: Session, exp: Experiment, trial_states: list[str]) -> None:
-        current = State(exp.state)
-        if not current.is_stopping:
-            ok = State.COMPLETED.value in trial_states
-            stopping = State.STOPPING_COMPLETED if ok else State.STOPPING_ERROR
-            why = "all trials ended" if ok else "no trial completed"
-            transition(session, exp, stopping, cause=why)
-            current = stopping
-        transition(session, exp, STOPPING_TO_TERMINAL[current], cause="all trials ended")
+
+def _preemption_timeouts(session: Session, experiment_ids: set[int]) -> dict[int, float]:
+    """Each experiment's ``preemption_timeout`` in seconds (the default where unset)."""
+    if not experiment_ids:
+        return {}
+    rows = session.execute(select(Experiment.id, Experiment.config)
+                           .where(Experiment.id.in_(experiment_ids)))
+    return {exp_id: float(config.get("preemption_timeout") or DEFAULT_PREEMPTION_TIMEOUT)
+            for exp_id, config in rows}
+
+
+def _must_cancel(trial: Trial, job: Job, timeouts: dict[int, float]) -> bool:
+    """Killed, not yet running (nothing to ask), or past its preemption timeout."""
+    if trial.state == State.STOPPING_KILLED.value or job.phase != JobPhase.RUNNING.value:
+        return True
+    if trial.stop_requested_at is None:
+        return True
+    waited = (utcnow() - as_utc(trial.stop_requested_at)).total_seconds()
+    return waited > timeouts.get(trial.experiment_id, DEFAULT_PREEMPTION_TIMEOUT)

@@ -24,6 +24,7 @@ def experiment(exp: Experiment, num_trials: int) -> dict[str, Any]:
         "searcher": exp.searcher_name, "resource_pool": exp.resource_pool,
         "archived": exp.archived, "created_at": _time(exp.created_at),
         "ended_at": _time(exp.ended_at), "num_trials": num_trials,
+        "progress": exp.progress,
     }
 
 
@@ -34,6 +35,7 @@ def trial(t: Trial, jobs: Iterable[Job] = ()) -> dict[str, Any]:
         "seed": t.seed, "restarts": t.restarts, "steps_completed": t.steps_completed,
         "best_validation": t.best_validation, "latest_validation": t.latest_validation,
         "latest_checkpoint": t.latest_checkpoint,
+        "early_exit": t.early_exit, "stop_reason": t.stop_reason,
         "job_ids": [j.job_id for j in jobs if j.job_id],
         "nodes": next((j.nodes for j in reversed(jobs) if j.nodes), None),
         "created_at": _time(t.created_at), "ended_at": _time(t.ended_at),
@@ -62,3 +64,13 @@ def checkpoint(c: Checkpoint) -> dict[str, Any]:
 def log_line(entry: TrialLog) -> dict[str, Any]:
     return {"id": entry.id, "rank": entry.rank, "stream": entry.stream, "line": entry.line,
             "job_id": entry.job_id, "at": _time(entry.at)}
+
+
+def best_trial_id(config: dict[str, Any], trials: Iterable[dict[str, Any]]) -> int | None:
+    """The trial whose best validation of ``searcher.metric`` is best (None before any)."""
+    searcher = config.get("searcher") or {}
+    metric = searcher.get("metric")
+    sign = -1.0 if searcher.get("smaller_is_better") is False else 1.0
+    scored = [(sign * t["best_validation"]["metrics"][metric], t["id"]) for t in trials
+              if t.get("best_validation") and metric in t["best_validation"]["metrics"]]
+    return min(scored)[1] if scored else None

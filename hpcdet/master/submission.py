@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import random
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,13 +20,17 @@ from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
 from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.jobspec import TrialRun, build_job_spec, checkpoint_dir, slot_layout
-from hpcdet.master.models import Experiment
+from hpcdet.master.models import Experiment, Template
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.transitions import transition
+from hpcdet.searcher import TrialRequest, make_searcher
 from hpcdet.states import State
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTEXT_LIMIT = 95 * 1024 * 1024
+# Determined's master names unnamed experiments "Experiment (<adjective>-<noun>)"; one
+# fixed name keeps hpcdet's submissions reproducible.
+DEFAULT_EXPERIMENT_NAME = "Experiment"
 
 
 @dataclass
@@ -64,21 +67,53 @@ def decode_context(encoded: str) -> bytes:
     return data
 
 
-def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any]) -> dict[str, Any]:
-    """Sanity-check what the user wrote, merge the master's defaults, check completeness."""
-    errors = expconf.validate(user_doc, phase="sanity")
-    if errors:
-        raise ConfigError(errors, title="the experiment config is invalid")
-    config = expconf.with_defaults(user_doc, checkpoint_storage=default_storage(settings))
+def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
+                     template: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The config an experiment runs with, every field present (see docs/configuration.md).
+
+    Sanity-checks what the user wrote (and the template), merges the config over the
+    template, fills what the master decides (name, checkpoint storage, seed), then every
+    schema default, and checks the result is complete and runnable on this cluster.
+    """
+    doc = _sane_merged(user_doc, template)
+    config = expconf.with_defaults(_with_master_defaults(settings, doc))
     errors = expconf.validate(config, phase="complete")
     if errors:
         raise ConfigError(errors, title="the experiment config is incomplete")
     parse_sbatch_args((config.get("slurm") or {}).get("sbatch_args") or [])
     slot_layout(config)
-    return config
+    return dict(config)
+
+
+def _sane_merged(user_doc: Mapping[str, Any],
+                 template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The user's config merged over the template, once both pass the sanity checks."""
+    errors = expconf.validate(user_doc, phase="sanity")
+    if template is not None:  # its lines say <template>: the user can tell where to look
+        errors += expconf.validate(template, phase="sanity", root="<template>")
+    if errors:
+        raise ConfigError(errors, title="the experiment config is invalid")
+    return dict(expconf.merge(user_doc, template) if template is not None else user_doc)
+
+
+def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` with what the master decides when the user did not: the name, the
+    checkpoint storage (the cluster's, merged under a partial one) and the seed."""
+    out = dict(doc)
+    out["name"] = out.get("name") or DEFAULT_EXPERIMENT_NAME
+    out["checkpoint_storage"] = expconf.merge(out.get("checkpoint_storage") or {},
+                                              default_storage(settings),
+                                              kind="checkpoint_storage")
+    reproducibility = dict(out.get("reproducibility") or {})
+    if reproducibility.get("experiment_seed") is None:
+        reproducibility["experiment_seed"] = secrets.randbelow(2**31)
+    out["reproducibility"] = reproducibility
+    return out
 
 
 def default_storage(settings: MasterSettings) -> dict[str, Any]:
+    """The cluster's checkpoint storage: ``checkpoint_storage`` in master.yaml, else a
+    ``shared_fs`` under the job storage root."""
     if settings.checkpoint_storage:
         return dict(settings.checkpoint_storage)
     root = Path(settings.resource_manager.job_storage_root).expanduser()
@@ -86,22 +121,37 @@ def default_storage(settings: MasterSettings) -> dict[str, Any]:
 
 
 def accept(session: Session, settings: MasterSettings, backend: Backend, *, config_text: str,
-           context_b64: str, owner: str, dry_run: bool) -> Accepted:
-    """Validate everything and render the first job before anything is stored."""
+           context_b64: str, owner: str, dry_run: bool,
+           template: Template | None = None) -> Accepted:
+    """Validate everything and render the first job before anything is stored.
+
+    With a ``template``, its config is merged under the submitted one and the merged
+    effective config is what is stored: editing the template later changes nothing here.
+    """
     user_doc = parse_config(config_text)
     context = decode_context(context_b64)
-    config = effective_config(settings, user_doc)
-    warnings = expconf.warnings_for(user_doc)
+    template_doc = dict(template.config) if template is not None else None
+    config = effective_config(settings, user_doc, template=template_doc)
+    warnings = _warnings(user_doc, template_doc)
     if dry_run:
         return Accepted(warnings, dry_run_jobs=[_dry_run_job(settings, backend, config,
                                                              context)])
     backend.render(build_job_spec(settings, config, TrialRun(0, 0, 1, "/nonexistent")))
-    experiment = _store(session, config, config_text, context, owner)
+    cause = f"experiment created from template {template.name}" if template else None
+    experiment = _store(session, config, config_text, context, owner,
+                        cause=cause or "experiment created")
     return Accepted(warnings, experiment=experiment)
 
 
+def _warnings(user_doc: Mapping[str, Any], template_doc: Mapping[str, Any] | None) -> list[str]:
+    """Fields that are not acted on, whether the config or the template set them."""
+    warnings = expconf.warnings_for(user_doc)
+    extra = expconf.warnings_for(template_doc) if template_doc is not None else []
+    return warnings + [w for w in extra if w not in warnings]
+
+
 def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
-           owner: str) -> Experiment:
+           owner: str, *, cause: str) -> Experiment:
     experiment = Experiment(
         name=config["name"], description=config.get("description") or "",
         labels=list(config.get("labels") or []), owner=owner, config=config,
@@ -109,7 +159,7 @@ def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
         resource_pool=config["resources"].get("resource_pool"),
     )
     session.add(experiment)
-    transition(session, experiment, State.ACTIVE, cause="experiment created", actor=owner)
+    transition(session, experiment, State.ACTIVE, cause=cause, actor=owner)
     return experiment
 
 
@@ -124,22 +174,18 @@ def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, A
     job_dir = str(root / "dry-run" / secrets.token_hex(6))
     run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir)
     submission = backend.render(build_job_spec(settings, config, run))
-    info = trial_info(settings, config, run, hparams=first_hparams(config), seed=trial_seed(
-        config, 0), latest_checkpoint=None, unmanaged=True)
+    first = first_trial(config)
+    info = trial_info(settings, config, run, hparams=first.hparams, seed=first.seed,
+                      latest_checkpoint=None, unmanaged=True)
     prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None)
     return submission
 
 
-def first_hparams(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The single searcher's one hyperparameter sample (seeded by the experiment seed)."""
-    rng = random.Random(config["reproducibility"]["experiment_seed"])
-    return expconf.sample_hparams(config.get("hyperparameters") or {}, rng)
-
-
-def trial_seed(config: Mapping[str, Any], index: int) -> int:
-    """A trial's seed, derived from the experiment seed and the trial's position."""
-    rng = random.Random(f"{config['reproducibility']['experiment_seed']}:{index}")
-    return rng.randrange(2**31)
+def first_trial(config: Mapping[str, Any]) -> TrialRequest:
+    """The first trial the experiment's searcher will create (hyperparameters and seed)."""
+    searcher = make_searcher(config["searcher"], config.get("hyperparameters") or {},
+                             int(config["reproducibility"]["experiment_seed"]))
+    return searcher.initial_trials()[0]
 
 
 def trial_info(settings: MasterSettings, config: Mapping[str, Any], run: TrialRun, *,

@@ -37,7 +37,7 @@ __all__ = [
 
 def _max_time(cfg: dict[str, Any]) -> int:
     """``max_time``, falling back to legacy ``max_length`` (int or ``{unit: n}``)."""
-    if "max_time" in cfg:
+    if cfg.get("max_time") is not None:  # the effective config holds unset fields as None
         return int(cfg["max_time"])
     legacy = cfg["max_length"]
     return int(next(iter(legacy.values())) if isinstance(legacy, dict) else legacy)

@@ -12,6 +12,7 @@ import bisect
 import math
 import sys
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from hpcdet.searcher.base import Action, Create, Searcher, Stop, TrialRequest
@@ -79,7 +80,7 @@ class Rung:
 
     def insert(self, trial_id: str, metric: float) -> int:
         """Insert before any equal metric (Go's ``sort.Search``); return the index."""
-        index = bisect.bisect_left([m for m, _ in self.metrics], metric)
+        index = bisect.bisect_left(self.metrics, metric, key=itemgetter(0))
         self.metrics.insert(index, (metric, trial_id))
         return index
 
@@ -206,6 +207,9 @@ class AdaptiveAshaSearch(Searcher):
             for r, t, c in zip(rungs, trials, conc, strict=True)
         ]
         self.owner: dict[str, int] = {}
+        # Trials already told to stop: a trial keeps reporting until it notices the stop,
+        # and those late reports must not enter a rung a second time.
+        self.stopped: set[str] = set()
 
     def _create_in(self, bracket: int) -> TrialRequest:
         """Create a trial owned by ``bracket``."""
@@ -228,12 +232,13 @@ class AdaptiveAshaSearch(Searcher):
 
     def on_validation(self, trial_id: str, metric: float, time_units: float) -> list[Action]:
         """Stop the trial if it ranks outside its rung's top; then refill."""
-        if trial_id in self.closed or trial_id not in self.owner:
+        if trial_id in self.stopped or trial_id in self.closed or trial_id not in self.owner:
             return []
         index = self.owner[trial_id]
         signed = metric if self.config.smaller_is_better else -metric
         if not self.brackets[index].should_stop(trial_id, time_units, signed):
             return []
+        self.stopped.add(trial_id)
         return [Stop(trial_id), *self._refill(index)]
 
     def on_trial_exited(self, trial_id: str, reason: str) -> list[Action]:
@@ -256,10 +261,12 @@ class AdaptiveAshaSearch(Searcher):
 
     def _method_state(self) -> dict[str, Any]:
         """Bracket states and trial ownership."""
-        return {"owner": self.owner, "brackets": [b.to_state() for b in self.brackets]}
+        return {"owner": self.owner, "stopped": sorted(self.stopped),
+                "brackets": [b.to_state() for b in self.brackets]}
 
     def _restore_method(self, state: dict[str, Any]) -> None:
         """Restore bracket states and trial ownership."""
         self.owner = {str(k): int(v) for k, v in state["owner"].items()}
+        self.stopped = {str(t) for t in state["stopped"]}
         for bracket, bracket_state in zip(self.brackets, state["brackets"], strict=True):
             bracket.from_state(bracket_state)

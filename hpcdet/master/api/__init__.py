@@ -7,4 +7,10 @@ from flask import Blueprint
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 # Route modules register themselves on ``bp`` when imported.
-from hpcdet.master.api import experiments, master_info, trials  # noqa: E402,F401
+from hpcdet.master.api import (  # noqa: E402,F401
+    experiments,
+    harness_signals,
+    master_info,
+    templates,
+    trials,
+)

@@ -11,6 +11,7 @@ from hpcdet.master import serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
+from hpcdet.master.api.templates import template_for_experiment
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, StateChange, Trial
 from hpcdet.master.submission import accept
@@ -20,23 +21,29 @@ from hpcdet.states import State
 
 @bp.post("/experiments")
 def create_experiment() -> Any:
-    """Validate and store an experiment, or with ``dry_run`` render its job only."""
+    """Validate and store an experiment, or with ``dry_run`` render its job only.
+
+    With ``"template": NAME`` the template's config is merged under the submitted one.
+    """
     owner = current_user()
     body = json_body()
     config_text, context = body.get("config"), body.get("context")
     if not isinstance(config_text, str) or not isinstance(context, str):
         raise ApiError(400, "bad_request", "body needs 'config' (YAML text) and 'context' "
                        "(base64 tar.gz)")
+    template = template_for_experiment(body.get("template"))
     result = accept(db(), settings(), current_app.config["HPCDET_BACKEND"],
                     config_text=config_text, context_b64=context, owner=owner,
-                    dry_run=bool(body.get("dry_run")))
+                    dry_run=bool(body.get("dry_run")), template=template)
+    template_name = template.name if template is not None else None
     if result.experiment is None:
         jobs = [{"trial": i + 1, "script": s.script, "argv": list(s.argv)}
                 for i, s in enumerate(result.dry_run_jobs)]
-        return {"dry_run": True, "jobs": jobs, "warnings": result.warnings}
+        return {"dry_run": True, "jobs": jobs, "warnings": result.warnings,
+                "template": template_name}
     db().commit()
     return {"experiment": serialize.experiment(result.experiment, 0),
-            "warnings": result.warnings}, 201
+            "warnings": result.warnings, "template": template_name}, 201
 
 
 @bp.get("/experiments")
@@ -73,6 +80,7 @@ def describe_experiment(exp_id: int) -> Any:
     body = serialize.experiment(exp, len(trials))
     body["config"] = exp.config
     body["history"] = history("experiment", exp_id)
+    body["best_trial_id"] = serialize.best_trial_id(exp.config, trials)
     return {"experiment": body, "trials": trials}
 
 

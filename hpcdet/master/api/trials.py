@@ -16,7 +16,15 @@ from hpcdet.master.api.auth import current_user, require_token, require_trial_to
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body
 from hpcdet.master.errors import ApiError
 from hpcdet.master.ingest import MetricWriter
-from hpcdet.master.models import Checkpoint, Experiment, Job, Metric, Trial, TrialLog
+from hpcdet.master.models import (
+    Checkpoint,
+    Experiment,
+    Job,
+    Metric,
+    SearcherEvent,
+    Trial,
+    TrialLog,
+)
 
 METRIC_GROUPS = ("training", "validation")
 MAX_REPORTS = 10_000
@@ -86,7 +94,9 @@ def report_metrics(trial_id: int) -> Any:
     reports = _reports(body.get("reports"))
     stored = writer.write(trial_id, group, reports)
     if group == "validation":
-        _update_progress(get_or_404(Trial, trial_id, "trial"), reports)
+        trial = get_or_404(Trial, trial_id, "trial")
+        _update_progress(trial, reports)
+        _queue_for_searcher(trial, reports)
         db().commit()
     return {"stored": stored}
 
@@ -122,6 +132,13 @@ def _update_progress(trial: Trial, reports: list[tuple[int, dict[str, float]]]) 
     latest_steps, latest = max(reports, key=lambda r: r[0])
     trial.latest_validation = {"steps_completed": latest_steps, "metrics": latest}
     _update_best(trial, reports)
+
+
+def _queue_for_searcher(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:
+    """Hand each validation to the experiment's searcher (the reconciler consumes them)."""
+    db().add_all(SearcherEvent(experiment_id=trial.experiment_id, trial_id=trial.id,
+                               steps_completed=steps, metrics=metrics)
+                 for steps, metrics in reports)
 
 
 def _update_best(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:

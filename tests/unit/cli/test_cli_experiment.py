@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from click.testing import Result
 
 Det = Callable[..., Result]
@@ -186,8 +187,8 @@ def test_describe(det: Det, fake_master: FakeMaster) -> None:
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert out.startswith("Experiment 5: mnist (ACTIVE)\n")
-    assert "  owner:         alice" in out
-    assert "Trials:\nID  State" in out and "lr=0.1" in out
+    assert "  owner:           alice" in out
+    assert "Trials (* best):\nID  State" in out and "lr=0.1" in out
     assert "State history:\nAt" in out and "created" in out
 
 
@@ -243,3 +244,70 @@ def test_skipped_links_are_reported(det: Det, fake_master: FakeMaster,
     result = det("e", "create", *project)
     assert ("Warning: left out of the context: link.txt (link to outside the context "
             "directory)") in result.stderr
+
+
+def _sent_body(fake_master: FakeMaster) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(fake_master.sent("POST", "/experiments")[0].content)
+    return body
+
+
+def test_create_with_a_template_sends_its_name(det: Det, fake_master: FakeMaster,
+                                               project: tuple[str, str]) -> None:
+    fake_master.add("POST", "/experiments",
+                    {"experiment": _experiment(), "warnings": [], "template": "gpu"}, status=201)
+    result = det("e", "create", "--template", "gpu", *project)
+    assert result.exit_code == 0, result.output
+    body = _sent_body(fake_master)
+    assert body["template"] == "gpu" and body["config"] == CONFIG
+
+
+def test_create_without_a_template_sends_none(det: Det, fake_master: FakeMaster,
+                                              project: tuple[str, str]) -> None:
+    fake_master.add("POST", "/experiments", {"experiment": _experiment(), "warnings": []})
+    det("e", "create", *project)
+    assert "template" not in _sent_body(fake_master)
+
+
+def test_config_overrides_are_applied_before_sending(det: Det, fake_master: FakeMaster,
+                                                     project: tuple[str, str]) -> None:
+    fake_master.add("POST", "/experiments", {"experiment": _experiment(), "warnings": []})
+    result = det("e", "create", "--config", "resources.slots_per_trial=4",
+                 "--config", "searcher.max_trials=2", "--config", "debug=true",
+                 "--config", "labels=[a, b]", "--config", "name=other=name",
+                 "--config", "hyperparameters.lr.maxval=0.5", "--config", "searcher.max_trials=3",
+                 *project)
+    assert result.exit_code == 0, result.output
+    sent = yaml.safe_load(_sent_body(fake_master)["config"])
+    assert sent == {"name": "other=name", "entrypoint": "python train.py",
+                    "resources": {"slots_per_trial": 4}, "searcher": {"max_trials": 3},
+                    "debug": True, "labels": ["a", "b"],
+                    "hyperparameters": {"lr": {"maxval": 0.5}}}
+
+
+def test_an_override_replaces_a_nested_value_and_keeps_the_rest(
+        det: Det, fake_master: FakeMaster, tmp_path: Path, project: tuple[str, str]) -> None:
+    (tmp_path / "c.yaml").write_text("name: x\nresources: {slots_per_trial: 1, "
+                                     "resource_pool: gpu}\nsearcher:\n")
+    fake_master.add("POST", "/experiments", {"experiment": _experiment(), "warnings": []})
+    det("e", "create", "--config", "resources.slots_per_trial=8",
+        "--config", "searcher.name=single", *project)
+    sent = yaml.safe_load(_sent_body(fake_master)["config"])
+    assert sent == {"name": "x", "resources": {"slots_per_trial": 8, "resource_pool": "gpu"},
+                    "searcher": {"name": "single"}}
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("resources.slots_per_trial", "expected KEY=VALUE"),
+    ("=4", "the key '' is empty"),
+    ("resources..slots=4", "the key 'resources..slots' is empty or has an empty part"),
+    ("name.first=4", "name is a str, not a mapping"),
+    ("labels=[unclosed", "the value is not valid YAML"),
+])
+def test_bad_overrides_name_the_argument(det: Det, fake_master: FakeMaster,
+                                         project: tuple[str, str], override: str,
+                                         message: str) -> None:
+    result = det("e", "create", "--config", "debug=true", "--config", override, *project)
+    assert result.exit_code == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"Error: --config {override!r}: ") and message in line
+    assert fake_master.requests == []

@@ -24,6 +24,9 @@ EXPECTED_COMMANDS = {
     ("experiment", "list-trials"),
     ("trial",), ("trial", "list"), ("trial", "describe"), ("trial", "logs"),
     ("master",), ("master", "info"),
+    ("preview-search",),
+    ("template",), ("template", "list"), ("template", "describe"), ("template", "create"),
+    ("template", "set"), ("template", "remove"),
 }
 
 

@@ -84,7 +84,7 @@ def test_list(det: Det, fake_master: FakeMaster) -> None:
     fake_master.add("GET", "/experiments/5/trials", {"trials": [_trial_answer()["trial"]]})
     lines = det("trial", "list", "5").stdout.splitlines()
     assert lines[0].split()[:3] == ["ID", "State", "Hyperparameters"]
-    assert lines[2].startswith("7   RUNNING  lr=0.1, layers=2")
+    assert lines[2].startswith("7   RUNNING  layers=2 lr=0.1")
 
 
 def _logs(ids: list[int], state: str = "RUNNING", rank: int | None = None) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from typing import Any
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 TOKEN = "test-token-123"
-_ROUTE = re.compile(r"^/api/v1/trials/(\d+)/(metrics|checkpoints)$")
+_ROUTE = re.compile(r"^/api/v1/trials/(\d+)/(metrics|checkpoints|early_exit)$")
+_PREEMPTION = re.compile(r"^/api/v1/trials/(\d+)/preemption$")
 
 
 @dataclass
@@ -32,12 +33,14 @@ class Recorded:
 
 
 class FakeMaster:
-    """A FAKE of the master for unit tests: only the two routes the harness writes to.
+    """A FAKE of the master for unit tests: only the routes the harness calls.
 
-    ``POST /api/v1/trials/<id>/metrics`` and ``.../checkpoints`` are checked for the
-    bearer token and recorded; ``fail_next`` holds statuses to answer (with the common
-    error shape) before accepting again, to exercise retries. It knows nothing of
-    experiments or states: the integration tests run against the real master.
+    ``POST /api/v1/trials/<id>/metrics``, ``.../checkpoints`` and ``.../early_exit`` are
+    checked for the bearer token and recorded; ``fail_next`` holds statuses to answer
+    (with the common error shape) before accepting again, to exercise retries.
+    ``GET .../preemption`` answers ``{"preempt": self.preempt}`` (or the next status in
+    ``fail_polls``) and counts ``polls``. It knows nothing of experiments or states: the
+    real routes are tested with the real master (tests/unit/master).
     """
 
     def __init__(self, token: str = TOKEN) -> None:
@@ -45,6 +48,9 @@ class FakeMaster:
         self.accepted: list[Recorded] = []
         self.fail_next: list[int] = []
         self.attempts = 0
+        self.preempt = False
+        self.polls = 0
+        self.fail_polls: list[int] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
@@ -78,6 +84,23 @@ class FakeMaster:
         with self._lock:
             return [r.body for r in self.accepted if r.route == "checkpoints"]
 
+    def early_exits(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r.body for r in self.accepted if r.route == "early_exit"]
+
+    def answer_get(self, path: str, auth: str | None) -> tuple[int, Any]:
+        """The status and JSON body for one GET (only the preemption poll exists)."""
+        with self._lock:
+            if _PREEMPTION.match(path) is None:
+                return 404, _error("not_found", f"no route {path}")
+            if auth != f"Bearer {self.token}":
+                return 401, _error("unauthorized", "bad or missing trial token")
+            self.polls += 1
+            if self.fail_polls:
+                status = self.fail_polls.pop(0)
+                return status, _error("internal", f"scripted failure {status}")
+            return 200, {"preempt": self.preempt}
+
     def answer(self, path: str, auth: str | None, body: dict[str, Any]) -> tuple[int, Any]:
         """The status and JSON body for one POST."""
         with self._lock:
@@ -94,6 +117,8 @@ class FakeMaster:
             self.accepted.append(record)
         if record.route == "checkpoints":
             return 201, {"checkpoint": body}
+        if record.route == "early_exit":
+            return 200, {}
         return 200, {"stored": len(body["reports"])}
 
 
@@ -106,7 +131,12 @@ def _handler_for(master: FakeMaster) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            status, answer = master.answer(self.path, self.headers.get("Authorization"), body)
+            self._send(*master.answer(self.path, self.headers.get("Authorization"), body))
+
+        def do_GET(self) -> None:
+            self._send(*master.answer_get(self.path, self.headers.get("Authorization")))
+
+        def _send(self, status: int, answer: Any) -> None:
             payload = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

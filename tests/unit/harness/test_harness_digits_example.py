@@ -1,8 +1,12 @@
-"""examples/digits: standalone with dummy contexts, and as a 2-rank trial under the harness."""
+"""examples/digits: standalone with dummy contexts, as a 2-rank trial under the harness,
+as a trial of a search (hyperparameters from the searcher, stopped by the master), and
+driven in-process by bench/searcher.py."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import os
 import pathlib
 import re
@@ -12,6 +16,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
 import pytest
 import yaml
@@ -25,10 +31,35 @@ from harness_fakes import (
     write_job_dir,
 )
 
+from hpcdet.searcher import make_searcher
+
 pytestmark = pytest.mark.torch
 
 EXAMPLE = REPO_ROOT / "examples" / "digits"
+SEARCH_CONFIGS = ("grid.yaml", "random.yaml", "asha.yaml")
 ACCURACY = re.compile(r"validation steps_completed=(\d+) .*accuracy=([0-9.]+)")
+
+
+def _load(name: str, path: pathlib.Path) -> ModuleType:
+    """A script as a module (registered, so its dataclasses work)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def digits() -> ModuleType:
+    return _load("digits_train", EXAMPLE / "train.py")
+
+
+def _config(name: str) -> dict[str, Any]:
+    config: dict[str, Any] = yaml.safe_load((EXAMPLE / name).read_text())
+    return config
 
 
 def test_standalone_run_learns_the_digits(tmp_path: pathlib.Path) -> None:
@@ -58,6 +89,7 @@ def test_two_rank_trial_under_the_harness(tmp_path: pathlib.Path, fake_master: F
         assert rank.returncode == 0, rank.stderr
     validations = fake_master.reports("validation")
     assert [v["steps_completed"] for v in validations] == [23, 46, 69, 92, 115]
+    assert [v["metrics"]["epochs"] for v in validations] == [1, 2, 3, 4, 5]
     assert validations[-1]["metrics"]["accuracy"] > 0.8
     assert len(fake_master.checkpoints()) == 5
 
@@ -83,16 +115,101 @@ def test_preempted_trial_checkpoints_exits_0_and_resumes(
     assert steps == list(range(23, 116, 23))  # each epoch exactly once over the two runs
 
 
-def _digits_job(tmp_path: pathlib.Path, fake_master: FakeMaster) -> pathlib.Path:
+def test_a_trial_the_searcher_stops_checkpoints_and_exits_0(
+    tmp_path: pathlib.Path, fake_master: FakeMaster
+) -> None:
+    config = _config("asha.yaml")
+    [first, *_] = make_searcher(config["searcher"], config["hyperparameters"], 5).initial_trials()
+    # What the master does: the searcher's sample goes through JSON into trial.json.
+    job = _digits_job(tmp_path, fake_master, config, hparams=json.loads(json.dumps(
+        first.hparams)), trial_seed=first.seed)
+    fake_master.preempt = True  # the master has put the trial in STOPPING_COMPLETED
+    [rank] = run_harness(job, [{**one_node_step(job, ntasks=1)[0],
+                                "HPCDET_PREEMPT_POLL_SECONDS": "0.05"}], timeout=300)
+    assert rank.returncode == 0, rank.stderr
+    assert "digits: asked to stop after epoch" in rank.stdout
+    epochs = [v["metrics"]["epochs"] for v in fake_master.reports("validation")]
+    assert epochs and epochs == list(range(1, len(epochs) + 1))
+    assert epochs[-1] < config["searcher"]["max_time"]
+    assert fake_master.checkpoints()[-1]["metadata"]["epoch"] == epochs[-1]
+
+
+def test_search_configs_run_one_slot_trials_of_a_known_length(digits: ModuleType) -> None:
+    lengths = {name: digits.training_epochs(_config(name)) for name in SEARCH_CONFIGS}
+    assert lengths == {"grid.yaml": 5, "random.yaml": 10, "asha.yaml": 32}
+    assert digits.training_epochs(_config("const.yaml")) == 5
+    for name in SEARCH_CONFIGS:
+        assert _config(name)["resources"]["slots_per_trial"] == 1
+
+
+@pytest.mark.parametrize("searcher, message", [
+    ({"max_time": 8, "time_metric": "batches"}, "counts epochs, not 'batches'"),
+    ({"max_length": {"batches": 100}}, "set searcher.max_time"),
+    ({"max_time": None, "max_length": None}, "set searcher.max_time"),
+])
+def test_training_length_must_be_in_epochs(digits: ModuleType, searcher: dict[str, Any],
+                                           message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        digits.training_epochs({"searcher": searcher})
+
+
+@pytest.mark.parametrize("name", SEARCH_CONFIGS)
+def test_searcher_hyperparameters_arrive_as_numbers(digits: ModuleType, name: str) -> None:
+    config = _config(name)
+    searcher = make_searcher(config["searcher"], config["hyperparameters"], 3)
+    for request in searcher.initial_trials():
+        hparams = digits.HParams.parse(json.loads(json.dumps(request.hparams)))
+        assert type(hparams.lr) is float and 1e-4 <= hparams.lr <= 0.1
+        assert type(hparams.hidden_size) is int and 16 <= hparams.hidden_size <= 256
+        assert hparams.global_batch_size in (16, 32, 64)
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"lr": "0.1", "hidden_size": 8, "global_batch_size": 8}, "'lr' must be int or float"),
+    ({"lr": 0.1, "hidden_size": 8.0, "global_batch_size": 8}, "'hidden_size' must be int"),
+    ({"lr": 0.1, "hidden_size": 8, "global_batch_size": True}, "'global_batch_size' must"),
+    ({"lr": 0.1, "hidden_size": 8}, "'global_batch_size' must be int, got None"),
+])
+def test_hyperparameters_that_are_not_numbers_are_refused(
+    digits: ModuleType, raw: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TypeError, match=re.escape(message)):
+        digits.HParams.parse(raw)
+
+
+def test_a_trial_trains_and_validates_in_process(digits: ModuleType) -> None:
+    train_data, val_data = digits.load_data()
+    hparams = digits.HParams(lr=0.01, hidden_size=32, global_batch_size=64)
+    trial = digits.make_trial(hparams, 7, train_data)
+    losses = [digits.fit_epoch(trial, epoch) for epoch in range(3)]
+    metrics = digits.validate(trial.model, val_data, 0, 1)
+    assert losses[-1] < losses[0]
+    assert metrics["accuracy"] > 0.8 and math.isfinite(metrics["validation_loss"])
+
+
+def test_the_quality_benchmark_compares_asha_and_random_at_one_budget() -> None:
+    bench = _load("bench_searcher", REPO_ROOT / "bench" / "searcher.py")
+    settings = bench.QualitySettings(seeds=(0,), max_trials=4, max_time=2, divisor=2.0,
+                                     max_rungs=2, mode="aggressive", max_concurrent_trials=2)
+    result = bench.run_quality(settings)
+    asha, rand = result["runs"]
+    assert (asha["method"], rand["method"]) == ("asha", "random")
+    assert asha["trials"] == 4 and asha["stopped_early"] >= 1
+    assert asha["epochs"] < 4 * 2  # early stopping saved some of the full budget
+    assert rand["trials"] == max(1, asha["epochs"] // 2) and rand["epochs"] == 2 * rand["trials"]
+    for run in (asha, rand):
+        assert 0 < run["best_validation_loss"] < 3 and 0 < run["best_accuracy"] <= 1
+    assert [m["method"] for m in result["mean"]] == ["asha", "random"]
+    assert "best validation_loss" in bench.render_quality(result)
+
+
+def _digits_job(tmp_path: pathlib.Path, fake_master: FakeMaster,
+                config: dict[str, Any] | None = None, **trial: Any) -> pathlib.Path:
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
-    config = yaml.safe_load((EXAMPLE / "const.yaml").read_text())
-    job = write_job_dir(
-        tmp_path / "job",
-        fake_master.url,
-        experiment_config=config,
-        hparams=config["hyperparameters"],
-    )
+    config = config or _config("const.yaml")
+    trial.setdefault("hparams", config["hyperparameters"])
+    job = write_job_dir(tmp_path / "job", fake_master.url, experiment_config=config, **trial)
     for name in ("train.py", "const.yaml"):
         shutil.copy(EXAMPLE / name, job / "context" / name)
     return job

@@ -183,3 +183,19 @@ def test_state_round_trip_mid_search_gives_identical_decisions() -> None:
     restored.from_state(state)
     assert _drive(restored, list(live), 200) == _drive(original, list(live), 200)
     assert restored.to_state() == original.to_state()
+
+
+def test_a_stopped_trial_reporting_again_is_not_ranked_twice() -> None:
+    """A trial keeps reporting until it notices its stop; those reports are ignored."""
+    config = AshaConfig(max_trials=4, max_time=4, divisor=2.0, mode="aggressive",
+                        max_concurrent_trials=4)
+    search = AdaptiveAshaSearch(HP, 0, config)
+    a, b, *_ = [r.request_id for r in search.initial_trials()]
+    assert search.on_validation(a, 1.0, 1) == []
+    assert Stop(b) in search.on_validation(b, 2.0, 1)
+    assert search.on_validation(b, 0.5, 2) == []
+    assert search.on_validation(b, 0.4, 4) == []
+    assert [t for _, t in search.brackets[0].rungs[0].metrics] == [a, b]
+    restored = AdaptiveAshaSearch(HP, 0, config)
+    restored.from_state(search.to_state())
+    assert restored.on_validation(b, 0.3, 4) == []

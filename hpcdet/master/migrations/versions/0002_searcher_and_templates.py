@@ -51,6 +51,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('early_exit', sa.String(length=32), nullable=True))
         batch_op.add_column(sa.Column('searcher_closed', sa.Boolean(), nullable=False, server_default=sa.false()))
         batch_op.add_column(sa.Column('stop_requested_at', sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column('stop_reason', sa.String(length=32), nullable=True))
         batch_op.create_index(batch_op.f('ix_trials_request_id'), ['request_id'], unique=False)
 
 
@@ -58,6 +59,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table('trials', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_trials_request_id'))
+        batch_op.drop_column('stop_reason')
         batch_op.drop_column('stop_requested_at')
         batch_op.drop_column('searcher_closed')
         batch_op.drop_column('early_exit')

@@ -1,0 +1,226 @@
+"""Schemas of the smaller sections: lengths, mounts, environment, resources, HPC, misc.
+
+Shapes, defaults and messages follow Determined's ``schemas/expconf/v0/*.json``.
+"""
+
+from __future__ import annotations
+
+from hpcdet.expconf._schema_base import (
+    Schema,
+    message_check,
+    named,
+    optional,
+    optional_enum,
+    optional_ref,
+    ref,
+    strings,
+)
+
+LENGTH_UNITS = ("batches", "records", "epochs")
+
+
+def _single_unit(unit: str) -> Schema:
+    return {"unionKey": f"singleproperty:{unit}", "type": "object",
+            "additionalProperties": False, "required": [unit],
+            "properties": {unit: {"type": "integer", "minimum": 0}}}
+
+
+LENGTH = named("length", "Length", {"union": {
+    "defaultMessage": 'a length object must have one attribute named "batches", "records", '
+                      'or "epochs"',
+    "items": [_single_unit(unit) for unit in LENGTH_UNITS],
+}})
+
+POSITIVE_LENGTH = named("check-positive-length", "CheckPositiveLength", {"allOf": [
+    ref("length"), {"additionalProperties": {"type": "integer", "minimum": 1}}]})
+
+SEARCHER_LENGTH = named("searcher-length", "SearcherLength", {"union": {"items": [
+    {"unionKey": "not:type:object", "type": "integer", "minimum": 0},
+    {"unionKey": "always", **ref("check-positive-length")},
+]}})
+
+BIND_MOUNT = named("bind-mount", "BindMount", {
+    "type": "object", "additionalProperties": False,
+    "required": ["host_path", "container_path"],
+    "properties": {
+        "host_path": {"type": "string",
+                      **message_check("host_path must be an absolute path", {"pattern": "^/"})},
+        "container_path": {"type": "string", **message_check(
+            'container_path must not be "."', {"not": {"const": "."}})},
+        "read_only": optional("boolean", False),
+        "propagation": optional("string", "rprivate"),
+    },
+})
+
+BIND_MOUNTS = named("bind-mounts", "BindMountsConfig",
+                    {"type": "array", "items": ref("bind-mount")})
+
+DEVICE = named("device", "Device", {
+    "type": "object", "additionalProperties": False,
+    "required": ["host_path", "container_path"],
+    "properties": {"host_path": {"type": "string"}, "container_path": {"type": "string"},
+                   "mode": optional("string", "mrw")},
+})
+
+DEVICES = named("devices", "DevicesConfig", {"type": "array", "items": {"union": {
+    "defaultMessage": 'is neither a "host:container[:mode]" string nor a device object',
+    "items": [{"unionKey": "type:object", **ref("device")},
+              {"unionKey": "never", "type": "string", "pattern": "^[^:]+:[^:]+(:[^:]+)?$"}],
+}}})
+
+_PER_DEVICE_KEYS = ("cpu", "cuda", "rocm")
+_LEGACY_GPU_KEY = "gpu"  # Determined's name for "cuda" before ROCm: accepted, no default
+
+ENVIRONMENT_IMAGE = named("environment-image", "EnvironmentImage", {"union": {
+    "defaultMessage": "is neither a string nor a map of cpu/cuda/rocm to strings",
+    "items": [
+        {"unionKey": "never", "type": "string"},
+        {"unionKey": "type:object", "type": "object", "additionalProperties": False,
+         "properties": {**{key: optional("string") for key in _PER_DEVICE_KEYS},
+                        _LEGACY_GPU_KEY: {"type": ["string", "null"]}}},
+    ],
+}})
+
+ENVIRONMENT_VARIABLES = named("environment-variables", "EnvironmentVariables", {"union": {
+    "defaultMessage": "is neither a list of strings nor a map of cpu/cuda/rocm to lists of "
+                      "strings",
+    "items": [
+        {"unionKey": "type:array", "type": "array", "items": {"type": "string"}},
+        {"unionKey": "type:object", "type": "object", "additionalProperties": False,
+         "properties": {**{key: strings([]) for key in _PER_DEVICE_KEYS},
+                        _LEGACY_GPU_KEY: {"type": ["array", "null"],
+                                          "items": {"type": "string"}}}},
+    ],
+}})
+
+PROXY_PORT = named("proxy-port", "ProxyPort", {
+    "type": "object", "additionalProperties": False, "required": ["proxy_port"],
+    "properties": {"proxy_port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                   "proxy_tcp": optional("boolean", False),
+                   "unauthenticated": optional("boolean", False),
+                   "default_service_id": optional("boolean", False)},
+})
+
+REGISTRY_AUTH = named("registry-auth", "RegistryAuth", {
+    "type": "object", "additionalProperties": False,
+    "properties": {key: optional("string") for key in (
+        "username", "password", "auth", "email", "serveraddress", "identitytoken",
+        "registrytoken")},
+})
+
+ENVIRONMENT = named("environment", "EnvironmentConfig", {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "image": optional_ref("environment-image", None),
+        "environment_variables": optional_ref("environment-variables", None, []),
+        "ports": optional("object", {}, additionalProperties={"type": "integer"}),
+        "force_pull_image": optional("boolean", False),
+        "registry_auth": optional_ref("registry-auth"),
+        "pod_spec": optional("object"),
+        "add_capabilities": strings([]),
+        "drop_capabilities": strings([]),
+        "proxy_ports": optional("array", [], items=ref("proxy-port")),
+    },
+})
+
+RESOURCES = named("resources", "ResourcesConfig", {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        # Determined allows 0 slots; a Slurm job of hpcdet always has at least one rank.
+        "slots_per_trial": optional("integer", 1, minimum=1),
+        "max_slots": optional("integer", minimum=1),
+        "weight": optional("number", 1, exclusiveMinimum=0),
+        "priority": optional("integer", minimum=1, maximum=99),
+        "resource_pool": optional("string"),
+        "shm_size": optional(["integer", "string"], pattern=r"^\d+(\.\d+)?[KMGTkmgt]?$"),
+        "devices": optional_ref("devices", "array", []),
+        "is_single_node": optional("boolean"),
+        "native_parallel": optional("boolean", False),
+        "agent_label": optional("string"),  # ignored by Determined too
+        "slots": optional("integer"),  # legacy, no effect
+    },
+})
+
+SLURM = named("slurm", "SlurmConfig", {
+    "type": "object", "additionalProperties": False,
+    "properties": {"slots_per_node": optional("integer", minimum=1),
+                   "gpu_type": optional("string"),
+                   "sbatch_args": strings()},
+})
+
+PBS = named("pbs", "PbsConfig", {
+    "type": "object", "additionalProperties": False,
+    "properties": {"slots_per_node": optional("integer", minimum=1),
+                   "pbsbatch_args": strings()},
+})
+
+PROFILING = named("profiling", "ProfilingConfig", {
+    "type": "object", "additionalProperties": False,
+    "properties": {"enabled": optional("boolean", False),
+                   "begin_on_batch": optional("integer", 0, minimum=0),
+                   "end_after_batch": optional("integer", minimum=0),
+                   "sync_timings": optional("boolean", True)},
+    "conditional": {"when": {"properties": {"enabled": {"const": True}}},
+                    "enforce": {"compareProperties": {
+                        "type": "a<=b", "a": "begin_on_batch", "b": "end_after_batch"}}},
+})
+
+OPTIMIZATIONS = named("optimizations", "OptimizationsConfig", {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "aggregation_frequency": optional("integer", 1, minimum=1),
+        "average_aggregated_gradients": optional("boolean", True),
+        "average_training_metrics": optional("boolean", False),
+        "gradient_compression": optional("boolean", False),
+        "grad_updates_size_file": optional("string"),
+        "mixed_precision": {**optional("string", "O0"), **message_check(
+            "mixed_precision should be a string starting with an uppercase letter 'O'",
+            {"pattern": "^O"})},
+        "tensor_fusion_threshold": optional("integer", 64, minimum=0),
+        "tensor_fusion_cycle_time": optional("integer", 5, minimum=0),
+        "auto_tune_tensor_fusion": optional("boolean", False),
+    },
+})
+
+_LOG_ACTION_MESSAGE = ('expect one of the followings: cancel_retries, exclude_node, or an '
+                       'object with a single "signal" field')
+_LOG_ACTION: Schema = {"union": {"defaultMessage": _LOG_ACTION_MESSAGE, "items": [
+    {"unionKey": "never", "enum": ["cancel_retries", "exclude_node"]},
+    {"unionKey": "singleproperty:signal", "type": "object", "additionalProperties": False,
+     "properties": {"signal": {"type": "string"}}},
+    {"unionKey": "hasattr:type", "type": "object", "additionalProperties": False,
+     "properties": {"type": {"enum": ["cancel_retries", "exclude_node"]}}},
+]}}
+
+LOG_POLICY = named("log-policy", "LogPolicy", {
+    "type": "object", "additionalProperties": False,
+    "properties": {"name": optional("string"),
+                   "pattern": optional("string"),
+                   "action": {"anyOf": [{"type": "null"}, _LOG_ACTION], "default": None},
+                   "actions": optional("array", items=_LOG_ACTION),
+                   "signal": optional("string")},
+    **message_check('both the deprecated "action" field and the newer "actions" field are '
+                    "detected", {"not": {"required": ["action", "actions"],
+                                         "properties": {"action": {"not": {"type": "null"}},
+                                                        "actions": {"type": "array"}}}}),
+})
+
+LOG_POLICIES = named("log-policies", "LogPoliciesConfig",
+                     {"type": "array", "items": ref("log-policy")})
+
+RETENTION_POLICY = named("retention-policy", "RetentionPolicyConfig", {
+    "type": "object", "additionalProperties": False,
+    "properties": {"log_retention_days": optional("integer", minimum=-1, maximum=32767)},
+})
+
+REPRODUCIBILITY = named("reproducibility", "ReproducibilityConfig", {
+    "type": "object", "additionalProperties": False, "eventuallyRequired": ["experiment_seed"],
+    "properties": {"experiment_seed": optional("integer", minimum=0, maximum=2**31 - 1)},
+})
+
+CHECKPOINT_POLICY = optional_enum(["best", "all", "none"], "best")
+
+SCHEMAS = [LENGTH, POSITIVE_LENGTH, SEARCHER_LENGTH, BIND_MOUNT, BIND_MOUNTS,
+           DEVICE, DEVICES, ENVIRONMENT_IMAGE, ENVIRONMENT_VARIABLES, PROXY_PORT,
+           REGISTRY_AUTH, ENVIRONMENT, RESOURCES, SLURM, PBS, PROFILING, OPTIMIZATIONS,
+           LOG_POLICY, LOG_POLICIES, RETENTION_POLICY, REPRODUCIBILITY]

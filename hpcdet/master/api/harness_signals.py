@@ -1,0 +1,57 @@
+"""What a running trial asks and tells the master outside its metrics: stop? exited early.
+
+Both routes take the trial's bearer token, like the other routes the harness calls.
+
+* ``GET /trials/<id>/preemption``: whether the trial's code should checkpoint and exit
+  now. Every running trial's chief polls it, so it costs one primary-key read.
+* ``POST /trials/<id>/early_exit``: the code's reason for stopping early (``invalid_hp``
+  and friends). It is only recorded; the reconciler acts on it when the job ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from hpcdet.harness.early_exit import EarlyExitReason
+from hpcdet.master.api import bp
+from hpcdet.master.api.auth import require_token, require_trial_token
+from hpcdet.master.api.common import db, get_or_404, json_body
+from hpcdet.master.errors import ApiError
+from hpcdet.master.models import Trial
+from hpcdet.states import State
+
+
+@bp.get("/trials/<int:trial_id>/preemption")
+def trial_preemption(trial_id: int) -> Any:
+    """``{"preempt": true}`` once the master is stopping the trial (a STOPPING_* state)."""
+    row = db().execute(
+        select(Trial.state, Trial.token).where(Trial.id == trial_id)
+    ).one_or_none()
+    if row is None:
+        raise ApiError(404, "not_found", f"trial {trial_id} not found")
+    state, token = row
+    require_token(trial_id, token)
+    return {"preempt": State(state).is_stopping}
+
+
+@bp.post("/trials/<int:trial_id>/early_exit")
+def report_early_exit(trial_id: int) -> Any:
+    """Record why the trial's code exits early; the first reason reported is kept."""
+    trial = get_or_404(Trial, trial_id, "trial")
+    require_trial_token(trial)
+    reason = _reason(json_body().get("reason"))
+    # A retried POST, or the harness reporting after the script did, must not change the
+    # reason the trial already gave (Determined keeps the first one too).
+    if trial.early_exit is None:
+        trial.early_exit = reason.value
+        db().commit()
+    return {}
+
+
+def _reason(value: Any) -> EarlyExitReason:
+    try:
+        return EarlyExitReason.parse(value)
+    except ValueError as exc:
+        raise ApiError(400, "bad_request", f"reason: {exc}") from None

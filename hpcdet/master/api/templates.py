@@ -1,0 +1,139 @@
+"""Config template routes: list, describe, create, set (create or replace), remove.
+
+A template is a partial experiment config stored under a name; ``POST /experiments`` with
+``"template": NAME`` merges it under the submitted config (``hpcdet.expconf.merge``) and
+stores the merged result, so later edits to the template never touch past experiments.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from hpcdet import expconf
+from hpcdet.errors import ConfigError
+from hpcdet.master.api import bp
+from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.common import db, json_body
+from hpcdet.master.errors import ApiError
+from hpcdet.master.models import Template, utcnow
+from hpcdet.master.serialize import _time as iso_time
+from hpcdet.master.submission import parse_config
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+
+@bp.get("/templates")
+def list_templates() -> Any:
+    """Every template, sorted by name (in Python, so SQLite and PostgreSQL agree)."""
+    rows = sorted(db().scalars(select(Template)).all(), key=lambda t: t.name)
+    return {"templates": [template_json(t) for t in rows]}
+
+
+@bp.get("/templates/<name>")
+def describe_template(name: str) -> Any:
+    return {"template": template_json(_get_or_404(name))}
+
+
+@bp.post("/templates")
+def create_template() -> Any:
+    """Store a new template; 409 if the name is taken."""
+    owner = current_user()
+    body = json_body()
+    name = _valid_name(body.get("name"))
+    config = _template_config(body.get("config"))
+    if db().get(Template, name) is not None:
+        raise _name_taken(name)
+    now = utcnow()
+    template = Template(name=name, config=config, owner=owner, created_at=now, updated_at=now)
+    db().add(template)
+    _commit_or_conflict(name)
+    return {"template": template_json(template)}, 201
+
+
+@bp.put("/templates/<name>")
+def set_template(name: str) -> Any:
+    """Create the template, or replace its config (the owner stays its creator)."""
+    owner = current_user()
+    name = _valid_name(name)
+    config = _template_config(json_body().get("config"))
+    template = db().get(Template, name)
+    now = utcnow()
+    if template is None:
+        template = Template(name=name, owner=owner, created_at=now)
+        db().add(template)
+    template.config, template.updated_at = config, now
+    _commit_or_conflict(name)
+    return {"template": template_json(template)}
+
+
+@bp.delete("/templates/<name>")
+def remove_template(name: str) -> Any:
+    current_user()
+    db().delete(_get_or_404(name))
+    db().commit()
+    return {}
+
+
+def template_json(t: Template) -> dict[str, Any]:
+    """The ``Template`` shape of docs/api.md."""
+    return {"name": t.name, "owner": t.owner, "created_at": iso_time(t.created_at),
+            "updated_at": iso_time(t.updated_at), "config": t.config}
+
+
+def template_for_experiment(name: Any) -> Template | None:
+    """The template an experiment names (None if it names none); 400 if there is no such."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise ApiError(400, "bad_request", "template: must be a template name (a string)")
+    template = db().get(Template, name)
+    if template is None:
+        raise ApiError(400, "bad_request", f"template: no template named {name!r}")
+    return template
+
+
+def _get_or_404(name: str) -> Template:
+    template = db().get(Template, name)
+    if template is None:
+        raise ApiError(404, "not_found", f"template {name!r} not found")
+    return template
+
+
+def _valid_name(name: Any) -> str:
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise ApiError(400, "bad_request", "name: a template name is 1 to 128 characters "
+                       f"of letters, digits, '.', '_' and '-', got {name!r}")
+    return name
+
+
+def _template_config(text: Any) -> dict[str, Any]:
+    """Parse and sanity-check the YAML text; every problem goes into ``details``."""
+    if not isinstance(text, str):
+        raise ApiError(400, "bad_request", "config: must be the template's YAML text")
+    try:
+        doc = parse_config(text)
+    except ConfigError as exc:
+        raise ConfigError(exc.errors, title="the template config is not a YAML mapping") \
+            from exc
+    errors = expconf.validate(doc, phase="sanity")
+    if errors:
+        raise ConfigError(errors, title="the template config is invalid")
+    return doc
+
+
+def _commit_or_conflict(name: str) -> None:
+    """Commit; a concurrent create of the same name loses with 409, not 500."""
+    try:
+        db().commit()
+    except IntegrityError:
+        db().rollback()
+        raise _name_taken(name) from None
+
+
+def _name_taken(name: str) -> ApiError:
+    return ApiError(409, "conflict", f"template {name!r} already exists (replace it with "
+                    "PUT /templates/<name>, `det template set`)")

@@ -1,0 +1,98 @@
+"""Searches on the digits example through the real CLI, master and Slurm.
+
+A grid search of 4 trials (on SQLite) and an adaptive ASHA search of 8 trials (on
+PostgreSQL) run to COMPLETED; ASHA's early-stopped trials end COMPLETED and show as such.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from it_helpers import REPO, LiveMaster, load_json
+
+from hpcdet.searcher import grid_points
+
+DIGITS = REPO / "examples" / "digits"
+
+
+def create(master: LiveMaster, config: str | Path) -> int:
+    result = master.det("experiment", "create", str(DIGITS / config), str(DIGITS), check=True)
+    line = next(li for li in result.stdout.splitlines() if li.startswith("Created experiment"))
+    return int(line.split()[-1])
+
+
+def wait_until_ended(master: LiveMaster, exp_id: int, timeout: float = 600) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = dict(load_json(master.det("experiment", "describe", str(exp_id), "--json",
+                                           check=True).stdout))
+        if answer["experiment"]["ended_at"]:
+            return answer
+        time.sleep(2)
+    raise AssertionError(f"experiment {exp_id} did not end:\n{master.log.read_text()[-3000:]}")
+
+
+def explain(master: LiveMaster, answer: dict[str, Any]) -> str:
+    lines = [f"{t['id']} {t['state']} {t['hparams']}" for t in answer["trials"]]
+    failed = [t for t in answer["trials"] if t["state"] != "COMPLETED"]
+    logs = master.det("trial", "logs", str(failed[0]["id"])).stdout[-3000:] if failed else ""
+    return "\n".join(lines) + "\n" + logs
+
+
+@pytest.mark.parametrize("master", ["sqlite"], indirect=True)
+def test_grid_search_of_four_trials_runs_to_completed(master: LiveMaster) -> None:
+    answer = wait_until_ended(master, create(master, "grid.yaml"))
+    assert answer["experiment"]["state"] == "COMPLETED", explain(master, answer)
+    trials = answer["trials"]
+    assert [t["state"] for t in trials] == ["COMPLETED"] * 4, explain(master, answer)
+    config = yaml.safe_load((DIGITS / "grid.yaml").read_text())
+    assert sorted(map(str, (t["hparams"] for t in trials))) == sorted(
+        map(str, grid_points(config["hyperparameters"])))
+    assert all(t["latest_validation"]["metrics"]["epochs"] == 5 for t in trials)
+    best = min(trials, key=lambda t: t["best_validation"]["metrics"]["validation_loss"])
+    assert answer["experiment"]["best_trial_id"] == best["id"]
+    text = master.det("experiment", "describe", str(answer["experiment"]["id"]),
+                      check=True).stdout
+    assert any(line.startswith(f"{best['id']} *") for line in text.splitlines()), text
+
+
+@pytest.mark.parametrize("master", [pytest.param("postgresql", marks=pytest.mark.postgres)],
+                         indirect=True)
+def test_asha_search_of_eight_trials_stops_some_early(master: LiveMaster) -> None:
+    answer = wait_until_ended(master, create(master, "asha.yaml"))
+    trials = answer["trials"]
+    assert answer["experiment"]["state"] == "COMPLETED", explain(master, answer)
+    assert len(trials) == 8 and {t["state"] for t in trials} == {"COMPLETED"}, explain(
+        master, answer)
+    epochs = {t["id"]: t["latest_validation"]["metrics"]["epochs"] for t in trials}
+    early = [t for t in trials if t["stop_reason"] == "early_stopped"]
+    assert early, "ASHA stopped no trial early"
+    assert any(e == 32 for e in epochs.values()), epochs  # someone reached max_time
+    assert any(epochs[t["id"]] < 32 for t in early), epochs
+    for trial in early:
+        detail = load_json(master.det("trial", "describe", str(trial["id"]), "--json",
+                                      check=True).stdout)
+        states = [h["to"] for h in detail["trial"]["history"]]
+        assert states[-2:] == ["STOPPING_COMPLETED", "COMPLETED"], states
+    text = master.det("experiment", "describe", str(answer["experiment"]["id"]),
+                      check=True).stdout
+    assert "early-stopped by searcher" in text
+
+
+@pytest.mark.parametrize("master", ["sqlite"], indirect=True)
+def test_preview_search_shows_the_trials_the_master_creates(master: LiveMaster,
+                                                              tmp_path: Path) -> None:
+    config = yaml.safe_load((DIGITS / "random.yaml").read_text())
+    config["reproducibility"] = {"experiment_seed": 1234}
+    config["searcher"].update(max_trials=2, max_concurrent_trials=2)
+    config["entrypoint"] = "python3 -c pass"
+    path = tmp_path / "random.yaml"
+    path.write_text(yaml.safe_dump(config))
+    preview = load_json(master.det("preview-search", str(path), "--json", check=True).stdout)
+    answer = wait_until_ended(master, create(master, path))
+    assert [t["hparams"] for t in answer["trials"]] == [
+        t["hparams"] for t in preview["trials"]]
