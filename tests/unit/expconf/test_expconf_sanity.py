@@ -184,7 +184,7 @@ INVALID: list[tuple[str, Any, list[str]]] = [
     ("hyperparameter", {"type": "double", "minval": 2, "maxval": 1},
      ["<config>: minval must be less than maxval"]),
     ("experiment", {"profiling": {"enabled": True, "begin_on_batch": 2, "end_after_batch": 1}},
-     ["<config>.profiling: begin_on_batch must be less than end_after_batch"]),
+     ["<config>.profiling: begin_on_batch must be less than or equal to end_after_batch"]),
     *(("checkpoint_storage", {"type": "shared_fs", "host_path": "/tmp", "storage_path": path},
        ["<config>: storage_path must either be a relative directory or a subdirectory of "
         "host_path"])
