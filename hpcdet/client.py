@@ -6,7 +6,9 @@ compute nodes, where only this package's light dependencies are installed.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -75,6 +77,18 @@ class MasterClient:
     def delete(self, path: str) -> Any:
         """DELETE ``path`` and return the decoded JSON body (None if empty)."""
         return self._request("DELETE", path)
+
+    @contextlib.contextmanager
+    def stream(self, path: str, params: dict[str, Any] | None = None) -> Iterator[httpx.Response]:
+        """GET ``path`` without reading the body (for large downloads: ``iter_bytes()``)."""
+        try:
+            with self._http.stream("GET", path, params=params) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _error_from_response(response)
+                yield response
+        except httpx.TransportError as exc:
+            raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:

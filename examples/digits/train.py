@@ -1,12 +1,15 @@
 """Train a small MLP on scikit-learn's bundled 8x8 digits with hpcdet's Core API.
 
-In a hpcdet job (``det experiment create const.yaml .``) the harness has already joined
+The Core API version of the digits example (``model_def.py`` is the same model as a
+``PyTorchTrial``, which the other configs train). In a hpcdet job
+(``det experiment create core_api.yaml .``) the harness has already joined
 ``torch.distributed`` over the trial's slots, so the model is wrapped in
 DistributedDataParallel and each rank trains on its shard. Run standalone
 (``python train.py``), the Core API falls back to dummy contexts: one process, metrics on
-stderr, checkpoints in ``./checkpoints``, hyperparameters from ``const.yaml``.
+stderr, checkpoints in ``./checkpoints``, hyperparameters from ``core_api.yaml``.
 
-The same script serves searches (grid.yaml, random.yaml, asha.yaml): the hyperparameters
+The same script can serve the searches of grid.yaml, random.yaml and asha.yaml (with
+``--config entrypoint="python3 train.py"``): the hyperparameters
 come from the master's searcher, the training length from the searcher section, and every
 validation reports ``epochs`` so that adaptive ASHA can place the trial on its rungs. When
 ASHA stops a trial, ``core.preempt.should_preempt()`` turns true and the script returns
@@ -36,8 +39,8 @@ STATE_FILE = "state.pt"
 
 
 def load_local_config() -> dict[str, Any]:
-    """const.yaml, for runs outside a job (inside one, the master sends the config)."""
-    config: dict[str, Any] = yaml.safe_load((HERE / "const.yaml").read_text())
+    """core_api.yaml, for runs outside a job (inside one, the master sends the config)."""
+    config: dict[str, Any] = yaml.safe_load((HERE / "core_api.yaml").read_text())
     return config
 
 

@@ -43,7 +43,8 @@ from hpcdet.cli.trial import (
 SKIPPED_SHOWN = 5
 
 
-@click.group(cls=AliasedGroup, aliases={"ls": "list", "lt": "list-trials"})
+@click.group(cls=AliasedGroup, aliases={"ls": "list", "lt": "list-trials",
+                                          "lc": "list-checkpoints"})
 def experiment() -> None:
     """Create, inspect and stop experiments."""
 
@@ -62,17 +63,30 @@ def experiment() -> None:
                    "if it COMPLETED.")
 @click.option("--dry-run", is_flag=True,
               help="Print the job script of each trial instead of submitting anything.")
+@click.option("--local", is_flag=True,
+              help="Train the first trial in this process, with no master and no Slurm, "
+                   "to debug model code (metrics on stderr, checkpoints in "
+                   "CONTEXT/checkpoints).")
 @JSON_OPTION
 @pass_state
 def create(state: CliState, config_file: str, context_dir: str, template: str | None,
-           overrides: tuple[str, ...], follow: bool, dry_run: bool, as_json: bool) -> None:
+           overrides: tuple[str, ...], follow: bool, dry_run: bool, local: bool,
+           as_json: bool) -> None:
     """Create an experiment from CONFIG and code in CONTEXT.
 
     CONFIG is the experiment configuration (YAML); CONTEXT is the directory holding the
     model code. It is packed and uploaded (at most 95 MiB; list what training does not need in
     CONTEXT/.detignore, .gitignore syntax). With --dry-run, only the rendered job scripts
     are printed on stdout, so `det experiment create --dry-run c.yaml . > job.sh` works.
+    With --local, nothing is sent anywhere: the searcher's first trial trains in this
+    process with CONTEXT as working directory; the exit code is 0 if it succeeded.
     """
+    if local:
+        _check_local_flags(template=template, follow=follow, dry_run=dry_run, as_json=as_json)
+        from hpcdet.cli.local import run_local_experiment
+
+        run_local_experiment(config_file, context_dir, overrides)
+        return
     _check_create_flags(follow=follow, dry_run=dry_run, as_json=as_json)
     body = create_body(config_file, context_dir, dry_run=dry_run, overrides=overrides)
     if template is not None:
@@ -93,6 +107,15 @@ def _check_create_flags(*, follow: bool, dry_run: bool, as_json: bool) -> None:
         raise click.UsageError("--follow and --dry-run cannot be used together")
     if follow and as_json:
         raise click.UsageError("--follow and --json cannot be used together")
+
+
+def _check_local_flags(*, template: str | None, follow: bool, dry_run: bool,
+                      as_json: bool) -> None:
+    """--local talks to no master: the options that need one are refused."""
+    given = [flag for flag, used in (("--template", template is not None), ("--follow", follow),
+                                     ("--dry-run", dry_run), ("--json", as_json)) if used]
+    if given:
+        raise click.UsageError(f"--local cannot be used with {', '.join(given)}")
 
 
 def create_body(config_file: str, context_dir: str, *, dry_run: bool,
@@ -379,6 +402,30 @@ def kill(state: CliState, experiment_id: int) -> None:
 def list_trials(state: CliState, experiment_id: int, as_json: bool) -> None:
     """List an experiment's trials (same as `det trial list`)."""
     print_trials(state, experiment_id, as_json=as_json)
+
+
+@experiment.command("list-checkpoints")
+@click.argument("experiment_id", type=int)
+@click.option("--best", type=click.IntRange(min=1), metavar="N",
+              help="Only the N best by the searcher metric, best first.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also those deleted by checkpoint garbage collection.")
+@JSON_OPTION
+@pass_state
+def list_checkpoints(state: CliState, experiment_id: int, best: int | None, show_all: bool,
+                     as_json: bool) -> None:
+    """List an experiment's checkpoints by trial and step (ACTIVE ones unless --all)."""
+    from hpcdet.cli.checkpoint import checkpoints_table
+
+    params: dict[str, Any] = {"state": "ALL" if show_all else "ACTIVE"}
+    if best is not None:
+        params["best"] = best
+    answer = state.client().get(f"/experiments/{experiment_id}/checkpoints", params=params)
+    if as_json:
+        print_json(answer)
+    else:
+        click.echo(checkpoints_table(answer.get("checkpoints") or [],
+                                     answer.get("searcher_metric")))
 
 
 @experiment.command("logs")

@@ -38,8 +38,9 @@ _SUBCOMMANDS = {
     "master": "hpcdet.cli.master_cmd:master",
     "template": "hpcdet.cli.template:template",
     "preview-search": "hpcdet.cli.preview:preview_search",
+    "checkpoint": "hpcdet.cli.checkpoint:checkpoint",
 }
-_ALIASES = {"e": "experiment", "t": "trial", "tpl": "template"}
+_ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint"}
 
 
 @dataclasses.dataclass

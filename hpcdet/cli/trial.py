@@ -133,22 +133,37 @@ def _best_value(t: Mapping[str, Any], metric: str | None) -> Any:
 
 @trial.command("describe")
 @click.argument("trial_id", type=int)
+@click.option("--profile", is_flag=True,
+              help="Also show the profiler's timings and system metrics (profiling.enabled).")
 @JSON_OPTION
 @pass_state
-def describe(state: CliState, trial_id: int, as_json: bool) -> None:
+def describe(state: CliState, trial_id: int, profile: bool, as_json: bool) -> None:
     """Show a trial's state, metrics, checkpoints and Slurm jobs.
 
     Also shows its hyperparameters, progress, latest validation metrics and state history.
+    With --profile, also the time each training stage took (mean, max, count, over all
+    ranks) and the system metrics of each node (latest and mean).
 
-    With --json, prints the master's answer to GET /trials/TRIAL_ID unchanged.
+    With --json, prints the master's answer to GET /trials/TRIAL_ID unchanged; with
+    --profile --json, its answer to GET /trials/TRIAL_ID/metrics?group=profiling (every
+    profiling report).
     """
     client = state.client()
+    if profile and as_json:
+        print_json(client.get(f"/trials/{trial_id}/metrics", params={"group": "profiling"}))
+        return
     answer = client.get(f"/trials/{trial_id}")
     if as_json:
         print_json(answer)
         return
     metrics = client.get(f"/trials/{trial_id}/metrics", params={"group": "validation"})
-    click.echo(describe_text(answer, metrics.get("metrics") or []))
+    text = describe_text(answer, metrics.get("metrics") or [])
+    if profile:
+        from hpcdet.cli.trial_profile import profile_text
+
+        series = client.get(f"/trials/{trial_id}/metrics", params={"group": "profiling"})
+        text += "\n\n" + profile_text(series.get("metrics") or [])
+    click.echo(text)
 
 
 def describe_text(answer: Mapping[str, Any], validations: Sequence[Mapping[str, Any]]) -> str:

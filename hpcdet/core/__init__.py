@@ -35,6 +35,7 @@ from hpcdet.core._context import Context, init
 from hpcdet.core._distributed import DistributedContext, DummyDistributedContext
 from hpcdet.core._info import Info
 from hpcdet.core._preempt import DummyPreemptContext, PreemptContext
+from hpcdet.core._profiler import ProfilerContext
 from hpcdet.core._train import DummyTrainContext, MetricsReport, TrainContext
 from hpcdet.harness.early_exit import EarlyExitReason
 
@@ -51,6 +52,7 @@ __all__ = [
     "Info",
     "MetricsReport",
     "PreemptContext",
+    "ProfilerContext",
     "TrainContext",
     "init",
 ]

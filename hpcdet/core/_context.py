@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import pathlib
+import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -21,6 +22,7 @@ from hpcdet.core._preempt import (
     PreemptionWatcher,
     poll_interval_from_environ,
 )
+from hpcdet.core._profiler import ProfilerContext, ProfilerScope, ReporterSink
 from hpcdet.core._reporter import Backoff, MetricsReporter, post_with_retry
 from hpcdet.core._train import DummyTrainContext, EarlyExitPoster, TrainContext
 from hpcdet.harness import distributed as harness_dist
@@ -57,12 +59,14 @@ class Context:
         preempt: PreemptContext,
         info: Info,
         cleanup: list[Callable[[], None]] | None = None,
+        profiler: ProfilerContext | None = None,
     ) -> None:
         self.distributed = distributed
         self.train = train
         self.checkpoint = checkpoint
         self.preempt = preempt
         self.info = info
+        self.profiler = profiler or ProfilerContext()
         self._cleanup = cleanup or []
         self._closed = False
         with _open_lock:
@@ -94,6 +98,7 @@ class Context:
             if self in _open_contexts:
                 _open_contexts.remove(self)
         try:
+            self.profiler.close()
             self.train.close()
         finally:
             for step in reversed(self._cleanup):
@@ -190,7 +195,8 @@ def _real_init(
     _warn_ignored_storage(trial, checkpoint_storage)
     info = Info.from_trial_info(trial)
     client = None if unmanaged else _chief_client(trial, dist, cleanup)
-    train = DummyTrainContext(dist) if unmanaged else _train_context(trial, dist, client)
+    reporter = MetricsReporter(client, trial.trial_id) if client is not None else None
+    train = DummyTrainContext(dist) if unmanaged else _train_context(trial, dist, client, reporter)
     if client is not None and poll_seconds is not None:
         _watch_preemption(trial, poll_seconds, cleanup)
     checkpoint = CheckpointContext(
@@ -208,6 +214,7 @@ def _real_init(
         preempt=preempt,
         info=info,
         cleanup=cleanup,
+        profiler=_profiler(trial, dist, reporter, unmanaged=unmanaged),
     )
 
 
@@ -257,12 +264,54 @@ def _chief_client(
 
 
 def _train_context(
-    trial: TrialInfo, dist: DistributedContext, client: MasterClient | None
+    trial: TrialInfo,
+    dist: DistributedContext,
+    client: MasterClient | None,
+    reporter: MetricsReporter | None,
 ) -> TrainContext:
-    if client is None:  # not the chief: nothing to ship
+    if client is None or reporter is None:  # not the chief: nothing to ship
         return TrainContext(dist, None)
-    reporter = MetricsReporter(client, trial.trial_id)
     return TrainContext(dist, reporter, early_exit_poster(client, trial.trial_id))
+
+
+def _profiler(
+    trial: TrialInfo,
+    dist: DistributedContext,
+    chief_reporter: MetricsReporter | None,
+    *,
+    unmanaged: bool,
+) -> ProfilerContext:
+    """The chief shares the train reporter; other ranks open their own once profiling is on.
+
+    Each rank reports its own timings (a gather to the chief would need every rank to
+    call a collective at the same moment); every rank can, as each reads the trial's token.
+    """
+    scope = ProfilerScope.of_rank(dist.rank, dist.size, dist.local_rank, dist.cross_size,
+                                  _node_name())
+    if unmanaged:
+        return ProfilerContext(scope=scope)
+    if chief_reporter is not None:
+        return ProfilerContext(lambda: ReporterSink(chief_reporter), scope=scope)
+    return ProfilerContext(lambda: _rank_sink(trial), scope=scope)
+
+
+def _rank_sink(trial: TrialInfo) -> ReporterSink:
+    """A reporter of this rank's own, closed (with its client) by the profiler."""
+    client = MasterClient(trial.master_url, token=read_token(trial))
+    reporter = MetricsReporter(client, trial.trial_id)
+
+    def close() -> None:
+        try:
+            reporter.close()
+        finally:
+            client.close()
+
+    return ReporterSink(reporter, on_close=close)
+
+
+def _node_name() -> str:
+    """Slurm's name for this node, else the short host name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
 
 
 def _watch_preemption(

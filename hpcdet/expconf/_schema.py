@@ -107,17 +107,20 @@ KINDS: dict[str, str] = {kind: schema_id(name) for kind, name in {
 # (checkpoint_policy and the save_* fields are read once checkpoint GC lands; until then
 # setting them has no effect, so they warn.)
 NOT_YET_ACTED_ON = (
-    "workspace", "project", "checkpoint_policy", "min_validation_period",
-    "min_checkpoint_period", "scheduling_unit", "records_per_epoch",
-    "perform_initial_validation", "profiling", "optimizations", "log_policies",
+    "workspace", "project", "checkpoint_policy", "records_per_epoch",
+    "perform_initial_validation", "log_policies",
+    # The PyTorchTrial trainer honours aggregation_frequency and average_training_metrics.
+    "optimizations.average_aggregated_gradients", "optimizations.gradient_compression",
+    "optimizations.mixed_precision", "optimizations.tensor_fusion_threshold",
+    "optimizations.tensor_fusion_cycle_time", "optimizations.auto_tune_tensor_fusion",
+    "optimizations.grad_updates_size_file",
     "retention_policy", "pbs", "debug", "integrations", "security", "tensorboard_storage",
     "data_layer", "internal",
     "searcher.source_trial_id", "searcher.source_checkpoint_uuid", "searcher.stop_once",
     "resources.max_slots", "resources.priority", "resources.weight", "resources.shm_size",
     "resources.devices", "resources.is_single_node", "resources.native_parallel",
     "resources.agent_label", "resources.slots",
-    "checkpoint_storage.save_experiment_best", "checkpoint_storage.save_trial_best",
-    "checkpoint_storage.save_trial_latest", "checkpoint_storage.propagation",
+    "checkpoint_storage.propagation",
     "checkpoint_storage.checkpoint_path", "checkpoint_storage.tensorboard_path",
     "environment.force_pull_image", "environment.registry_auth", "environment.pod_spec",
     "environment.add_capabilities", "environment.drop_capabilities", "environment.ports",

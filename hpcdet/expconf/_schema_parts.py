@@ -170,7 +170,7 @@ OPTIMIZATIONS = named("optimizations", "OptimizationsConfig", {
     "properties": {
         "aggregation_frequency": optional("integer", 1, minimum=1),
         "average_aggregated_gradients": optional("boolean", True),
-        "average_training_metrics": optional("boolean", False),
+        "average_training_metrics": optional("boolean", True),
         "gradient_compression": optional("boolean", False),
         "grad_updates_size_file": optional("string"),
         "mixed_precision": {**optional("string", "O0"), **message_check(

@@ -1,11 +1,17 @@
 """Run the experiment's ``entrypoint``.
 
-Three shapes are recognised:
+Four shapes are recognised:
 
 * a Python script (``python3 train.py --epochs 3``, ``python train.py``, ``train.py``)
   or module (``python -m pkg.train``): run *in this process* with :mod:`runpy`, so the
   script uses the process group, signal handlers and seeds the harness set up;
-* ``module:Class``: a trial class, not supported yet;
+* ``module:Class``: a ``PyTorchTrial`` subclass, loaded from the working directory (the
+  context) and trained in this process by :func:`hpcdet.pytorch.run_trial_class`;
+* Determined's launcher, ``python3 -m determined.launch.torch_distributed [--] --trial
+  model_def:Trial`` (or ``... SCRIPT...``), and hpcdet's own ``hpcdet.launch.torch_distributed``:
+  translated to what the launcher would run on each rank (the trial class, or the script
+  classified as above); torch.distributed.run overrides are refused, since srun already
+  started the ranks. Other ``determined.*`` modules are refused with a message;
 * anything else: a subprocess inheriting the environment; its exit code is ours, and
   the preemption signals are passed on to it.
 
@@ -32,6 +38,7 @@ from typing import Literal
 from hpcdet.core._preempt import PREEMPT_SIGNALS, signal_preemption
 from hpcdet.errors import HpcdetError
 from hpcdet.harness.early_exit import InvalidHP
+from hpcdet.launch._args import LAUNCHER_MODULES, LauncherArgsError, parse_launcher_args
 
 Kind = Literal["script", "module", "trial_class", "command"]
 # Called when the entrypoint raised InvalidHP; returns the exit code (0 once reported).
@@ -44,12 +51,6 @@ _TRIAL_CLASS = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _HARMLESS_FLAGS = frozenset({"-u", "-B"})
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 127
-
-TRIAL_CLASS_MESSAGE = (
-    "trial classes (PyTorchTrial) are not supported yet; "
-    "use a script entrypoint with the Core API (e.g. `entrypoint: python3 train.py`)"
-)
-
 
 class EntrypointError(HpcdetError):
     """The entrypoint is missing, unsupported, or names a file that does not exist."""
@@ -86,10 +87,35 @@ def _parse_python(argv: list[str]) -> Entrypoint:
     while rest and rest[0] in _HARMLESS_FLAGS:
         rest = rest[1:]
     if len(rest) >= 2 and rest[0] == "-m":
-        return Entrypoint("module", tuple(rest[1:]))
+        return _parse_module(rest[1], rest[2:])
     if rest and not rest[0].startswith("-"):
         return Entrypoint("script", tuple(rest))
     return Entrypoint("command", tuple(argv))
+
+
+def _parse_module(module: str, args: list[str]) -> Entrypoint:
+    if module in LAUNCHER_MODULES:
+        return _parse_launcher(args)
+    if module.split(".")[0] == "determined":
+        raise EntrypointError(
+            f"entrypoint: python3 -m {module} is Determined's; hpcdet supports its "
+            "determined.launch.torch_distributed launcher, a trial class (model_def:Trial) "
+            "or a script (python3 train.py)")
+    return Entrypoint("module", (module, *args))
+
+
+def _parse_launcher(args: list[str]) -> Entrypoint:
+    """What the torch_distributed launcher runs on each rank (srun started the ranks)."""
+    try:
+        request = parse_launcher_args(args)
+    except LauncherArgsError as exc:
+        raise EntrypointError(f"entrypoint: {exc}") from None
+    if request.trial is None:
+        return parse_entrypoint(list(request.script))
+    if not _TRIAL_CLASS.fullmatch(request.trial):
+        raise EntrypointError(f"entrypoint: --trial {request.trial!r} is not MODULE:CLASS "
+                              "(e.g. model_def:MyTrial)")
+    return Entrypoint("trial_class", (request.trial,))
 
 
 def run_entrypoint(entry: Entrypoint, on_invalid_hp: InvalidHPHandler | None = None) -> int:
@@ -98,8 +124,7 @@ def run_entrypoint(entry: Entrypoint, on_invalid_hp: InvalidHPHandler | None = N
     ``on_invalid_hp`` handles an in-process entrypoint's InvalidHP (default: say so, 0).
     """
     if entry.kind == "trial_class":
-        print(f"hpcdet harness: {TRIAL_CLASS_MESSAGE}", file=sys.stderr)
-        return EXIT_USAGE
+        return run_in_process(lambda: _train_trial_class(entry.argv[0]), on_invalid_hp)
     if entry.kind == "command":
         return run_command(entry.argv)
     if entry.kind == "module":
@@ -129,6 +154,24 @@ def run_in_process(
         sys.stderr.flush()
         return 1
     return 0
+
+
+def _train_trial_class(spec: str) -> None:
+    """Load the class from the working directory and train it; exits with the trainer's code.
+
+    Everything the trainer needs comes from the Core API (``trial.json``), also for
+    ``det experiment create --local``, which writes an unmanaged one (hpcdet.harness.local).
+    """
+    from hpcdet.harness.trial_class import load_trial_class
+
+    try:
+        trial_class = load_trial_class(spec)
+    except EntrypointError as exc:
+        print(f"hpcdet harness: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    from hpcdet.pytorch import run_trial_class
+
+    raise SystemExit(run_trial_class(trial_class))
 
 
 def _invalid_hp_not_reported(exc: InvalidHP) -> int:

@@ -6,6 +6,9 @@ run the entrypoint -> close what the script left open -> leave the process group
 
 Decisions worth knowing:
 
+* A trial class (``model_def:MyTrial``, or Determined's ``python3 -m
+  determined.launch.torch_distributed --trial model_def:MyTrial``) runs in process like a
+  script: :func:`hpcdet.pytorch.run_trial_class` trains it in the group joined here.
 * The process group is joined for every in-process Python entrypoint, even with one
   slot (an in-memory store, no port), so scripts can rely on
   ``torch.distributed.is_initialized()``. Scripts must not call
@@ -16,8 +19,9 @@ Decisions worth knowing:
 * ``MASTER_ADDR``/``MASTER_PORT`` already in the environment win over the derived ones.
 * The process ends with :func:`exit_process`, which skips the interpreter's final
   teardown (see there why).
-* A script that raises :class:`~hpcdet.InvalidHP` has rank 0 report an ``invalid_hp``
-  early exit to the master, and exits 0 (Determined does the same for ``det.InvalidHP``).
+* A script (or trial class) that raises :class:`~hpcdet.InvalidHP` has rank 0 report an
+  ``invalid_hp`` early exit to the master, and exits 0 (Determined does the same for
+  ``det.InvalidHP``).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(str(exc))
         return EXIT_USAGE
     install_signal_handlers()
-    if entry.kind in ("script", "module"):
+    if entry.kind in ("script", "module", "trial_class"):
         return _run_in_process(info, cluster, entry)
     _banner(cluster, "none")
     return run_entrypoint(entry)

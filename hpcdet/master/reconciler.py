@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import prepare_job_dir
 from hpcdet.errors import HpcdetError
+from hpcdet.master.checkpoint_gc import CheckpointCollector
 from hpcdet.master.db import session_scope
 from hpcdet.master.jobspec import TrialRun, build_job_spec
 from hpcdet.master.logs import add_system_line, ingest_job_logs
@@ -52,6 +53,7 @@ class Reconciler:
                  backend: Backend) -> None:
         self.settings, self.sessions, self.backend = settings, sessions, backend
         self.searches = SearchDriver(settings)
+        self.checkpoint_gc = CheckpointCollector(sessions)
 
     def run_forever(self, stop: threading.Event) -> None:
         """Run cycles every ``reconcile_interval`` seconds until ``stop`` is set."""
@@ -77,6 +79,7 @@ class Reconciler:
         report.search.add(self._search())
         report.trials_created = report.search.trials_created
         self._roll_up()
+        self.checkpoint_gc.collect()  # cheap when no trial ended
         return report
 
     # searchers ----------------------------------------------------------------------

@@ -61,6 +61,19 @@ def checkpoint(c: Checkpoint) -> dict[str, Any]:
             "reported_at": _time(c.reported_at)}
 
 
+def checkpoint_detail(c: Checkpoint, experiment_id: int, storage_dir: str | None,
+                      searcher: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint with where it lives and its searcher metric (the checkpoint routes)."""
+    body = checkpoint(c)
+    metric = searcher.get("metric")
+    body.update(experiment_id=experiment_id,
+                storage_path=f"{storage_dir}/{c.uuid}" if storage_dir else None,
+                searcher_metric=metric,
+                smaller_is_better=searcher.get("smaller_is_better") is not False,
+                searcher_metric_value=(c.validation_metrics or {}).get(str(metric)))
+    return body
+
+
 def log_line(entry: TrialLog) -> dict[str, Any]:
     return {"id": entry.id, "rank": entry.rank, "stream": entry.stream, "line": entry.line,
             "job_id": entry.job_id, "at": _time(entry.at)}

@@ -19,8 +19,9 @@ from hpcdet.searcher import grid_points
 DIGITS = REPO / "examples" / "digits"
 
 
-def create(master: LiveMaster, config: str | Path) -> int:
-    result = master.det("experiment", "create", str(DIGITS / config), str(DIGITS), check=True)
+def create(master: LiveMaster, config: str | Path, *options: str) -> int:
+    result = master.det("experiment", "create", *options, str(DIGITS / config), str(DIGITS),
+                        check=True)
     line = next(li for li in result.stdout.splitlines() if li.startswith("Created experiment"))
     return int(line.split()[-1])
 
@@ -63,7 +64,10 @@ def test_grid_search_of_four_trials_runs_to_completed(master: LiveMaster) -> Non
 @pytest.mark.parametrize("master", [pytest.param("postgresql", marks=pytest.mark.postgres)],
                          indirect=True)
 def test_asha_search_of_eight_trials_stops_some_early(master: LiveMaster) -> None:
-    answer = wait_until_ended(master, create(master, "asha.yaml"))
+    # A pinned seed: the same 8 hyperparameter samples every run (a lucky draw in which
+    # every newcomer beats the trials before it would stop none early).
+    answer = wait_until_ended(master, create(master, "asha.yaml", "--config",
+                                             "reproducibility.experiment_seed=3"))
     trials = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", explain(master, answer)
     assert len(trials) == 8 and {t["state"] for t in trials} == {"COMPLETED"}, explain(

@@ -26,7 +26,7 @@ from hpcdet.master.models import (
     TrialLog,
 )
 
-METRIC_GROUPS = ("training", "validation")
+METRIC_GROUPS = ("training", "validation", "profiling")
 MAX_REPORTS = 10_000
 
 

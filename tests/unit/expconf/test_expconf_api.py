@@ -19,15 +19,17 @@ WARNING = "accepted but not acted on by this version of hpcdet"
 
 
 def test_fields_hpcdet_does_not_act_on_are_warned_about() -> None:
-    doc = {"name": "x", "min_validation_period": {"batches": 5}, "profiling": {},
+    doc = {"name": "x", "min_validation_period": {"batches": 5},
+           "perform_initial_validation": True,
+           "optimizations": {"aggregation_frequency": 2, "mixed_precision": "O1"},
            "resources": {"slots_per_trial": 2, "priority": 3, "resource_pool": "p"},
            "checkpoint_storage": {"type": "shared_fs", "host_path": "/c",
                                   "save_trial_best": 2},
            "environment": {"image": "i", "pod_spec": {}},
            "searcher": {"name": "single", "source_trial_id": 3}}
     assert warnings_for(doc) == [f"<config>.{path}: {WARNING}" for path in (
-        "min_validation_period", "profiling", "searcher.source_trial_id", "resources.priority",
-        "checkpoint_storage.save_trial_best", "environment.pod_spec")]
+        "perform_initial_validation", "optimizations.mixed_precision",
+        "searcher.source_trial_id", "resources.priority", "environment.pod_spec")]
 
 
 @pytest.mark.parametrize("doc", [
@@ -41,6 +43,7 @@ def test_fields_hpcdet_does_not_act_on_are_warned_about() -> None:
      "searcher": {"name": "adaptive_asha", "metric": "m", "max_trials": 2,
                   "time_metric": "batches", "max_time": 10}},
     {"workspace": None, "profiling": None},  # null means not set
+    {"profiling": {"enabled": True, "begin_on_batch": 2, "end_after_batch": 9}},
 ])
 def test_fields_hpcdet_acts_on_are_not_warned_about(doc: dict[str, Any]) -> None:
     assert warnings_for(doc) == []

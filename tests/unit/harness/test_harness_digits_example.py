@@ -1,6 +1,8 @@
-"""examples/digits: standalone with dummy contexts, as a 2-rank trial under the harness,
-as a trial of a search (hyperparameters from the searcher, stopped by the master), and
-driven in-process by bench/searcher.py."""
+"""examples/digits: the PyTorchTrial (model_def.py) as a 2-rank trial under the harness,
+stopped by the searcher and with ``det experiment create --local``; the Core API script
+(train.py) standalone with dummy contexts, as a 2-rank trial under the harness, as a trial
+of a search (hyperparameters from the searcher, stopped by the master), and driven
+in-process by bench/searcher.py."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ pytestmark = pytest.mark.torch
 
 EXAMPLE = REPO_ROOT / "examples" / "digits"
 SEARCH_CONFIGS = ("grid.yaml", "random.yaml", "asha.yaml")
+TRIAL_CLASS_CONFIGS = ("const.yaml", *SEARCH_CONFIGS)
 ACCURACY = re.compile(r"validation steps_completed=(\d+) .*accuracy=([0-9.]+)")
 
 
@@ -118,7 +121,7 @@ def test_preempted_trial_checkpoints_exits_0_and_resumes(
 def test_a_trial_the_searcher_stops_checkpoints_and_exits_0(
     tmp_path: pathlib.Path, fake_master: FakeMaster
 ) -> None:
-    config = _config("asha.yaml")
+    config = {**_config("asha.yaml"), "entrypoint": "python3 train.py"}
     [first, *_] = make_searcher(config["searcher"], config["hyperparameters"], 5).initial_trials()
     # What the master does: the searcher's sample goes through JSON into trial.json.
     job = _digits_job(tmp_path, fake_master, config, hparams=json.loads(json.dumps(
@@ -134,10 +137,67 @@ def test_a_trial_the_searcher_stops_checkpoints_and_exits_0(
     assert fake_master.checkpoints()[-1]["metadata"]["epoch"] == epochs[-1]
 
 
+def test_trial_class_under_the_harness_on_two_ranks(
+    tmp_path: pathlib.Path, fake_master: FakeMaster
+) -> None:
+    job = _digits_job(tmp_path, fake_master, _config("const.yaml"))
+    ranks = run_harness(job, one_node_step(job), timeout=300)
+    for rank in ranks:
+        assert rank.returncode == 0, rank.stderr
+    validations = fake_master.reports("validation")
+    assert [v["steps_completed"] for v in validations] == [23, 46, 69, 92, 115]
+    assert [v["metrics"]["epochs"] for v in validations] == [1, 2, 3, 4, 5]
+    assert validations[-1]["metrics"]["accuracy"] > 0.8
+    assert [c["steps_completed"] for c in fake_master.checkpoints()] == [23, 46, 69, 92, 115]
+
+
+def test_a_trial_class_the_searcher_stops_exits_0(
+    tmp_path: pathlib.Path, fake_master: FakeMaster
+) -> None:
+    config = _config("asha.yaml")
+    [first, *_] = make_searcher(config["searcher"], config["hyperparameters"], 5).initial_trials()
+    job = _digits_job(tmp_path, fake_master, config, hparams=json.loads(json.dumps(
+        first.hparams)), trial_seed=first.seed)
+    fake_master.preempt = True  # the master has put the trial in STOPPING_COMPLETED
+    [rank] = run_harness(job, [{**one_node_step(job, ntasks=1)[0],
+                                "HPCDET_PREEMPT_POLL_SECONDS": "0.05"}], timeout=300)
+    assert rank.returncode == 0, rank.stderr
+    epochs = [v["metrics"]["epochs"] for v in fake_master.reports("validation")]
+    assert epochs[-1] < config["searcher"]["max_time"]
+    assert fake_master.checkpoints()
+
+
+def test_det_experiment_create_local_trains_the_trial_class(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("sklearn")
+    context = tmp_path / "digits"
+    shutil.copytree(EXAMPLE, context, ignore=shutil.ignore_patterns("checkpoints", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DET_", "SLURM_"))}
+    env.update(PYTHONPATH=str(REPO_ROOT), OMP_NUM_THREADS="2")
+    result = subprocess.run(
+        [sys.executable, "-c", "from hpcdet.cli import main; main()", "experiment", "create",
+         "--local",
+         str(context / "const.yaml"), str(context), "--config", "searcher.max_length.epochs=2"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    validations = ACCURACY.findall(result.stderr)
+    assert [int(steps) for steps, _ in validations] == [23, 46]
+    assert float(validations[-1][1]) > 0.8
+    assert len(list((context / "checkpoints").iterdir())) == 2
+
+
+def test_configs_name_the_trial_class_and_the_core_api_script() -> None:
+    for name in TRIAL_CLASS_CONFIGS:
+        assert _config(name)["entrypoint"] == "model_def:DigitsTrial"
+        assert _config(name)["min_validation_period"] == {"epochs": 1}
+    assert _config("core_api.yaml")["entrypoint"] == "python3 train.py"
+
+
 def test_search_configs_run_one_slot_trials_of_a_known_length(digits: ModuleType) -> None:
     lengths = {name: digits.training_epochs(_config(name)) for name in SEARCH_CONFIGS}
     assert lengths == {"grid.yaml": 5, "random.yaml": 10, "asha.yaml": 32}
     assert digits.training_epochs(_config("const.yaml")) == 5
+    assert digits.training_epochs(_config("core_api.yaml")) == 5
     for name in SEARCH_CONFIGS:
         assert _config(name)["resources"]["slots_per_trial"] == 1
 
@@ -207,10 +267,10 @@ def _digits_job(tmp_path: pathlib.Path, fake_master: FakeMaster,
                 config: dict[str, Any] | None = None, **trial: Any) -> pathlib.Path:
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
-    config = config or _config("const.yaml")
+    config = config or _config("core_api.yaml")
     trial.setdefault("hparams", config["hyperparameters"])
     job = write_job_dir(tmp_path / "job", fake_master.url, experiment_config=config, **trial)
-    for name in ("train.py", "const.yaml"):
+    for name in ("train.py", "core_api.yaml", "model_def.py"):
         shutil.copy(EXAMPLE / name, job / "context" / name)
     return job
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import sys
 
 import pytest
@@ -27,11 +28,43 @@ from hpcdet.harness.entrypoint import (
         ("python3 -m pkg.train --lr 1", Entrypoint("module", ("pkg.train", "--lr", "1"))),
         ("model_def:MNistTrial", Entrypoint("trial_class", ("model_def:MNistTrial",))),
         ("bash run.sh", Entrypoint("command", ("bash", "run.sh"))),
+        # Determined's launcher, and hpcdet's: what it runs on each rank.
+        ("python3 -m determined.launch.torch_distributed --trial model_def:T",
+         Entrypoint("trial_class", ("model_def:T",))),
+        ("python3 -m determined.launch.torch_distributed -- --trial pkg.model_def:T",
+         Entrypoint("trial_class", ("pkg.model_def:T",))),
+        ("python3 -m hpcdet.launch.torch_distributed --trial=model_def:T",
+         Entrypoint("trial_class", ("model_def:T",))),
+        ("python3 -m determined.launch.torch_distributed python3 train.py --lr 1",
+         Entrypoint("script", ("train.py", "--lr", "1"))),
+        ("python3 -m determined.launch.torch_distributed -- python3 -m pkg.train",
+         Entrypoint("module", ("pkg.train",))),
+        ("python3 -m determined.launch.torch_distributed -- bash run.sh",
+         Entrypoint("command", ("bash", "run.sh"))),
         ("python3 -c 'print(1)'", Entrypoint("command", ("python3", "-c", "print(1)"))),
     ],
 )
 def test_parse(value: str | list[str], expected: Entrypoint) -> None:
     assert parse_entrypoint(value) == expected
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("python3 -m determined.launch.torch_distributed --nproc_per_node 4 -- --trial m:T",
+     "torch.distributed.run overrides --nproc_per_node 4 are not supported: srun already "
+     "starts one rank per slot"),
+    ("python3 -m determined.launch.torch_distributed --trial m:T --lr 1",
+     "extra arguments after --trial m:T: --lr 1"),
+    ("python3 -m determined.launch.torch_distributed --trial", "--trial needs MODULE:CLASS"),
+    ("python3 -m determined.launch.torch_distributed --trial model_def",
+     "--trial 'model_def' is not MODULE:CLASS"),
+    ("python3 -m determined.launch.torch_distributed", "no script to run"),
+    ("python3 -m determined.launch.torch_distributed --", "no script to run"),
+    ("python3 -m determined.launch.deepspeed train.py",
+     "python3 -m determined.launch.deepspeed is Determined's"),
+])
+def test_launcher_forms_hpcdet_cannot_honour_are_refused(value: str, message: str) -> None:
+    with pytest.raises(EntrypointError, match=re.escape(message)):
+        parse_entrypoint(value)
 
 
 @pytest.mark.parametrize("value", [None, "", []])
@@ -112,9 +145,73 @@ def test_module_entrypoint_finds_modules_in_the_cwd(
     assert _seen(script)["name"] == "__main__"
 
 
-def test_trial_class_is_refused_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_entrypoint(parse_entrypoint("model_def:MyTrial")) == 2
-    assert "trial classes (PyTorchTrial) are not supported yet" in capsys.readouterr().err
+TRIAL_MODULE = """
+import hpcdet.pytorch
+
+class GoodTrial(hpcdet.pytorch.PyTorchTrial):
+    pass
+
+class NotATrial:
+    pass
+"""
+
+
+@pytest.fixture
+def context(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    """A context directory holding trials_p2.py, as the working directory."""
+    (tmp_path / "trials_p2.py").write_text(TRIAL_MODULE)
+    (tmp_path / "old_det.py").write_text("from determined.pytorch import PyTorchTrial\n")
+    (tmp_path / "broken_dep.py").write_text("import no_such_dependency_p2\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name in ("trials_p2", "old_det", "broken_dep"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return tmp_path
+
+
+@pytest.mark.torch
+def test_a_trial_class_is_loaded_from_the_context_and_trained(
+    context: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hpcdet.pytorch
+
+    trained: list[str] = []
+
+    def run_trial_class(trial_class: type, *, local: bool = False) -> int:
+        trained.append(f"{trial_class.__name__} local={local}")
+        return 3
+
+    monkeypatch.setattr(hpcdet.pytorch, "run_trial_class", run_trial_class)
+    assert run_entrypoint(parse_entrypoint("trials_p2:GoodTrial")) == 3
+    assert trained == ["GoodTrial local=False"]
+    assert sys.path[0] == str(context)  # stays, for data loader workers and unpickling
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("spec", "message"), [
+    ("nothere:MyTrial", "entrypoint nothere:MyTrial: no module nothere in {ctx} "
+                        "(looked for {ctx}/nothere.py)"),
+    ("pkg.nothere:MyTrial", "no module pkg.nothere in {ctx} (looked for {ctx}/pkg/nothere.py)"),
+    ("trials_p2:Missing", "entrypoint trials_p2:Missing: module trials_p2 "
+                          "({ctx}/trials_p2.py) has no class Missing"),
+    ("trials_p2:NotATrial", "NotATrial is not a subclass of hpcdet.pytorch.PyTorchTrial"),
+    ("old_det:T", "old_det imports determined, which is Determined's: import from hpcdet"),
+])
+def test_a_trial_class_that_cannot_be_loaded_exits_2_with_one_line(
+    context: pathlib.Path, capsys: pytest.CaptureFixture[str], spec: str, message: str
+) -> None:
+    assert run_entrypoint(parse_entrypoint(spec)) == 2
+    err = capsys.readouterr().err
+    assert message.format(ctx=context) in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_trial_module_failing_on_its_own_import_shows_the_traceback(
+    context: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_entrypoint(parse_entrypoint("broken_dep:T")) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "No module named 'no_such_dependency_p2'" in err
 
 
 def test_command_runs_as_subprocess_and_its_exit_code_propagates() -> None:
@@ -125,3 +222,15 @@ def test_command_runs_as_subprocess_and_its_exit_code_propagates() -> None:
 def test_command_not_found(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_entrypoint(parse_entrypoint("no-such-command-hpcdet --x")) == 127
     assert "cannot run no-such-command-hpcdet" in capsys.readouterr().err
+
+
+def test_the_launcher_run_directly_runs_what_it_names(
+    script: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hpcdet.launch.torch_distributed import main as launch
+
+    assert launch(["--", "python3", "code/train.py", "4"]) == 4
+    assert _seen(script)["argv"] == [str(script), "4"]
+    assert launch(["--nproc_per_node", "2", "--", "python3", "code/train.py"]) == 2
+    assert "hpcdet launcher: entrypoint: torch_distributed launcher: torch.distributed.run " \
+           "overrides --nproc_per_node 2 are not supported" in capsys.readouterr().err

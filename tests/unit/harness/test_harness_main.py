@@ -105,11 +105,26 @@ def test_a_command_entrypoint_gets_the_torch_env(
     assert "backend none" in rank.stderr
 
 
-def test_a_trial_class_entrypoint_exits_2(tmp_path: pathlib.Path, fake_master: FakeMaster) -> None:
-    job = _job(tmp_path, fake_master, "model_def:MyTrial")
+@pytest.mark.torch
+def test_a_trial_class_missing_from_the_context_exits_2(
+    tmp_path: pathlib.Path, fake_master: FakeMaster
+) -> None:
+    job = _job(tmp_path, fake_master,
+               "python3 -m determined.launch.torch_distributed --trial model_def:MyTrial")
     [rank] = run_harness(job, [job_environ(job)])
     assert rank.returncode == 2
-    assert "trial classes (PyTorchTrial) are not supported yet" in rank.stderr
+    assert (f"entrypoint model_def:MyTrial: no module model_def in {job / 'context'}"
+            in rank.stderr)
+
+
+def test_a_launcher_entrypoint_hpcdet_cannot_honour_exits_2(
+    tmp_path: pathlib.Path, fake_master: FakeMaster
+) -> None:
+    job = _job(tmp_path, fake_master, "python3 -m determined.launch.torch_distributed "
+                                      "--nproc_per_node 8 -- --trial model_def:MyTrial")
+    [rank] = run_harness(job, [job_environ(job)])
+    assert rank.returncode == 2
+    assert "--nproc_per_node 8 are not supported: srun already starts" in rank.stderr
 
 
 def test_outside_a_job_the_harness_exits_2(

@@ -1,0 +1,169 @@
+"""Checkpoint routes: an experiment's checkpoints, one checkpoint, and its files as a tar."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from flask import Response, request
+from sqlalchemy import select
+
+from hpcdet.master import serialize
+from hpcdet.master.api import bp
+from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.common import db, get_or_404, int_arg
+from hpcdet.master.checkpoint_gc import ACTIVE, DELETED, STORAGE_TYPES
+from hpcdet.master.errors import ApiError
+from hpcdet.master.jobspec import checkpoint_dir
+from hpcdet.master.models import Checkpoint, Experiment, Trial
+
+STATES = (ACTIVE, DELETED, "ALL")
+_BLOCK = 512
+_CHUNK = 1024 * 1024
+
+
+def storage_dir(config: dict[str, Any]) -> str | None:
+    """Where an experiment's checkpoints live on the master's host (None if not a directory)."""
+    storage = config.get("checkpoint_storage") or {}
+    return checkpoint_dir(config) if storage.get("type") in STORAGE_TYPES else None
+
+
+@bp.get("/experiments/<int:exp_id>/checkpoints")
+def list_checkpoints(exp_id: int) -> Any:
+    """An experiment's checkpoints by trial then step; ``best=N``: the N best by the metric."""
+    current_user()
+    exp = get_or_404(Experiment, exp_id, "experiment")
+    query = select(Checkpoint).join(Trial, Trial.id == Checkpoint.trial_id).where(
+        Trial.experiment_id == exp_id)
+    state = _state_arg()
+    if state != "ALL":
+        query = query.where(Checkpoint.state == state)
+    rows = list(db().scalars(query.order_by(Checkpoint.trial_id, Checkpoint.steps_completed,
+                                            Checkpoint.reported_at)))
+    searcher = exp.config.get("searcher") or {}
+    if request.args.get("best"):
+        rows = _best(rows, searcher, int_arg("best", 1, lo=1))
+    where = storage_dir(exp.config)
+    return {"checkpoints": [serialize.checkpoint_detail(c, exp_id, where, searcher)
+                            for c in rows],
+            "searcher_metric": searcher.get("metric"),
+            "smaller_is_better": searcher.get("smaller_is_better") is not False}
+
+
+def _state_arg() -> str:
+    state = (request.args.get("state") or ACTIVE).upper()
+    if state not in STATES:
+        raise ApiError(400, "bad_request", f"query parameter state: must be one of "
+                       f"{', '.join(STATES)}, got {request.args.get('state')!r}")
+    return state
+
+
+def _best(rows: list[Checkpoint], searcher: dict[str, Any], count: int) -> list[Checkpoint]:
+    """The ``count`` best checkpoints with a validation of the searcher metric, best first."""
+    metric = str(searcher.get("metric"))
+    sign = -1.0 if searcher.get("smaller_is_better") is False else 1.0
+    scored = [c for c in rows if isinstance((c.validation_metrics or {}).get(metric),
+                                            int | float)]
+    scored.sort(key=lambda c: sign * float((c.validation_metrics or {})[metric]))
+    return scored[:count]
+
+
+def _lookup(uuid: str) -> tuple[Checkpoint, Experiment]:
+    checkpoint = get_or_404(Checkpoint, uuid, "checkpoint")
+    exp = db().scalars(select(Experiment).join(Trial, Trial.experiment_id == Experiment.id)
+                       .where(Trial.id == checkpoint.trial_id)).one()
+    return checkpoint, exp
+
+
+@bp.get("/checkpoints/<uuid>")
+def describe_checkpoint(uuid: str) -> Any:
+    """One checkpoint: trial, experiment, steps, metadata, validation metrics, state, path."""
+    current_user()
+    checkpoint, exp = _lookup(uuid)
+    searcher = exp.config.get("searcher") or {}
+    return {"checkpoint": serialize.checkpoint_detail(checkpoint, exp.id,
+                                                      storage_dir(exp.config), searcher)}
+
+
+@bp.get("/checkpoints/<uuid>/download")
+def download_checkpoint(uuid: str) -> Any:
+    """The checkpoint's directory as an uncompressed tar (paths relative to it), streamed.
+
+    404 for an unknown checkpoint or one whose files are missing; 410 once it was deleted.
+    """
+    current_user()
+    checkpoint, exp = _lookup(uuid)
+    if checkpoint.state == DELETED:
+        raise ApiError(410, "gone", f"checkpoint {uuid} was deleted by checkpoint garbage "
+                       "collection")
+    where = storage_dir(exp.config)
+    path = Path(where) / uuid if where else None
+    if path is None or not path.is_dir():
+        raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not at "
+                       f"{path or 'a directory the master can read'}")
+    members = tar_members(path)
+    response = Response(_stream_tar(members), mimetype="application/x-tar")
+    response.headers["Content-Length"] = str(tar_size(members))
+    response.headers["Content-Disposition"] = f'attachment; filename="{uuid}.tar"'
+    return response
+
+
+def tar_members(root: Path) -> list[tuple[tarfile.TarInfo, Path]]:
+    """Every entry under ``root`` (sorted; symlinks stored as links, never followed)."""
+    members = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(dirnames) + sorted(filenames):
+            path = Path(dirpath) / name
+            info = tarfile.TarInfo(path.relative_to(root).as_posix())
+            stat = path.lstat()
+            info.mtime, info.mode = int(stat.st_mtime), stat.st_mode & 0o7777
+            if path.is_symlink():
+                info.type, info.linkname = tarfile.SYMTYPE, os.readlink(path)
+            elif path.is_dir():
+                info.type = tarfile.DIRTYPE
+            else:
+                info.size = stat.st_size
+            members.append((info, path))
+    return members
+
+
+def _header(info: tarfile.TarInfo) -> bytes:
+    return info.tobuf(format=tarfile.PAX_FORMAT)
+
+
+def _padding(size: int) -> int:
+    return -size % _BLOCK
+
+
+def tar_size(members: list[tuple[tarfile.TarInfo, Path]]) -> int:
+    """The exact length of the tar :func:`_stream_tar` writes (for Content-Length)."""
+    body = sum(len(_header(i)) + i.size + _padding(i.size) for i, _ in members)
+    return body + 2 * _BLOCK
+
+
+def _stream_tar(members: list[tuple[tarfile.TarInfo, Path]]) -> Iterator[bytes]:
+    # Written by hand rather than with tarfile so a large file goes out a chunk at a time.
+    for info, path in members:
+        yield _header(info)
+        if info.isreg():
+            yield from _file_chunks(path, info.size)
+            yield b"\0" * _padding(info.size)
+    yield b"\0" * (2 * _BLOCK)
+
+
+def _file_chunks(path: Path, size: int) -> Iterator[bytes]:
+    """Exactly ``size`` bytes of ``path`` (zero-filled if it shrank meanwhile)."""
+    left = size
+    with path.open("rb") as f:
+        while left > 0:
+            chunk = f.read(min(_CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            yield chunk
+    if left > 0:
+        yield b"\0" * left

@@ -1,0 +1,166 @@
+"""Entry points: train one trial of a PyTorchTrial class; rebuild a trial from a checkpoint."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pathlib
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from hpcdet.core import (
+    Context,
+    DistributedContext,
+    DummyCheckpointContext,
+    DummyDistributedContext,
+    DummyPreemptContext,
+    DummyTrainContext,
+    Info,
+    init,
+)
+from hpcdet.harness import distributed as harness_dist
+from hpcdet.harness.trial_info import trial_info_path
+from hpcdet.pytorch import _checkpoint
+from hpcdet.pytorch._trainer import Outcome, Trainer
+from hpcdet.pytorch._trial import PyTorchTrial
+
+DEFAULT_LOCAL_CHECKPOINTS = "checkpoints"
+
+
+def run_trial_class(
+    trial_class: type[PyTorchTrial],
+    *,
+    local: bool = False,
+    experiment_config: Mapping[str, Any] | None = None,
+    hparams: Mapping[str, Any] | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    latest_checkpoint: str | None = None,
+) -> int:
+    """Train one trial of ``trial_class``; returns the process exit code (0 on success,
+    also after a preemption or stop once the checkpoint is saved).
+
+    In a hpcdet job (and not ``local``) everything comes from the Core API: the
+    hyperparameters, the experiment config (training length, periods), the trial seed
+    and the checkpoint to resume from. Otherwise (``local=True``, or outside a job) the
+    trial runs in this process with the dummy Core API contexts, on the ranks of an
+    initialised ``torch.distributed`` group if there is one: ``experiment_config`` gives
+    the length and periods, ``hparams`` the hyperparameters (default: the constant ones
+    of ``experiment_config``), the seed is ``reproducibility.experiment_seed`` (default
+    0), checkpoints go to ``checkpoint_dir`` (default ``./checkpoints``) and
+    ``latest_checkpoint`` names one there to resume from.
+
+    Example::
+
+        config = {"searcher": {"max_length": {"batches": 200}},
+                  "hyperparameters": {"global_batch_size": 32, "lr": 0.1}}
+        hpcdet.pytorch.run_trial_class(MyTrial, local=True, experiment_config=config)
+    """
+    if not local and trial_info_path() is not None:
+        with init() as core:
+            return _exit_code(Trainer(trial_class, core).run())
+    core = local_core_context(
+        experiment_config or {},
+        hparams=hparams,
+        checkpoint_dir=checkpoint_dir,
+        latest_checkpoint=latest_checkpoint,
+    )
+    with core:
+        return _exit_code(Trainer(trial_class, core).run())
+
+
+def local_core_context(
+    experiment_config: Mapping[str, Any],
+    *,
+    hparams: Mapping[str, Any] | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    latest_checkpoint: str | None = None,
+) -> Context:
+    """Dummy Core API contexts for a trial outside a job (see :func:`run_trial_class`)."""
+    dist = _local_distributed()
+    info = Info(
+        trial_id=None,
+        experiment_id=None,
+        trial_seed=_seed(experiment_config),
+        hparams=dict(hparams if hparams is not None else constant_hparams(experiment_config)),
+        latest_checkpoint=latest_checkpoint,
+        experiment_config=dict(experiment_config),
+    )
+    train = DummyTrainContext(dist)
+    storage = pathlib.Path(checkpoint_dir or DEFAULT_LOCAL_CHECKPOINTS).absolute()
+    return Context(
+        distributed=dist,
+        train=train,
+        checkpoint=DummyCheckpointContext(storage, dist, info=info, train=train),
+        preempt=DummyPreemptContext(dist),
+        info=info,
+    )
+
+
+def constant_hparams(experiment_config: Mapping[str, Any]) -> dict[str, Any]:
+    """Hyperparameters given as ``lr: 0.1`` or ``lr: {type: const, val: 0.1}``; others
+    (ranges for a search) have no single value and are left out."""
+    hparams: dict[str, Any] = {}
+    for name, spec in (experiment_config.get("hyperparameters") or {}).items():
+        if not isinstance(spec, Mapping):
+            hparams[name] = spec
+        elif spec.get("type") == "const":
+            hparams[name] = spec.get("val")
+    return hparams
+
+
+def load_trial_from_checkpoint_path(
+    path: str | os.PathLike[str],
+    trial_class: type[PyTorchTrial] | None = None,
+    trial_kwargs: Mapping[str, Any] | None = None,
+) -> PyTorchTrial:
+    """The trial saved in checkpoint directory ``path``, its models loaded, in this
+    process (off-cluster contexts). ``trial_class`` defaults to the class named in the
+    checkpoint, which must be importable.
+
+    Example::
+
+        trial = hpcdet.pytorch.load_trial_from_checkpoint_path("checkpoints/<uuid>")
+        trial.model.eval()
+    """
+    directory = pathlib.Path(path)
+    load_data = json.loads((directory / _checkpoint.LOAD_DATA_FILE).read_text())
+    cls = trial_class or _import_class(load_data["trial_cls_spec"])
+    core = local_core_context(
+        load_data.get("experiment_config") or {},
+        hparams=load_data.get("hparams") or {},
+        checkpoint_dir=directory.parent,
+    )
+    context = cls.trial_context_class(core)
+    trial = cls(context, **dict(trial_kwargs or {}))
+    state = _checkpoint.read_state(directory, context.device)
+    _checkpoint.load_into(state, context, {})
+    return trial
+
+
+def _import_class(spec: str) -> type[PyTorchTrial]:
+    module_name, _, qualname = spec.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if not (isinstance(obj, type) and issubclass(obj, PyTorchTrial)):
+        raise TypeError(f"{spec} is not a PyTorchTrial class")
+    return obj
+
+
+def _local_distributed() -> DistributedContext:
+    if harness_dist.is_initialized():
+        return DistributedContext.from_torch_distributed()
+    return DummyDistributedContext()
+
+
+def _seed(experiment_config: Mapping[str, Any]) -> int:
+    reproducibility = experiment_config.get("reproducibility") or {}
+    return int(reproducibility.get("experiment_seed") or 0)
+
+
+def _exit_code(outcome: Outcome) -> int:
+    if outcome is Outcome.STOPPED:
+        print(f"hpcdet.pytorch: trial {outcome.value}", file=sys.stderr, flush=True)
+    return 0
