@@ -12,6 +12,7 @@ import torch.distributed as torch_dist
 from torch import nn
 
 from hpcdet.core import Context
+from hpcdet.pytorch._allreduce import make_ddp
 from hpcdet.pytorch._lr_scheduler import LRScheduler
 from hpcdet.pytorch._reducer import MetricReducer
 
@@ -80,8 +81,7 @@ class PyTorchTrialContext:
         the trial has several ranks. Use (and call) what it returns."""
         model = model.to(self.device)
         if _world_size() > 1:
-            device_ids = [self.device] if self.device.type == "cuda" else None
-            model = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+            model = make_ddp(model, self.device)
         self.models.append(model)
         return model
 

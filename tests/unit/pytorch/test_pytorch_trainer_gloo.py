@@ -111,21 +111,22 @@ def test_every_rank_checks_preemption_at_the_same_batches(ranks: list[dict[str, 
     assert all(rank["preempt_checks"] == checks for rank in ranks)
 
 
+@pytest.mark.parametrize("ranks", [2, 4])  # 4: sums of more than two ranks (_allreduce.py)
 def test_one_ranks_preemption_stops_all_and_resume_is_bit_identical(
-    tmp_path: pathlib.Path,
+    tmp_path: pathlib.Path, ranks: int,
 ) -> None:
     cfg = config({"batches": 24}, scheduling_unit=5, min_checkpoint_period={"batches": 4})
-    full = run_ranks(tmp_path / "full", 2, cfg, {"train_size": 61})
+    full = run_ranks(tmp_path / "full", ranks, cfg, {"train_size": 61})
     cut = run_ranks(
-        tmp_path / "cut", 2, cfg, {"train_size": 61, "preempt_at": 6, "preempt_rank": 1}
+        tmp_path / "cut", ranks, cfg, {"train_size": 61, "preempt_at": 6, "preempt_rank": 1}
     )
-    assert [rank["outcome"] for rank in cut] == ["stopped", "stopped"]
-    assert [rank["batches"] for rank in cut] == [8, 8]  # the check after the checkpoint at 8
+    assert [rank["outcome"] for rank in cut] == ["stopped"] * ranks
+    assert [rank["batches"] for rank in cut] == [8] * ranks  # the check after the checkpoint
     steps = {
         json.loads(path.read_text())["steps_completed"]: path.parent.name
         for path in (tmp_path / "cut" / "ckpt").glob("*/metadata.json")
     }
     assert sorted(steps) == [4, 8]
-    resumed = run_ranks(tmp_path / "cut", 2, cfg, {"train_size": 61}, latest=steps[8])
-    assert [rank["outcome"] for rank in resumed] == ["completed", "completed"]
+    resumed = run_ranks(tmp_path / "cut", ranks, cfg, {"train_size": 61}, latest=steps[8])
+    assert [rank["outcome"] for rank in resumed] == ["completed"] * ranks
     assert resumed[0]["weights"] == full[0]["weights"]
