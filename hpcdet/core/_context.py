@@ -24,7 +24,13 @@ from hpcdet.core._preempt import (
 )
 from hpcdet.core._profiler import ProfilerContext, ProfilerScope, ReporterSink
 from hpcdet.core._reporter import Backoff, MetricsReporter, post_with_retry
-from hpcdet.core._train import DummyTrainContext, EarlyExitPoster, TrainContext
+from hpcdet.core._train import (
+    BestValidationFetcher,
+    DummyTrainContext,
+    EarlyExitPoster,
+    TrainContext,
+)
+from hpcdet.errors import MasterError
 from hpcdet.harness import distributed as harness_dist
 from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.early_exit import EarlyExitReason
@@ -271,7 +277,8 @@ def _train_context(
 ) -> TrainContext:
     if client is None or reporter is None:  # not the chief: nothing to ship
         return TrainContext(dist, None)
-    return TrainContext(dist, reporter, early_exit_poster(client, trial.trial_id))
+    return TrainContext(dist, reporter, early_exit_poster(client, trial.trial_id),
+                        best_validation_fetcher(client, trial.trial_id))
 
 
 def _profiler(
@@ -322,6 +329,19 @@ def _watch_preemption(
     watcher = PreemptionWatcher(client, trial.trial_id, interval=poll_seconds)
     watcher.start()
     cleanup.append(watcher.close)
+
+
+def best_validation_fetcher(client: MasterClient, trial_id: int) -> BestValidationFetcher:
+    """Reads the experiment's best searcher metric; None when the master cannot say."""
+
+    def fetch() -> float | None:
+        try:
+            best = client.get(f"/trials/{trial_id}/experiment_best_validation").get("best")
+        except MasterError:
+            return None  # a transient error costs at most one checkpoint, not the trial
+        return None if best is None else float(best)
+
+    return fetch
 
 
 def early_exit_poster(client: MasterClient, trial_id: int) -> EarlyExitPoster:

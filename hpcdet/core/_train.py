@@ -16,6 +16,8 @@ from hpcdet.harness.early_exit import EarlyExitReason
 GROUPS = ("training", "validation")
 # Delivers an early exit to the master (or raises MasterError).
 EarlyExitPoster = Callable[[EarlyExitReason], None]
+# Asks the master for the experiment's best searcher metric so far (None: none yet).
+BestValidationFetcher = Callable[[], "float | None"]
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,12 @@ class TrainContext:
         distributed: DistributedContext,
         reporter: MetricsReporter | None,
         early_exit: EarlyExitPoster | None = None,
+        best_validation: BestValidationFetcher | None = None,
     ) -> None:
         self._dist = distributed
         self._reporter = reporter
         self._early_exit = early_exit
+        self._best_validation = best_validation
         self._latest_validation: MetricsReport | None = None
         self._steps_completed: int | None = None
 
@@ -118,6 +122,13 @@ class TrainContext:
             return
         self._remember(report)
         self._ship(report)
+
+    def get_experiment_best_validation(self) -> float | None:
+        """The best value of the searcher metric reported by any trial of the experiment
+        so far (Determined's API); None before any, outside a job, and on other ranks."""
+        if self._best_validation is None or not self._dist.is_chief:
+            return None
+        return self._best_validation()
 
     def report_early_exit(self, reason: EarlyExitReason | str) -> None:
         """Tell the master why the trial's code stops before the searcher asked it to.

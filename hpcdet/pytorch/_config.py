@@ -50,11 +50,16 @@ class TrainerConfig:
     aggregation_frequency: int = 1
     perform_initial_validation: bool = False
     profiling: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # Which validations also checkpoint: best (beats the experiment's best), all, none.
+    checkpoint_policy: str = "best"
+    searcher_metric: str | None = None
+    smaller_is_better: bool = True
 
     @classmethod
     def from_experiment_config(cls, config: Mapping[str, Any]) -> TrainerConfig:
         """Read ``searcher``, the periods, ``scheduling_unit`` and ``optimizations``."""
         optimizations = config.get("optimizations") or {}
+        searcher = config.get("searcher") or {}
         return cls(
             max_length=training_length(config.get("searcher") or {}),
             validation_period=_period(config, "min_validation_period"),
@@ -64,6 +69,9 @@ class TrainerConfig:
             aggregation_frequency=_positive_int(optimizations, "aggregation_frequency", 1),
             perform_initial_validation=bool(config.get("perform_initial_validation", False)),
             profiling=dict(config.get("profiling") or {}),
+            checkpoint_policy=_checkpoint_policy(config),
+            searcher_metric=searcher.get("metric"),
+            smaller_is_better=searcher.get("smaller_is_better") is not False,
         )
 
 
@@ -98,3 +106,10 @@ def _positive_int(section: Mapping[str, Any], key: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{key} must be an int >= 1, not {value!r}")
     return value
+
+
+def _checkpoint_policy(config: Mapping[str, Any]) -> str:
+    policy = config.get("checkpoint_policy") or "best"
+    if policy not in ("best", "all", "none"):
+        raise ValueError(f"checkpoint_policy must be best, all or none, not {policy!r}")
+    return str(policy)

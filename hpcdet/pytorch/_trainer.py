@@ -89,6 +89,8 @@ class Trainer:
         self.metrics = TrainingMetrics(self.context.device)
         self.local_records = 0  # records this rank trained since progress.records
         self.last_metrics: dict[str, Any] = {}
+        # This trial's best searcher metric so far (checkpoint_policy: best).
+        self.own_best: float | None = None
         self._profiler = getattr(core, "profiler", None)
 
     # Entry ---------------------------------------------------------------------------
@@ -170,13 +172,14 @@ class Trainer:
         if batches >= target:
             return False  # _finish validates and checkpoints
         validated = self._due(self.config.validation_period, self.progress.last_validation)
+        by_policy = False
         if validated:
-            self._validate()
+            by_policy = self._validate_for_policy()
         # Gradients of an unfinished accumulation live only in memory: no checkpoint or
         # stop before the optimizer step that consumes them.
         if batches % self.config.aggregation_frequency:
             return False
-        if self._due(self.config.checkpoint_period, self.progress.last_checkpoint):
+        if by_policy or self._due(self.config.checkpoint_period, self.progress.last_checkpoint):
             self._checkpoint()
         elif not (at_unit or validated):
             return False
@@ -247,6 +250,37 @@ class Trainer:
             callback.on_validation_end(metrics)
             callback.on_validation_epoch_end([])
         return metrics
+
+    def _validate_for_policy(self) -> bool:
+        """Validate; True when ``checkpoint_policy`` wants a checkpoint of this state.
+
+        ``best``: the validation beats the experiment's best before it (as Determined
+        decides it, on the chief; the answer is broadcast so every rank agrees).
+        """
+        policy = self.config.checkpoint_policy
+        best_before = self._best_so_far() if policy == "best" and self.dist.is_chief else None
+        metrics = self._validate()
+        wanted = policy == "all" or (policy == "best" and self._beats(metrics, best_before))
+        if self._beats(metrics, self.own_best):
+            self.own_best = float(metrics[self.config.searcher_metric or ""])
+        return bool(self.dist.broadcast(wanted)) if self.dist.size > 1 else wanted
+
+    def _best_so_far(self) -> float | None:
+        """The experiment's best from the master, or this trial's own if better or alone
+        (its last reports may not have reached the master yet)."""
+        master = self.core.train.get_experiment_best_validation()
+        if master is None or self.own_best is None:
+            return master if master is not None else self.own_best
+        better = min if self.config.smaller_is_better else max
+        return float(better(master, self.own_best))
+
+    def _beats(self, metrics: dict[str, Any], best_before: float | None) -> bool:
+        value = metrics.get(self.config.searcher_metric or "")
+        if not isinstance(value, int | float):
+            return False
+        if best_before is None:
+            return True
+        return value < best_before if self.config.smaller_is_better else value > best_before
 
     def _records(self) -> int:
         """Records trained over all ranks (a collective): folds the local counts in."""

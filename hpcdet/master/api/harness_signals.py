@@ -6,6 +6,8 @@ Both routes take the trial's bearer token, like the other routes the harness cal
   now. Every running trial's chief polls it, so it costs one primary-key read.
 * ``POST /trials/<id>/early_exit``: the code's reason for stopping early (``invalid_hp``
   and friends). It is only recorded; the reconciler acts on it when the job ends.
+* ``GET /trials/<id>/experiment_best_validation``: the best value of the searcher metric
+  any trial of the experiment has reported (for ``checkpoint_policy: best``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from hpcdet.master.api import bp
 from hpcdet.master.api.auth import require_token, require_trial_token
 from hpcdet.master.api.common import db, get_or_404, json_body
 from hpcdet.master.errors import ApiError
-from hpcdet.master.models import Trial
+from hpcdet.master.models import Experiment, Trial
 from hpcdet.states import State
 
 
@@ -55,3 +57,19 @@ def _reason(value: Any) -> EarlyExitReason:
         return EarlyExitReason.parse(value)
     except ValueError as exc:
         raise ApiError(400, "bad_request", f"reason: {exc}") from None
+
+
+@bp.get("/trials/<int:trial_id>/experiment_best_validation")
+def experiment_best_validation(trial_id: int) -> Any:
+    """``{"best": value or null}``: the experiment's best searcher metric so far."""
+    trial = get_or_404(Trial, trial_id, "trial")
+    require_trial_token(trial)
+    config = db().scalars(select(Experiment.config).where(
+        Experiment.id == trial.experiment_id)).one()
+    searcher = config.get("searcher") or {}
+    metric, sign = searcher.get("metric"), -1.0 if searcher.get("smaller_is_better") is False \
+        else 1.0
+    values = [best["metrics"][metric] for best in db().scalars(
+        select(Trial.best_validation).where(Trial.experiment_id == trial.experiment_id))
+        if best and metric in best.get("metrics", {})]
+    return {"best": min(values, key=lambda v: sign * v) if values else None}

@@ -20,7 +20,7 @@ WARNING = "accepted but not acted on by this version of hpcdet"
 
 def test_fields_hpcdet_does_not_act_on_are_warned_about() -> None:
     doc = {"name": "x", "min_validation_period": {"batches": 5},
-           "perform_initial_validation": True,
+           "records_per_epoch": 1000,
            "optimizations": {"aggregation_frequency": 2, "mixed_precision": "O1"},
            "resources": {"slots_per_trial": 2, "priority": 3, "resource_pool": "p"},
            "checkpoint_storage": {"type": "shared_fs", "host_path": "/c",
@@ -28,7 +28,7 @@ def test_fields_hpcdet_does_not_act_on_are_warned_about() -> None:
            "environment": {"image": "i", "pod_spec": {}},
            "searcher": {"name": "single", "source_trial_id": 3}}
     assert warnings_for(doc) == [f"<config>.{path}: {WARNING}" for path in (
-        "perform_initial_validation", "optimizations.mixed_precision",
+        "records_per_epoch", "optimizations.mixed_precision",
         "searcher.source_trial_id", "resources.priority", "environment.pod_spec")]
 
 

@@ -50,9 +50,9 @@ def test_create_stores_an_active_experiment_owned_by_the_caller(client: FlaskCli
 
 
 def test_accepted_but_unused_fields_come_back_as_warnings(client: FlaskClient) -> None:
-    response = create(client, CONFIG + "perform_initial_validation: true\n")
+    response = create(client, CONFIG + "records_per_epoch: 1000\n")
     assert response.get_json()["warnings"] == [
-        "<config>.perform_initial_validation: accepted but not acted on by this version of hpcdet"]
+        "<config>.records_per_epoch: accepted but not acted on by this version of hpcdet"]
 
 
 @pytest.mark.parametrize(("config", "detail"), [

@@ -290,3 +290,21 @@ def test_events_are_consumed_once(client: FlaskClient, app: Flask, reconciler: R
     assert reconciler.cycle().search.events_consumed == 0
     with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
         assert session.scalars(select(SearcherEvent.processed)).all() == [True]
+
+
+def test_the_experiments_best_validation_is_served_to_its_trials(
+        client: FlaskClient, app: Flask, reconciler: Reconciler) -> None:
+    exp_id = start(client, ASHA)
+    reconciler.cycle()
+    a, b, *_ = trials(app, exp_id)
+
+    def best(trial: Trial, token: str | None = None) -> Any:
+        return client.get(f"/api/v1/trials/{trial.id}/experiment_best_validation",
+                          headers={"Authorization": f"Bearer {token or trial.token}"})
+
+    assert best(a).get_json() == {"best": None}
+    report(client, a, 10, {"loss": 0.7, "epochs": 1})
+    report(client, b, 10, {"loss": 0.4, "epochs": 1})
+    report(client, b, 20, {"loss": 0.9, "epochs": 2})
+    assert best(a).get_json() == {"best": 0.4}
+    assert best(a, token="wrong").status_code == 401

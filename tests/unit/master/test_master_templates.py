@@ -207,10 +207,10 @@ def test_dry_run_with_a_template_renders_the_merged_config(app: Flask,
 
 
 def test_template_warnings_are_reported(client: FlaskClient) -> None:
-    post_template(client, "warns", "perform_initial_validation: true\n")
+    post_template(client, "warns", "records_per_epoch: 1000\n")
     warnings = create(client, template="warns").get_json()["warnings"]
     assert warnings == [
-        "<config>.perform_initial_validation: accepted but not acted on by this version of hpcdet"]
+        "<config>.records_per_epoch: accepted but not acted on by this version of hpcdet"]
 
 
 @pytest.mark.parametrize(("template", "message"), [

@@ -160,3 +160,34 @@ def test_aggregation_frequency_equals_a_k_times_larger_batch(tmp_path: pathlib.P
     )
     for a, b in zip(weights(accumulated), weights(large), strict=True):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize(("policy", "expected"), [
+    ("all", [4, 8, 12, 16]),   # every validation, plus the end (16 validated at 16)
+    ("none", [16]),            # only the end of training
+])
+def test_checkpoint_policy_all_and_none(tmp_path: pathlib.Path, policy: str,
+                                        expected: list[int]) -> None:
+    cfg = config({"batches": 16}, min_validation_period={"batches": 4},
+                 checkpoint_policy=policy)
+    cfg["searcher"]["metric"] = "validation_loss"
+    train(tmp_path, cfg)
+    assert [m["steps_completed"] for m in checkpoints(tmp_path)] == expected
+
+
+def test_checkpoint_policy_best_checkpoints_only_validations_that_improve(
+        tmp_path: pathlib.Path) -> None:
+    cfg = config({"batches": 40}, min_validation_period={"batches": 4}, checkpoint_policy="best")
+    cfg["searcher"]["metric"] = "validation_loss"
+    trainer = train(tmp_path, cfg)
+    trial = trainer.trial
+    assert isinstance(trial, RegressionTrial)
+    losses = [(m["batches"], m["validation_loss"]) for m in trial.recorder.validation]
+    improving, best = [], float("inf")
+    for batches, loss in losses:
+        if loss < best:
+            improving.append(batches)
+            best = loss
+    saved = [m["steps_completed"] for m in checkpoints(tmp_path)]
+    assert saved == sorted(set(improving) | {40})
+    assert len(improving) < len(losses) or saved == [b for b, _ in losses]
