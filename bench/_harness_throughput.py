@@ -170,7 +170,12 @@ def measure_workload(root: pathlib.Path, workload: Workload, args: argparse.Name
         row[f"{loop}_seconds"] = statistics.median(r["seconds"] for r in runs[loop])
         row[f"{loop}_final_loss"] = runs[loop][-1]["losses"][-1] if runs[loop][-1]["losses"] \
             else None
+    # On a shared host the fastest run of each loop is the one least disturbed by others:
+    # the ratio of the bests is reported beside the median of the pairs.
+    row["best_ratio"] = (max(r["samples_per_s"] for r in runs["trial"])
+                         / max(r["samples_per_s"] for r in runs["ddp"]))
     row["met"] = row["ratio"] >= TARGET_RATIO
+    row["met_best"] = row["best_ratio"] >= TARGET_RATIO
     return row
 
 
@@ -189,15 +194,21 @@ def render(result: dict[str, Any]) -> str:
     lines = [f"training throughput, {result['ranks']} ranks ({result['launcher']} launch, "
              f"gloo), medians of {result['repeats']} alternating runs",
              "| workload | global batch | timed epochs | ddp samples/s | trial samples/s | "
-             "ratio (median of pairs) | pair ratios | target >= 0.97 |",
-             "|---|---:|---:|---:|---:|---:|---|---|"]
+             "ratio (median of pairs) | pair ratios | ratio of bests | target >= 0.97 "
+             "(median / bests) |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---|"]
     for row in result["rows"]:
         pairs = ", ".join(f"{r:.3f}" for r in row["ratios"])
         lines.append(
             f"| {row['workload']} | {row['global_batch_size']} | {row['epochs_timed']} | "
             f"{row['ddp_samples_per_s']:,.0f} | {row['trial_samples_per_s']:,.0f} | "
-            f"{row['ratio']:.3f} | {pairs} | {'met' if row['met'] else 'NOT met'} |")
+            f"{row['ratio']:.3f} | {pairs} | {row['best_ratio']:.3f} | "
+            f"{_met(row['met'])} / {_met(row['met_best'])} |")
     return "\n".join(lines)
+
+
+def _met(met: bool) -> str:
+    return "met" if met else "NOT met"
 
 
 def add_parser(subparsers: Any) -> None:

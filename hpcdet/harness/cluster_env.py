@@ -9,7 +9,8 @@ the same rendezvous address and port on its own, without talking to the others:
   every rank is then on that node, and loopback needs no name resolution (node names in
   ``slurm.conf`` need not resolve: ``NodeName=node1 NodeAddr=10.0.0.7``, or a test
   cluster's ``NodeAddr=127.0.0.1``).
-* ``MASTER_PORT`` is drawn from ``random.Random(<job id digits>)`` in 20000-59999: the same
+* ``MASTER_PORT`` is drawn from ``random.Random(<job id digits>)`` in 20000-32767 (below the
+  kernel's ephemeral port range, which outgoing connections use): the same
   on every rank of a job, and most likely different for two jobs sharing a first node.
 
 Without Slurm variables (a laptop, a unit test) the environment is a single process.
@@ -26,7 +27,9 @@ from dataclasses import dataclass
 
 from hpcdet.dispatcher.nodelist import first_host
 
-PORT_RANGE = (20000, 59999)
+# Below Linux's ephemeral range (32768-60999 by default), where any outgoing connection on
+# the node may hold a port: a rendezvous port from there failed with EADDRINUSE in CI.
+PORT_RANGE = (20000, 32767)
 LOCAL_ADDR = "127.0.0.1"
 
 # The step's view comes first: inside ``srun`` these describe the tasks of this step,

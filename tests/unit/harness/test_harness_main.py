@@ -101,7 +101,7 @@ def test_a_command_entrypoint_gets_the_torch_env(
     assert rank.returncode == 4
     rank_, world, local, addr, port = rank.stdout.split()
     assert (rank_, world, local, addr) == ("0", "1", "0", "n1")
-    assert 20000 <= int(port) <= 59999
+    assert 20000 <= int(port) <= 32767
     assert "backend none" in rank.stderr
 
 
