@@ -98,7 +98,9 @@ def epoch_permutation(size: int, seed: int, epoch: int) -> list[int]:
     """The order of the records in ``epoch``: a permutation drawn from (seed, epoch) only."""
     generator = torch.Generator()
     generator.manual_seed(seed * 1_000_003 + epoch)
-    return [int(i) for i in torch.randperm(size, generator=generator)]
+    # tolist(), not a comprehension over the tensor: 1 ms instead of ~140 ms for 49k records.
+    order: list[int] = torch.randperm(size, generator=generator).tolist()
+    return order
 
 
 def shard_batches(
