@@ -173,8 +173,13 @@ def _dummy_init(
     checkpoint_storage: str | os.PathLike[str] | None,
     hparams: dict[str, Any] | None,
 ) -> Context:
-    dist = distributed or DummyDistributedContext()
-    info = Info.dummy(hparams)
+    return dummy_context(distributed or DummyDistributedContext(), Info.dummy(hparams),
+                         checkpoint_storage)
+
+
+def dummy_context(dist: DistributedContext, info: Info,
+                  checkpoint_storage: str | os.PathLike[str] | None) -> Context:
+    """The Core API outside a job: metrics printed, checkpoints in a local directory."""
     train = DummyTrainContext(dist)
     storage = pathlib.Path(checkpoint_storage or DEFAULT_LOCAL_CHECKPOINTS).absolute()
     return Context(

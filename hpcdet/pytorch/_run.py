@@ -13,13 +13,11 @@ from typing import Any
 from hpcdet.core import (
     Context,
     DistributedContext,
-    DummyCheckpointContext,
     DummyDistributedContext,
-    DummyPreemptContext,
-    DummyTrainContext,
     Info,
     init,
 )
+from hpcdet.core._context import dummy_context
 from hpcdet.harness import distributed as harness_dist
 from hpcdet.harness.trial_info import trial_info_path
 from hpcdet.pytorch import _checkpoint
@@ -87,15 +85,7 @@ def local_core_context(
         latest_checkpoint=latest_checkpoint,
         experiment_config=dict(experiment_config),
     )
-    train = DummyTrainContext(dist)
-    storage = pathlib.Path(checkpoint_dir or DEFAULT_LOCAL_CHECKPOINTS).absolute()
-    return Context(
-        distributed=dist,
-        train=train,
-        checkpoint=DummyCheckpointContext(storage, dist, info=info, train=train),
-        preempt=DummyPreemptContext(dist),
-        info=info,
-    )
+    return dummy_context(dist, info, checkpoint_dir)
 
 
 def constant_hparams(experiment_config: Mapping[str, Any]) -> dict[str, Any]:

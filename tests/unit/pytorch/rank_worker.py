@@ -14,6 +14,7 @@ from typing import Any
 import torch.distributed as dist
 from pytorch_trials import RegressionTrial
 
+from hpcdet.harness.main import exit_process
 from hpcdet.pytorch import Trainer, local_core_context
 
 
@@ -62,3 +63,6 @@ def train(args: dict[str, Any]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     main(json.loads(pathlib.Path(sys.argv[1]).read_text()), int(sys.argv[2]))
+    # Exit as the harness does (hpcdet.harness.main.exit_process): a normal interpreter
+    # teardown races with gloo's C++ threads and sometimes aborts a finished rank.
+    exit_process(0)
