@@ -42,6 +42,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from hpcdet.master.db import session_scope
 from hpcdet.master.jobspec import checkpoint_dir
 from hpcdet.master.models import Checkpoint, Experiment, Metric, StateChange, Trial, as_utc
+from hpcdet.master.searcher_metric import SearcherMetric
 from hpcdet.states import TERMINAL_STATES
 
 log = logging.getLogger("hpcdet.checkpoint_gc")
@@ -246,10 +247,10 @@ def _plan(session: Session, exp_id: int) -> tuple[Path, list[str]] | None:
     rows = session.execute(
         select(Checkpoint, Trial.state).join(Trial, Trial.id == Checkpoint.trial_id)
         .where(Trial.experiment_id == exp_id)).all()
-    searcher = config.get("searcher") or {}
-    facts = _facts(session, [c for c, _ in rows], str(searcher.get("metric") or ""))
+    metric = SearcherMetric.of(config)
+    facts = _facts(session, [c for c, _ in rows], metric.name or "")
     keep = checkpoints_to_keep(facts, GcPolicy.from_config(config),
-                               smaller_is_better=searcher.get("smaller_is_better") is not False)
+                               smaller_is_better=metric.smaller_is_better)
     doomed = [c.uuid for c, trial_state in rows
               if c.state == ACTIVE and trial_state in _TERMINAL and c.uuid not in keep]
     return Path(checkpoint_dir(config)), doomed

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hpcdet.master.models import Checkpoint, Experiment, Job, StateChange, Trial, TrialLog
+from hpcdet.master.searcher_metric import SearcherMetric
 
 
 def _time(value: dt.datetime | None) -> str | None:
@@ -65,12 +66,12 @@ def checkpoint_detail(c: Checkpoint, experiment_id: int, storage_dir: str | None
                       searcher: dict[str, Any]) -> dict[str, Any]:
     """A checkpoint with where it lives and its searcher metric (the checkpoint routes)."""
     body = checkpoint(c)
-    metric = searcher.get("metric")
+    metric = SearcherMetric.of({"searcher": searcher})
     body.update(experiment_id=experiment_id,
                 storage_path=f"{storage_dir}/{c.uuid}" if storage_dir else None,
-                searcher_metric=metric,
-                smaller_is_better=searcher.get("smaller_is_better") is not False,
-                searcher_metric_value=(c.validation_metrics or {}).get(str(metric)))
+                searcher_metric=metric.name,
+                smaller_is_better=metric.smaller_is_better,
+                searcher_metric_value=(c.validation_metrics or {}).get(str(metric.name)))
     return body
 
 
@@ -81,9 +82,8 @@ def log_line(entry: TrialLog) -> dict[str, Any]:
 
 def best_trial_id(config: dict[str, Any], trials: Iterable[dict[str, Any]]) -> int | None:
     """The trial whose best validation of ``searcher.metric`` is best (None before any)."""
-    searcher = config.get("searcher") or {}
-    metric = searcher.get("metric")
-    sign = -1.0 if searcher.get("smaller_is_better") is False else 1.0
-    scored = [(sign * t["best_validation"]["metrics"][metric], t["id"]) for t in trials
-              if t.get("best_validation") and metric in t["best_validation"]["metrics"]]
+    metric = SearcherMetric.of(config)
+    scored = [(metric.key(value), t["id"]) for t in trials
+              if (value := metric.value_in((t.get("best_validation") or {}).get("metrics")))
+              is not None]
     return min(scored)[1] if scored else None

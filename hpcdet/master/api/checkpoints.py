@@ -19,6 +19,7 @@ from hpcdet.master.checkpoint_gc import ACTIVE, DELETED, STORAGE_TYPES
 from hpcdet.master.errors import ApiError
 from hpcdet.master.jobspec import checkpoint_dir
 from hpcdet.master.models import Checkpoint, Experiment, Trial
+from hpcdet.master.searcher_metric import SearcherMetric
 
 STATES = (ACTIVE, DELETED, "ALL")
 _BLOCK = 512
@@ -44,13 +45,13 @@ def list_checkpoints(exp_id: int) -> Any:
     rows = list(db().scalars(query.order_by(Checkpoint.trial_id, Checkpoint.steps_completed,
                                             Checkpoint.reported_at)))
     searcher = exp.config.get("searcher") or {}
+    metric = SearcherMetric.of(exp.config)
     if request.args.get("best"):
-        rows = _best(rows, searcher, int_arg("best", 1, lo=1))
+        rows = _best(rows, metric, int_arg("best", 1, lo=1))
     where = storage_dir(exp.config)
     return {"checkpoints": [serialize.checkpoint_detail(c, exp_id, where, searcher)
                             for c in rows],
-            "searcher_metric": searcher.get("metric"),
-            "smaller_is_better": searcher.get("smaller_is_better") is not False}
+            "searcher_metric": metric.name, "smaller_is_better": metric.smaller_is_better}
 
 
 def _state_arg() -> str:
@@ -61,14 +62,12 @@ def _state_arg() -> str:
     return state
 
 
-def _best(rows: list[Checkpoint], searcher: dict[str, Any], count: int) -> list[Checkpoint]:
+def _best(rows: list[Checkpoint], metric: SearcherMetric, count: int) -> list[Checkpoint]:
     """The ``count`` best checkpoints with a validation of the searcher metric, best first."""
-    metric = str(searcher.get("metric"))
-    sign = -1.0 if searcher.get("smaller_is_better") is False else 1.0
-    scored = [c for c in rows if isinstance((c.validation_metrics or {}).get(metric),
-                                            int | float)]
-    scored.sort(key=lambda c: sign * float((c.validation_metrics or {})[metric]))
-    return scored[:count]
+    scored = [(metric.key(value), c) for c in rows
+              if (value := metric.value_in(c.validation_metrics)) is not None]
+    scored.sort(key=lambda pair: pair[0])
+    return [c for _, c in scored[:count]]
 
 
 def _lookup(uuid: str) -> tuple[Checkpoint, Experiment]:

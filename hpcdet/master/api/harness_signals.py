@@ -22,6 +22,7 @@ from hpcdet.master.api.auth import require_token, require_trial_token
 from hpcdet.master.api.common import db, get_or_404, json_body
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.searcher_metric import SearcherMetric
 from hpcdet.states import State
 
 
@@ -66,10 +67,8 @@ def experiment_best_validation(trial_id: int) -> Any:
     require_trial_token(trial)
     config = db().scalars(select(Experiment.config).where(
         Experiment.id == trial.experiment_id)).one()
-    searcher = config.get("searcher") or {}
-    metric, sign = searcher.get("metric"), -1.0 if searcher.get("smaller_is_better") is False \
-        else 1.0
-    values = [best["metrics"][metric] for best in db().scalars(
+    metric = SearcherMetric.of(config)
+    values = [value for best in db().scalars(
         select(Trial.best_validation).where(Trial.experiment_id == trial.experiment_id))
-        if best and metric in best.get("metrics", {})]
-    return {"best": min(values, key=lambda v: sign * v) if values else None}
+        if (value := metric.value_in((best or {}).get("metrics"))) is not None]
+    return {"best": min(values, key=metric.key) if values else None}

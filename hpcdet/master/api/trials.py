@@ -25,6 +25,7 @@ from hpcdet.master.models import (
     Trial,
     TrialLog,
 )
+from hpcdet.master.searcher_metric import SearcherMetric
 
 METRIC_GROUPS = ("training", "validation", "profiling")
 MAX_REPORTS = 10_000
@@ -142,13 +143,13 @@ def _queue_for_searcher(trial: Trial, reports: list[tuple[int, dict[str, float]]
 
 
 def _update_best(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:
-    searcher = db().scalars(select(Experiment.config).where(
-        Experiment.id == trial.experiment_id)).one()["searcher"]
-    metric, sign = searcher.get("metric"), 1 if searcher.get("smaller_is_better", True) else -1
+    metric = SearcherMetric.of(db().scalars(select(Experiment.config).where(
+        Experiment.id == trial.experiment_id)).one())
     best = trial.best_validation
     for steps, metrics in reports:
-        if metric in metrics and (best is None or
-                                  sign * metrics[metric] < sign * best["metrics"][metric]):
+        value = metric.value_in(metrics)
+        if value is not None and (best is None or metric.key(value) < metric.key(
+                float(best["metrics"][metric.name]))):
             best = {"steps_completed": steps, "metrics": metrics}
     trial.best_validation = best
 
