@@ -7,12 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
 
 from hpcdet.dispatcher.slurm import SlurmBackend
 from hpcdet.master.app import create_app
-from hpcdet.master.db import migrate
+from hpcdet.master.db import make_session_factory, migrate
+from hpcdet.master.reconciler import Reconciler
 from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
 
 
@@ -35,3 +37,16 @@ def app(settings: MasterSettings) -> Iterator[Flask]:
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+@pytest.fixture
+def fake() -> FakeSchedulerBackend:
+    """The scripted scheduler (tests/unit/master/fake_scheduler.py)."""
+    return FakeSchedulerBackend()
+
+
+@pytest.fixture
+def reconciler(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
+    """A reconciler on the app's database, submitting to the scripted scheduler."""
+    return Reconciler(app.config["HPCDET_SETTINGS"],
+                      make_session_factory(app.config["HPCDET_ENGINE"]), fake)

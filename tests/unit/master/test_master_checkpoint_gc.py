@@ -65,17 +65,6 @@ WORKED_TABLE = [
 
 
 @pytest.fixture
-def fake() -> FakeSchedulerBackend:
-    return FakeSchedulerBackend()
-
-
-@pytest.fixture
-def reconciler(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return Reconciler(app.config["HPCDET_SETTINGS"],
-                      make_session_factory(app.config["HPCDET_ENGINE"]), fake)
-
-
-@pytest.fixture
 def root(tmp_path: Path) -> Path:
     return tmp_path / "checkpoints"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
@@ -15,17 +14,6 @@ from hpcdet.dispatcher import JobPhase
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Job, StateChange, Trial, TrialLog
 from hpcdet.master.reconciler import Reconciler
-
-
-@pytest.fixture
-def fake() -> FakeSchedulerBackend:
-    return FakeSchedulerBackend()
-
-
-@pytest.fixture
-def reconciler(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return Reconciler(app.config["HPCDET_SETTINGS"],
-                      make_session_factory(app.config["HPCDET_ENGINE"]), fake)
 
 
 def trial_history(app: Flask, trial_id: int) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
@@ -53,19 +52,9 @@ searcher:
 """
 
 
-@pytest.fixture
-def fake() -> FakeSchedulerBackend:
-    return FakeSchedulerBackend()
-
-
 def new_reconciler(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
     return Reconciler(app.config["HPCDET_SETTINGS"],
                       make_session_factory(app.config["HPCDET_ENGINE"]), fake)
-
-
-@pytest.fixture
-def reconciler(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return new_reconciler(app, fake)
 
 
 def trials(app: Flask, exp_id: int) -> list[Trial]:
