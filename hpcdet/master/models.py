@@ -108,6 +108,11 @@ class Trial(Base):
     stop_requested_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     # Why the master asked it to stop, e.g. "early_stopped" by ASHA before max_time.
     stop_reason: Mapped[str | None] = mapped_column(String(32))
+    # Interruptions that did not count against max_restarts (preemption, walltime).
+    interruptions: Mapped[int] = mapped_column(Integer, default=0)
+    # log_policies actions seen in the trial's logs: no more restarts; nodes to avoid.
+    cancel_retries: Mapped[bool] = mapped_column(Boolean, default=False)
+    excluded_nodes: Mapped[list[Any]] = mapped_column(default=list)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -123,6 +128,11 @@ class Job(Base):
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), index=True)
     run_id: Mapped[int] = mapped_column(Integer)
     job_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    # The job name, unique per (trial, run): how a restarted master finds a job whose
+    # submission it recorded but whose id it never learnt.
+    name: Mapped[str] = mapped_column(String(128), default="")
+    # How many times Slurm has requeued this job (its restart count) as last seen.
+    requeues: Mapped[int] = mapped_column(Integer, default=0)
     active: Mapped[bool] = mapped_column(Boolean, default=True, index=True)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     phase: Mapped[str | None] = mapped_column(String(32))
@@ -164,6 +174,12 @@ class Metric(Base):
     steps_completed: Mapped[int] = mapped_column(BigInteger)
     name: Mapped[str] = mapped_column(String(256))
     value: Mapped[float] = mapped_column(Float)
+    # The execution that reported it: the master's run and Slurm's requeue count.
+    run_id: Mapped[int] = mapped_column(Integer, default=0)
+    requeue: Mapped[int] = mapped_column(Integer, default=0)
+    # Reported by a run that a later run rolled back (it resumed from an earlier
+    # checkpoint and reported these steps again); hidden from readers, kept for audit.
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
     reported_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -213,6 +229,24 @@ class Template(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class ReportStream(Base):
+    """The reports of one execution of a trial (one run, or one Slurm requeue of it).
+
+    The harness numbers its reports 0, 1, 2, ... and resends a batch until the master
+    has answered; ``last_seq`` is the highest number stored, so a resent report is
+    recognised and dropped instead of stored twice.
+    """
+
+    __tablename__ = "report_streams"
+
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"),
+                                          primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    requeue: Mapped[int] = mapped_column(Integer, primary_key=True)
+    last_seq: Mapped[int] = mapped_column(BigInteger, default=-1)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class TrialLog(Base):
     __tablename__ = "trial_logs"
     __table_args__ = (Index("ix_trial_logs_trial_id_id", "trial_id", "id"),)
@@ -221,10 +255,11 @@ class TrialLog(Base):
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"))
     job_id: Mapped[str | None] = mapped_column(String(64))
     rank: Mapped[int | None] = mapped_column(Integer)
+    node: Mapped[str | None] = mapped_column(String(128))
     stream: Mapped[str] = mapped_column(String(8))
     line: Mapped[str] = mapped_column(Text)
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-__all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "SearcherEvent", "StateChange",
+__all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "ReportStream", "SearcherEvent", "StateChange",
            "Template", "Trial", "TrialLog", "as_utc", "utcnow"]

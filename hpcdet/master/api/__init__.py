@@ -11,6 +11,8 @@ from hpcdet.master.api import (  # noqa: E402,F401
     checkpoints,
     experiments,
     harness_signals,
+    lifecycle,
+    logs,
     master_info,
     templates,
     trials,

@@ -1,4 +1,4 @@
-"""Experiment routes: create (and dry-run), list, describe, kill, trials."""
+"""Experiment routes: create (and dry-run), list, describe, trials."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ from hpcdet.master.api.templates import template_for_experiment
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, StateChange, Trial
 from hpcdet.master.submission import accept
-from hpcdet.master.transitions import transition
-from hpcdet.states import State
 
 
 @bp.post("/experiments")
@@ -104,19 +102,3 @@ def history(kind: str, entity_id: int) -> list[dict[str, Any]]:
 def list_trials(exp_id: int) -> Any:
     get_or_404(Experiment, exp_id, "experiment")
     return {"trials": _trials_of(exp_id)}
-
-
-@bp.post("/experiments/<int:exp_id>/kill")
-def kill_experiment(exp_id: int) -> Any:
-    """Stop every trial now: queued jobs are withdrawn and running ones cancelled."""
-    actor = current_user()
-    exp = get_or_404(Experiment, exp_id, "experiment")
-    if State(exp.state).is_terminal:
-        raise ApiError(409, "conflict", f"experiment {exp_id} already ended {exp.state}")
-    transition(db(), exp, State.STOPPING_KILLED, cause="kill requested", actor=actor)
-    for trial in db().scalars(select(Trial).where(Trial.experiment_id == exp_id)).all():
-        if not State(trial.state).is_terminal:
-            transition(db(), trial, State.STOPPING_KILLED, cause="experiment killed",
-                       actor=actor)
-    db().commit()
-    return {"experiment": serialize.experiment(exp, len(_trials_of(exp_id)))}

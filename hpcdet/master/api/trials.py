@@ -1,4 +1,4 @@
-"""Trial routes: describe, metrics (read and report), checkpoints, logs."""
+"""Trial routes: describe, metrics (read and report), checkpoints."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sqlalchemy import select
 from hpcdet.master import serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user, require_token, require_trial_token
-from hpcdet.master.api.common import db, get_or_404, int_arg, json_body
+from hpcdet.master.api.common import db, get_or_404, json_body
 from hpcdet.master.errors import ApiError
 from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.models import (
@@ -23,7 +23,6 @@ from hpcdet.master.models import (
     Metric,
     SearcherEvent,
     Trial,
-    TrialLog,
 )
 from hpcdet.master.searcher_metric import SearcherMetric
 
@@ -188,23 +187,3 @@ def _validation_at(trial: Trial, steps: int) -> dict[str, Any] | None:
     if latest and latest.get("steps_completed") == steps:
         return dict(latest["metrics"])
     return None
-
-
-@bp.get("/trials/<int:trial_id>/logs")
-def read_logs(trial_id: int) -> Any:
-    """Log lines after ``after`` (a log id), or the last ``tail`` lines."""
-    current_user()
-    trial = get_or_404(Trial, trial_id, "trial")
-    query = select(TrialLog).where(TrialLog.trial_id == trial_id)
-    if request.args.get("rank"):
-        query = query.where(TrialLog.rank == int_arg("rank", 0))
-    tail, after = int_arg("tail", 0, hi=100_000), int_arg("after", 0, hi=2**62)
-    if tail:
-        rows = list(reversed(db().scalars(query.order_by(TrialLog.id.desc()).limit(tail)).all()))
-    else:
-        query = query.where(TrialLog.id > after)
-        rows = list(db().scalars(query.order_by(TrialLog.id).limit(int_arg("limit", 5000,
-                                                                           hi=100_000))))
-    last = rows[-1].id if rows else after
-    return {"logs": [serialize.log_line(r) for r in rows], "last_id": last,
-            "trial_state": trial.state}
