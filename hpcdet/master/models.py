@@ -230,11 +230,13 @@ class Template(Base):
 
 
 class ReportStream(Base):
-    """The reports of one execution of a trial (one run, or one Slurm requeue of it).
+    """The reports of one reporter of one execution of a trial.
 
-    The harness numbers its reports 0, 1, 2, ... and resends a batch until the master
-    has answered; ``last_seq`` is the highest number stored, so a resent report is
-    recognised and dropped instead of stored twice.
+    An execution is one run of the trial (a job the master submitted) or one Slurm requeue
+    of it; within it each reporting rank (the chief, and ranks that report their own
+    profiling) numbers its reports 0, 1, 2, ... and resends a batch until the master has
+    answered. ``last_seq`` is the highest number stored, so a resent report is recognised
+    and dropped instead of stored twice.
     """
 
     __tablename__ = "report_streams"
@@ -243,6 +245,7 @@ class ReportStream(Base):
                                           primary_key=True)
     run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     requeue: Mapped[int] = mapped_column(Integer, primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer, primary_key=True)
     last_seq: Mapped[int] = mapped_column(BigInteger, default=-1)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

@@ -24,7 +24,7 @@ def upgrade() -> None:
     sa.Column('last_seq', sa.BigInteger(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['trial_id'], ['trials.id'], name=op.f('fk_report_streams_trial_id_trials'), ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('trial_id', 'run_id', 'requeue', name=op.f('pk_report_streams'))
+    sa.PrimaryKeyConstraint('trial_id', 'run_id', 'requeue', 'rank', name=op.f('pk_report_streams'))
     )
     with op.batch_alter_table('jobs', schema=None) as batch_op:
         batch_op.add_column(sa.Column('name', sa.String(length=128), nullable=False, server_default=''))
