@@ -19,8 +19,9 @@ depends_on = None
 def upgrade() -> None:
     op.create_table('report_streams',
     sa.Column('trial_id', sa.Integer(), nullable=False),
-    sa.Column('run_id', sa.Integer(), nullable=False, server_default='0'),
-    sa.Column('requeue', sa.Integer(), nullable=False, server_default='0'),
+    sa.Column('run_id', sa.Integer(), nullable=False),
+    sa.Column('requeue', sa.Integer(), nullable=False),
+    sa.Column('rank', sa.Integer(), nullable=False),
     sa.Column('last_seq', sa.BigInteger(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['trial_id'], ['trials.id'], name=op.f('fk_report_streams_trial_id_trials'), ondelete='CASCADE'),
