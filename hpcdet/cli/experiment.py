@@ -386,15 +386,6 @@ def _percent(value: Any) -> str | None:
     return f"{100 * float(value):.0f}%" if isinstance(value, int | float) else None
 
 
-@experiment.command("kill")
-@click.argument("experiment_id", type=int)
-@pass_state
-def kill(state: CliState, experiment_id: int) -> None:
-    """Stop an experiment at once, cancelling its Slurm jobs."""
-    answer = state.client().post(f"/experiments/{experiment_id}/kill")
-    click.echo(f"Experiment {experiment_id}: {answer['experiment']['state']}")
-
-
 @experiment.command("list-trials")
 @click.argument("experiment_id", type=int)
 @JSON_OPTION
@@ -447,3 +438,9 @@ def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
     if trial_id is None:
         raise CliError(f"experiment {experiment_id} has no trials")
     show_logs(state, trial_id, follow=follow, head=head, tail=tail)
+
+
+# pause, activate, cancel, kill, archive, unarchive (hpcdet/cli/lifecycle.py)
+from hpcdet.cli.lifecycle import add_lifecycle_commands  # noqa: E402
+
+add_lifecycle_commands(experiment)

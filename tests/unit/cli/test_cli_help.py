@@ -22,6 +22,8 @@ EXPECTED_COMMANDS = {
     ("experiment",), ("experiment", "create"), ("experiment", "list"),
     ("experiment", "describe"), ("experiment", "kill"), ("experiment", "logs"),
     ("experiment", "list-trials"), ("experiment", "list-checkpoints"),
+    ("experiment", "pause"), ("experiment", "activate"), ("experiment", "cancel"),
+    ("experiment", "archive"), ("experiment", "unarchive"),
     ("checkpoint",), ("checkpoint", "describe"), ("checkpoint", "download"),
     ("trial",), ("trial", "list"), ("trial", "describe"), ("trial", "logs"),
     ("master",), ("master", "info"),
