@@ -30,11 +30,13 @@ from hpcdet.cli.output import (
 from hpcdet.cli.trial import (
     JSON_OPTION,
     LogCursor,
+    LogFilter,
     check_log_flags,
     follow_logs,
     history_table,
     is_terminal,
     log_options,
+    log_text,
     print_trials,
     show_logs,
     trials_table,
@@ -372,7 +374,15 @@ def describe_text(answer: Mapping[str, Any]) -> str:
         header + "\n" + fields,
         "Trials (* best):\n" + (table if trials else "  none"),
         "State history:\n" + (history or "  none"),
+        *(_log_tail_section(t) for t in trials if t.get("state") == "ERROR"),
     ])
+
+
+def _log_tail_section(t: Mapping[str, Any]) -> str:
+    """The last lines an ERROR trial logged (``last_log_lines`` of the master's answer)."""
+    lines = t.get("last_log_lines") or []
+    body = "\n".join("  " + log_text(line) for line in lines) if lines else "  none"
+    return f"Last log lines of trial {t.get('id')}:\n{body}"
 
 
 def _metric_goal(searcher: Mapping[str, Any]) -> str | None:
@@ -424,10 +434,11 @@ def list_checkpoints(state: CliState, experiment_id: int, best: int | None, show
 @log_options
 @pass_state
 def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
-         tail: int | None) -> None:
+         tail: int | None, rank: int | None, node: str | None, as_json: bool) -> None:
     """Print the logs of an experiment's first trial.
 
-    With --follow, waits for the trial to be created if need be.
+    With --follow, waits for the trial to be created if need be. Each line is prefixed
+    with [rank R NODE] where the master knows them.
     """
     check_log_flags(follow=follow, head=head, tail=tail)
     if follow:
@@ -437,7 +448,8 @@ def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
         trial_id = min((int(t["id"]) for t in trials), default=None)
     if trial_id is None:
         raise CliError(f"experiment {experiment_id} has no trials")
-    show_logs(state, trial_id, follow=follow, head=head, tail=tail)
+    show_logs(state, trial_id, follow=follow, head=head, tail=tail,
+              selection=LogFilter(rank, node, as_json))
 
 
 # pause, activate, cancel, kill, archive, unarchive (hpcdet/cli/lifecycle.py)

@@ -1,12 +1,14 @@
 """``det trial``: list, describe and read the logs of trials.
 
-The log helpers here (:class:`LogCursor`, :func:`print_log_pages`, :func:`follow_logs`) are
-shared with ``det experiment logs`` and ``det experiment create --follow``.
+The log helpers here (:class:`LogCursor`, :class:`LogFilter`, :func:`print_log_pages`,
+:func:`follow_logs`) are shared with ``det experiment logs`` and ``det experiment create
+--follow``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,6 +24,7 @@ from hpcdet.cli.output import (
     render_fields,
     render_table,
 )
+from hpcdet.cli.slurm_reasons import reason_words
 from hpcdet.states import TERMINAL_STATES
 
 if TYPE_CHECKING:
@@ -33,14 +36,38 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 
 
 def log_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``-f/--follow``, ``--head N`` and ``--tail N``, shared by every logs command."""
-    command = click.option("--tail", type=click.IntRange(min=0), metavar="N",
-                           help="Print only the last N lines (then new ones, with --follow).")(
-        command)
-    command = click.option("--head", type=click.IntRange(min=0), metavar="N",
-                           help="Print only the first N lines.")(command)
-    return click.option("-f", "--follow", is_flag=True,
-                        help="Keep printing new lines until the trial ends.")(command)
+    """``-f``, ``--head N``, ``--tail N``, ``--rank R``, ``--node NODE`` and ``--json``,
+    shared by every logs command."""
+    options = [
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print one JSON object per line (id, rank, node, stream, line, "
+                          "job_id, at), for scripts."),
+        click.option("--node", metavar="NODE", help="Only the lines from host NODE."),
+        click.option("--rank", type=click.IntRange(min=0), metavar="R",
+                     help="Only the lines of rank R."),
+        click.option("--tail", type=click.IntRange(min=0), metavar="N",
+                     help="Print only the last N lines (then new ones, with --follow)."),
+        click.option("--head", type=click.IntRange(min=0), metavar="N",
+                     help="Print only the first N lines."),
+        click.option("-f", "--follow", is_flag=True,
+                     help="Keep printing new lines until the trial ends."),
+    ]
+    for option in options:
+        command = option(command)
+    return command
+
+
+@dataclasses.dataclass(frozen=True)
+class LogFilter:
+    """Which lines a logs command asks for, and how it prints them."""
+
+    rank: int | None = None
+    node: str | None = None
+    as_json: bool = False
+
+    def params(self) -> dict[str, Any]:
+        """The query parameters of ``GET /trials/<id>/logs`` that narrow the lines."""
+        return {k: v for k, v in (("rank", self.rank), ("node", self.node)) if v is not None}
 
 
 def is_terminal(state: str | None) -> bool:
@@ -104,7 +131,9 @@ def format_hparams(hparams: Mapping[str, Any], prefix: str = "") -> str:
 
 
 def trial_note(t: Mapping[str, Any]) -> str:
-    """Why a trial stopped or exited early, in a few words (empty otherwise)."""
+    """Why a trial waits, stopped or exited early, in a few words (empty otherwise)."""
+    if t.get("state") == "QUEUED" and t.get("pending_reason"):
+        return reason_words(t["pending_reason"]) or ""
     if t.get("early_exit") == "invalid_hp":
         return "invalid hyperparameters"
     if t.get("early_exit"):
@@ -184,12 +213,28 @@ def _summary_fields(t: Mapping[str, Any]) -> str:
     return render_fields([
         ("hyperparameters", t.get("hparams")), ("seed", t.get("seed")),
         ("steps completed", t.get("steps_completed")), ("restarts", t.get("restarts")),
+        ("interruptions", t.get("interruptions")),
+        *_only_set([("pending", reason_words(t.get("pending_reason"))),
+                    ("log policies", _policy_note(t))]),
         ("best validation", t.get("best_validation")),
         ("latest checkpoint", t.get("latest_checkpoint")),
         ("Slurm jobs", t.get("job_ids")), ("nodes", t.get("nodes")),
         ("created", format_time(t.get("created_at"))),
         ("ended", format_time(t.get("ended_at"))),
     ])
+
+
+def _only_set(pairs: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The fields worth a line only when they say something."""
+    return [(key, value) for key, value in pairs if value]
+
+
+def _policy_note(t: Mapping[str, Any]) -> str | None:
+    """What the trial's log policies decided (``cancel_retries``, ``exclude_node``)."""
+    notes = ["no more restarts"] if t.get("cancel_retries") else []
+    if t.get("excluded_nodes"):
+        notes.append("excluded nodes " + ", ".join(map(str, t["excluded_nodes"])))
+    return "; ".join(notes) or None
 
 
 def _section(title: str, table: str | None) -> str:
@@ -217,11 +262,12 @@ def _checkpoints_table(checkpoints: Sequence[Mapping[str, Any]]) -> str | None:
 def _jobs_table(jobs: Sequence[Mapping[str, Any]]) -> str | None:
     if not jobs:
         return None
-    rows = [[j.get("job_id"), j.get("run_id"), j.get("native_state"), j.get("reason"),
-             j.get("exit_code"), j.get("nodes"), format_time(j.get("submitted_at"))]
+    rows = [[j.get("job_id"), j.get("run_id"), j.get("requeues"), j.get("native_state"),
+             j.get("reason"), j.get("exit_code"), j.get("nodes"),
+             format_time(j.get("submitted_at"))]
             for j in jobs]
-    return render_table(["Job ID", "Run", "Slurm state", "Reason", "Exit code", "Nodes",
-                         "Submitted"], rows)
+    return render_table(["Job ID", "Run", "Requeues", "Slurm state", "Reason", "Exit code",
+                         "Nodes", "Submitted"], rows)
 
 
 def history_table(history: Sequence[Mapping[str, Any]]) -> str | None:
@@ -238,18 +284,22 @@ def history_table(history: Sequence[Mapping[str, Any]]) -> str | None:
 @log_options
 @pass_state
 def logs(state: CliState, trial_id: int, follow: bool, head: int | None,
-         tail: int | None) -> None:
-    """Print a trial's logs (all ranks, stdout and stderr)."""
-    show_logs(state, trial_id, follow=follow, head=head, tail=tail)
+         tail: int | None, rank: int | None, node: str | None, as_json: bool) -> None:
+    """Print a trial's logs (all ranks, stdout and stderr).
+
+    Each line is prefixed with [rank R NODE] where the master knows them.
+    """
+    show_logs(state, trial_id, follow=follow, head=head, tail=tail,
+              selection=LogFilter(rank, node, as_json))
 
 
 def show_logs(state: CliState, trial_id: int, *, follow: bool, head: int | None,
-              tail: int | None) -> None:
+              tail: int | None, selection: LogFilter = LogFilter()) -> None:
     """What ``det trial logs`` and ``det experiment logs`` do once the trial is known."""
     check_log_flags(follow=follow, head=head, tail=tail)
-    cursor = LogCursor(state.client(), trial_id)
+    cursor = LogCursor(state.client(), trial_id, selection=selection)
     if tail is not None:
-        echo_logs(cursor.fetch(tail=tail))
+        echo_logs(cursor.fetch(tail=tail), as_json=selection.as_json)
     else:
         print_log_pages(cursor, limit=head)
     if follow:
@@ -272,10 +322,11 @@ class LogCursor:
     trial_id: int
     after: int = 0
     trial_state: str | None = None
+    selection: LogFilter = LogFilter()
 
     def fetch(self, *, limit: int | None = None, tail: int | None = None) -> list[Any]:
         """The next lines after :attr:`after` (or the last ``tail`` lines)."""
-        params = {"after": self.after, "limit": limit, "tail": tail}
+        params = {"after": self.after, "limit": limit, "tail": tail, **self.selection.params()}
         answer = self.client.get(f"/trials/{self.trial_id}/logs",
                                  params={k: v for k, v in params.items() if v is not None})
         lines: list[Any] = answer.get("logs") or []
@@ -284,12 +335,26 @@ class LogCursor:
         return lines
 
 
-def echo_logs(lines: Sequence[Mapping[str, Any]]) -> None:
-    """Print log lines, each prefixed with ``[rank=N]`` when the rank is known."""
+JSON_LOG_KEYS = ("id", "rank", "node", "stream", "line", "job_id", "at")
+
+
+def echo_logs(lines: Sequence[Mapping[str, Any]], *, as_json: bool = False) -> None:
+    """Print log lines, each prefixed with ``[rank R NODE]`` as far as they are known;
+    with ``as_json``, one JSON object per line."""
     for line in lines:
-        text = str(line.get("line", "")).rstrip("\n")
-        rank = line.get("rank")
-        click.echo(text if rank is None else f"[rank={rank}] {text}")
+        if as_json:
+            click.echo(json.dumps({key: line.get(key) for key in JSON_LOG_KEYS}))
+        else:
+            click.echo(log_text(line))
+
+
+def log_text(line: Mapping[str, Any]) -> str:
+    """``[rank 3 node2] text``, ``[node1] text`` (the batch script) or just the text."""
+    text = str(line.get("line", "")).rstrip("\n")
+    rank, node = line.get("rank"), line.get("node")
+    where = " ".join(([f"rank {rank}"] if rank is not None else [])
+                     + ([str(node)] if node else []))
+    return f"[{where}] {text}" if where else text
 
 
 def print_log_pages(cursor: LogCursor, *, limit: int | None = None) -> None:
@@ -299,7 +364,7 @@ def print_log_pages(cursor: LogCursor, *, limit: int | None = None) -> None:
         lines = cursor.fetch(limit=None if limit is None else limit - printed)
         if not lines:
             return
-        echo_logs(lines)
+        echo_logs(lines, as_json=cursor.selection.as_json)
         printed += len(lines)
 
 
@@ -312,7 +377,7 @@ def follow_logs(cursor: LogCursor, *, poll_interval: float,
     """
     while True:
         lines = cursor.fetch()
-        echo_logs(lines)
+        echo_logs(lines, as_json=cursor.selection.as_json)
         if lines:
             continue
         if is_terminal(cursor.trial_state):

@@ -15,6 +15,7 @@ import os
 import pathlib
 import re
 import shutil
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -23,6 +24,8 @@ from hpcdet.core._distributed import DistributedContext
 from hpcdet.core._info import Info
 from hpcdet.core._train import TrainContext
 from hpcdet.errors import HpcdetError
+from hpcdet.harness.trial_info import JOB_DIR_VAR
+from hpcdet.jobfiles import write_latest_checkpoint
 
 METADATA_FILE = "metadata.json"
 PARTIAL_SUFFIX = ".partial"
@@ -148,6 +151,7 @@ class CheckpointContext:
                 "resources": resources_of(path),
             }
         )
+        _remember_latest(storage_id, metadata["steps_completed"])
 
 
 class DummyCheckpointContext(CheckpointContext):
@@ -162,6 +166,22 @@ class DummyCheckpointContext(CheckpointContext):
         train: TrainContext,
     ) -> None:
         super().__init__(checkpoint_dir, distributed, info=info, train=train, registrar=None)
+
+
+def _remember_latest(storage_id: str, steps_completed: int) -> None:
+    """Note the checkpoint in the job directory, where a requeued job looks for it.
+
+    Slurm reruns a requeued job with the ``trial.json`` it was submitted with, which names
+    an older checkpoint (or none); see :mod:`hpcdet.jobfiles`.
+    """
+    job_dir = os.environ.get(JOB_DIR_VAR)
+    if not job_dir:
+        return
+    try:
+        write_latest_checkpoint(job_dir, storage_id, steps_completed)
+    except OSError as exc:  # the checkpoint is saved and registered; only a requeue loses it
+        print(f"hpcdet core: could not note checkpoint {storage_id} in {job_dir}: {exc}",
+              file=sys.stderr, flush=True)
 
 
 def _check_steps(metadata: Mapping[str, Any] | None) -> None:

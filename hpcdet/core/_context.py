@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import pathlib
 import socket
@@ -23,7 +24,14 @@ from hpcdet.core._preempt import (
     poll_interval_from_environ,
 )
 from hpcdet.core._profiler import ProfilerContext, ProfilerScope, ReporterSink
-from hpcdet.core._reporter import Backoff, MetricsReporter, post_with_retry
+from hpcdet.core._reporter import (
+    Backoff,
+    MetricsReporter,
+    StreamIdentity,
+    close_timeout_from_environ,
+    post_with_retry,
+)
+from hpcdet.core._spool import spool_dir
 from hpcdet.core._train import (
     BestValidationFetcher,
     DummyTrainContext,
@@ -199,14 +207,16 @@ def _real_init(
     # An unmanaged trial.json comes from `det experiment create --dry-run`: the job was
     # submitted by hand and no trial exists in the master, so nothing is reported to it.
     unmanaged = bool(trial.extra.get("unmanaged"))
-    # Every rank checks the setting, so a bad value stops them all alike.
+    # Every rank checks the settings, so a bad value stops them all alike.
     poll_seconds = None if unmanaged else poll_interval_from_environ()
+    if not unmanaged:
+        close_timeout_from_environ()
     cleanup: list[Callable[[], None]] = []
     dist = distributed or _distributed_from_job(trial, cleanup)
     _warn_ignored_storage(trial, checkpoint_storage)
     info = Info.from_trial_info(trial)
     client = None if unmanaged else _chief_client(trial, dist, cleanup)
-    reporter = MetricsReporter(client, trial.trial_id) if client is not None else None
+    reporter = _reporter(client, trial, dist.rank) if client is not None else None
     train = DummyTrainContext(dist) if unmanaged else _train_context(trial, dist, client, reporter)
     if client is not None and poll_seconds is not None:
         _watch_preemption(trial, poll_seconds, cleanup)
@@ -215,7 +225,7 @@ def _real_init(
         dist,
         info=info,
         train=train,
-        registrar=_registrar(client, trial.trial_id) if client else None,
+        registrar=_registrar(reporter) if reporter else None,
     )
     preempt = PreemptContext(dist)
     return Context(
@@ -304,13 +314,13 @@ def _profiler(
         return ProfilerContext(scope=scope)
     if chief_reporter is not None:
         return ProfilerContext(lambda: ReporterSink(chief_reporter), scope=scope)
-    return ProfilerContext(lambda: _rank_sink(trial), scope=scope)
+    return ProfilerContext(lambda: _rank_sink(trial, dist.rank), scope=scope)
 
 
-def _rank_sink(trial: TrialInfo) -> ReporterSink:
+def _rank_sink(trial: TrialInfo, rank: int) -> ReporterSink:
     """A reporter of this rank's own, closed (with its client) by the profiler."""
     client = MasterClient(trial.master_url, token=read_token(trial))
-    reporter = MetricsReporter(client, trial.trial_id)
+    reporter = _reporter(client, trial, rank)
 
     def close() -> None:
         try:
@@ -373,11 +383,37 @@ def report_job_early_exit(trial: TrialInfo, reason: EarlyExitReason) -> bool:
     return True
 
 
-def _registrar(client: MasterClient, trial_id: int) -> Callable[[dict[str, Any]], None]:
-    def register(body: dict[str, Any]) -> None:
-        post_with_retry(client, f"/trials/{trial_id}/checkpoints", body, backoff=_REGISTER_BACKOFF)
+def _reporter(client: MasterClient, trial: TrialInfo, rank: int) -> MetricsReporter:
+    """The reporter of ``rank``: one stream of this execution, spooled in the job directory."""
+    stream = stream_identity(trial, rank, os.environ)
+    where = (spool_dir(trial.job_dir, stream.run_id, stream.requeue, rank)
+             if trial.job_dir else None)
+    return MetricsReporter(client, trial.trial_id, close_timeout=close_timeout_from_environ(),
+                           stream=stream, spool_dir=where)
 
-    return register
+
+def stream_identity(trial: TrialInfo, rank: int, environ: Mapping[str, str]) -> StreamIdentity:
+    """Which execution reports (run, Slurm's restart count), as which rank, resumed from what."""
+    raw = environ.get("SLURM_RESTART_COUNT", "").strip()
+    uuid = trial.latest_checkpoint
+    steps = resumed_steps(pathlib.Path(trial.checkpoint_dir), uuid) if uuid else 0
+    return StreamIdentity(run_id=trial.run_id, requeue=int(raw) if raw.isdigit() else 0,
+                          rank=rank, resumed_uuid=uuid, resumed_steps=steps)
+
+
+def resumed_steps(checkpoint_dir: pathlib.Path, uuid: str) -> int:
+    """``steps_completed`` in the checkpoint's ``metadata.json``; 0 if it cannot be read."""
+    try:
+        steps = json.loads((checkpoint_dir / uuid / "metadata.json").read_text()).get(
+            "steps_completed")
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else 0
+
+
+def _registrar(reporter: MetricsReporter) -> Callable[[dict[str, Any]], None]:
+    """Registrations go through the reporter, in order with the reports before them."""
+    return reporter.register_checkpoint
 
 
 def _warn_ignored_storage(trial: TrialInfo, storage: str | os.PathLike[str] | None) -> None:

@@ -8,7 +8,10 @@ A backend does four things, and only :meth:`Backend.render` is pure:
 * ``poll(jobs) -> {job_id: JobStatus}``: one status for *every* job asked about, gathered
   with a bounded number of scheduler commands per call (Slurm: one ``squeue`` and at most
   one ``sacct``), never one command per job;
-* ``cancel(job_ids)``: one command for all of them.
+* ``cancel(job_ids)``: one command for all of them;
+* ``find(names) -> {name: job_id}``: the jobs submitted under these names, with one
+  command (plus at most one for finished jobs). A master that crashed between recording
+  its intent to submit and learning the job id uses it instead of submitting again.
 
 Every scheduler command runs through :mod:`hpcdet.dispatcher.commands`, the one place
 that starts scheduler processes.
@@ -127,6 +130,8 @@ class JobStatus:
     exit_code: int | None = None
     nodes: str | None = None
     source: str = "squeue"  # squeue | sacct | exit-file | none
+    # How many times the scheduler has requeued the job (None: it did not say).
+    restarts: int | None = None
 
 
 class Backend(abc.ABC):
@@ -149,6 +154,10 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def cancel(self, job_ids: Sequence[str]) -> None:
         """Cancel all of ``job_ids`` with one command."""
+
+    @abc.abstractmethod
+    def find(self, names: Sequence[str]) -> dict[str, str]:
+        """The newest job id submitted under each of ``names`` (names not found are left out)."""
 
 
 BACKEND_MODULES: Mapping[str, str] = {

@@ -84,7 +84,13 @@ _SBATCH_PARSABLE = re.compile(r"^(\d+)(?:;\S+)?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What scancel/squeue print for ids Slurm has already forgotten or finished.
 _ALREADY_GONE = ("Invalid job id specified", "already completing or completed")
-_SQUEUE_FORMAT = "%i|%T|%N|%r"  # reason last: the only field that could hold a "|"
+# --Format with "|" after each field (no padding); the reason last, as the only field
+# that could hold a "|".
+_SQUEUE_FORMAT = "JobID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
+_SQUEUE_NAMES_FORMAT = "JobID:|,Name:|"
+_SACCT_NAMES_FORMAT = "JobID,JobName"
+# How far back sacct looks for a job by name (its default is since midnight).
+_FIND_WINDOW = "now-7days"
 _SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
 
 # Parses one output line into (id, status) pairs, or None for a line it cannot read.
@@ -162,9 +168,36 @@ class SlurmBackend(Backend):
             if not _only_already_gone(exc.stderr):
                 raise
 
+    def find(self, names: Sequence[str]) -> dict[str, str]:
+        """One ``squeue --name``, then one ``sacct --name`` (last 7 days) for the rest."""
+        wanted = list(dict.fromkeys(names))
+        for name in wanted:
+            check_safe(name, "job name")
+        if not wanted:
+            return {}
+        found = self._find_in_queue(wanted)
+        missing = [name for name in wanted if name not in found]
+        if missing:
+            found.update(self._find_in_accounting(missing))
+        return found
+
+    def _find_in_queue(self, names: Sequence[str]) -> dict[str, str]:
+        argv = (self.squeue, "--noheader", "--states=all", f"--name={','.join(names)}",
+                f"--Format={_SQUEUE_NAMES_FORMAT}")  # fmt: skip
+        return _newest_by_name(self.runner(argv), names, sep="|")
+
+    def _find_in_accounting(self, names: Sequence[str]) -> dict[str, str]:
+        argv = (self.sacct, "--noheader", "--parsable2", "-X", f"--name={','.join(names)}",
+                f"--starttime={_FIND_WINDOW}", f"--format={_SACCT_NAMES_FORMAT}")  # fmt: skip
+        try:
+            return _newest_by_name(self.runner(argv), names, sep="|")
+        except SchedulerError as exc:
+            logger.info("sacct unavailable; only squeue was searched: %s", exc)
+            return {}
+
     def _squeue(self, ids: Sequence[str]) -> dict[str, JobStatus]:
         argv = (self.squeue, "--noheader", "--states=all", f"--jobs={','.join(ids)}",
-                f"--format={_SQUEUE_FORMAT}")  # fmt: skip
+                f"--Format={_SQUEUE_FORMAT}")  # fmt: skip
         try:
             stdout = self.runner(argv)
         except SchedulerError as exc:
@@ -361,14 +394,26 @@ def _rows(stdout: str, parse: _LineParser, wanted: set[str]) -> dict[str, JobSta
 
 
 def _parse_squeue_line(line: str) -> list[tuple[str, JobStatus]] | None:
-    """``%i|%T|%N|%r``, e.g. ``123|PENDING||Priority``."""
-    fields = line.strip().split("|", 3)
-    if len(fields) != 4:
+    """``JobID|State|RestartCnt|NodeList|Reason|``, e.g. ``123|PENDING|0||Priority|``."""
+    text = line.strip()
+    fields = (text[:-1] if text.endswith("|") else text).split("|", 4)
+    if len(fields) != 5 or not fields[2].strip().isdigit():
         return None
-    job_id, state, nodes, reason = (field.strip() for field in fields)
+    job_id, state, restarts, nodes, reason = (field.strip() for field in fields)
     status = JobStatus(job_id, phase_of(state), state, reason=_none_if(reason, "None"),
-                       nodes=nodes or None, source="squeue")  # fmt: skip
+                       nodes=nodes or None, source="squeue", restarts=int(restarts))  # fmt: skip
     return [(job_id, status)]
+
+
+def _newest_by_name(stdout: str, names: Sequence[str], *, sep: str) -> dict[str, str]:
+    """``{name: highest job id}`` from ``id<sep>name`` lines (array/het ids are skipped)."""
+    found: dict[str, str] = {}
+    wanted = set(names)
+    for line in stdout.splitlines():
+        job_id, _, name = line.strip().rstrip(sep).partition(sep)
+        if name in wanted and job_id.isdigit() and int(job_id) > int(found.get(name, "0")):
+            found[name] = job_id
+    return found
 
 
 def _parse_sacct_line(line: str) -> list[tuple[str, JobStatus]] | None:

@@ -107,7 +107,7 @@ KINDS: dict[str, str] = {kind: schema_id(name) for kind, name in {
 # (checkpoint_policy and the save_* fields are read once checkpoint GC lands; until then
 # setting them has no effect, so they warn.)
 NOT_YET_ACTED_ON = (
-    "workspace", "project", "records_per_epoch", "log_policies",
+    "workspace", "project", "records_per_epoch",
     # The PyTorchTrial trainer honours aggregation_frequency and average_training_metrics.
     "optimizations.average_aggregated_gradients", "optimizations.gradient_compression",
     "optimizations.mixed_precision", "optimizations.tensor_fusion_threshold",

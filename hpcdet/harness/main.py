@@ -33,16 +33,17 @@ import random
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hpcdet.core._context import close_open_contexts, report_job_early_exit
-from hpcdet.core._preempt import install_signal_handlers
+from hpcdet.core._preempt import install_signal_handlers, preemption_signalled
 from hpcdet.errors import HpcdetError
 from hpcdet.harness import distributed
 from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.early_exit import EarlyExitReason, InvalidHP
 from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, run_entrypoint
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info
+from hpcdet.jobfiles import PREEMPTED, write_exit_reason
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -59,9 +60,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     install_signal_handlers()
     if entry.kind in ("script", "module", "trial_class"):
-        return _run_in_process(info, cluster, entry)
-    _banner(cluster, "none")
-    return run_entrypoint(entry)
+        code = _run_in_process(info, cluster, entry)
+    else:
+        _banner(cluster, "none")
+        code = run_entrypoint(entry)
+    _note_preemption(info, cluster, code)
+    return code
+
+
+def _note_preemption(info: TrialInfo, cluster: ClusterEnv, code: int) -> None:
+    """Tell the master (through the job directory) that this run stopped because it was asked.
+
+    A clean exit after SIGTERM/SIGUSR2 or the master's stop is a preemption: the master
+    resubmits the trial from its checkpoint without counting a restart. The file survives
+    a master that is down, and it names the Slurm execution (job id, requeue count).
+    """
+    job_id = os.environ.get("SLURM_JOB_ID")
+    if code != 0 or not cluster.is_chief or not preemption_signalled() or not job_id:
+        return
+    try:
+        write_exit_reason(info.job_dir or ".", job_id, slurm_restart_count(os.environ),
+                          PREEMPTED, rank=cluster.rank)
+    except OSError as exc:
+        _say(f"could not record the preemption in the job directory: {exc}")
 
 
 def _run_in_process(info: TrialInfo, cluster: ClusterEnv, entry: Entrypoint) -> int:
@@ -118,6 +139,12 @@ def _finish(code: int) -> int:
     except Exception as exc:
         _say(f"leaving the process group failed: {exc}")
     return code
+
+
+def slurm_restart_count(environ: Mapping[str, str]) -> int:
+    """How many times Slurm has requeued this job (``SLURM_RESTART_COUNT``; 0 if unset)."""
+    raw = environ.get("SLURM_RESTART_COUNT", "").strip()
+    return int(raw) if raw.isdigit() else 0
 
 
 def exit_process(code: int) -> None:

@@ -1,7 +1,10 @@
 """``trial.json``: what the master tells one run of one trial (see ``docs/job-directory.md``).
 
 The master rewrites the file before each job, so a resubmitted trial sees its newest
-``latest_checkpoint``. The secret token is *not* part of :class:`TrialInfo` (it would leak
+``latest_checkpoint``. A job that Slurm requeues reruns with the same file, so the newer
+checkpoint the chief noted in ``latest_checkpoint.json`` (:mod:`hpcdet.jobfiles`) wins.
+
+The secret token is *not* part of :class:`TrialInfo` (it would leak
 into every ``repr``); :func:`read_token` reads it from the job directory on demand.
 """
 
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcdet.errors import HpcdetError
+from hpcdet.jobfiles import read_latest_checkpoint
 
 TRIAL_INFO_VAR = "DET_TRIAL_INFO"
 JOB_DIR_VAR = "DET_JOB_DIR"
@@ -90,7 +94,11 @@ def load_trial_info(environ: Mapping[str, str] | None = None) -> TrialInfo:
     if path is None:
         raise TrialInfoError(f"${TRIAL_INFO_VAR} is not set: this is not a hpcdet job")
     job_dir = env.get(JOB_DIR_VAR) or str(path.parent)
-    return TrialInfo.from_dict(_read_json(path), job_dir=job_dir)
+    data = _read_json(path)
+    noted = read_latest_checkpoint(job_dir)
+    if noted:
+        data["latest_checkpoint"] = noted
+    return TrialInfo.from_dict(data, job_dir=job_dir)
 
 
 def read_token(info: TrialInfo) -> str:

@@ -281,7 +281,7 @@ def _validations(session: Session, missing: Sequence[Checkpoint],
         return {}
     rows = session.execute(select(Metric.trial_id, Metric.steps_completed, Metric.value).where(
         Metric.trial_id.in_({c.trial_id for c in missing}), Metric.group == "validation",
-        Metric.name == metric)).all()
+        Metric.name == metric, Metric.archived.is_(False))).all()
     return {(t, s): v for t, s, v in rows if math.isfinite(v)}
 
 

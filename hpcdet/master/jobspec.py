@@ -22,6 +22,16 @@ class TrialRun:
     trial_id: int
     run_id: int
     job_dir: str
+    # Nodes a log policy (exclude_node) took out of this trial's submissions.
+    excluded_nodes: tuple[str, ...] = ()
+    # Distinguishes this trial from the same ids in another master's database.
+    tag: str = ""
+
+    @property
+    def job_name(self) -> str:
+        """Unique per run: a restarted master finds a job it submitted by this name."""
+        name = f"det-{self.experiment_id}-{self.trial_id}-{self.run_id}"
+        return f"{name}-{self.tag}" if self.tag else name
 
 
 def job_dir_for(settings: MasterSettings, experiment_id: int, trial_id: int) -> str:
@@ -56,7 +66,7 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
     nodes, per_node = slot_layout(config)
     rm = settings.resource_manager
     return JobSpec(
-        name=f"det-{run.experiment_id}-{run.trial_id}",
+        name=run.job_name,
         job_dir=run.job_dir,
         nodes=nodes,
         ntasks_per_node=per_node,
@@ -64,6 +74,11 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
         partition=config.get("resources", {}).get("resource_pool")
         or rm.default_compute_resource_pool,
         comment=f"hpcdet:{rm.cluster_name}:trial-{run.trial_id}:run-{run.run_id}",
+        exclude=",".join(run.excluded_nodes) or None,
+        signal=f"USR2@{rm.walltime_signal_seconds}",
+        # Slurm may requeue the job itself (preemption, node failure, scontrol requeue);
+        # the master adopts the requeue (see hpcdet.master.job_outcomes).
+        requeue=True,
         sbatch_args=tuple((config.get("slurm") or {}).get("sbatch_args") or ()),
         environment=_environment(settings, config, run),
         container=_container(settings, config, run),

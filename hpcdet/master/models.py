@@ -264,5 +264,5 @@ class TrialLog(Base):
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-__all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "ReportStream", "SearcherEvent", "StateChange",
-           "Template", "Trial", "TrialLog", "as_utc", "utcnow"]
+__all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "ReportStream", "SearcherEvent",
+           "StateChange", "Template", "Trial", "TrialLog", "as_utc", "utcnow"]

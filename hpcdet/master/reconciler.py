@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,13 +18,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import prepare_job_dir
 from hpcdet.errors import HpcdetError
+from hpcdet.master import job_outcomes
 from hpcdet.master.checkpoint_gc import CheckpointCollector
 from hpcdet.master.db import session_scope
+from hpcdet.master.ingest import MetricWriter
+from hpcdet.master.job_outcomes import DEFAULT_MAX_RESTARTS
 from hpcdet.master.jobspec import TrialRun, build_job_spec
 from hpcdet.master.logs import add_system_line, ingest_job_logs
 from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
 from hpcdet.master.searching import SearchDriver, SearchReport
 from hpcdet.master.settings import MasterSettings
+from hpcdet.master.spool_ingest import ingest_spooled_reports
 from hpcdet.master.submission import trial_info
 from hpcdet.master.transitions import transition
 from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
@@ -31,8 +36,22 @@ from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
 log = logging.getLogger("hpcdet.reconciler")
 # Seconds a trial asked to stop may take to checkpoint and exit before its job is cancelled.
 DEFAULT_PREEMPTION_TIMEOUT = 3600.0
-# How a job may end after its trial was asked to stop, for the trial to end COMPLETED.
-_CLEAN_STOP = frozenset({JobPhase.COMPLETED, JobPhase.CANCELLED})
+# Trials whose code has been asked to stop (the preemption route says yes to them).
+_STOP_ASKED = tuple(s.value for s in (*STOPPING_STATES, State.PAUSED))
+# Trials whose jobs are cancelled at once, without waiting for the code to stop.
+_STOP_NOW = frozenset({State.STOPPING_KILLED.value, State.STOPPING_ERROR.value})
+
+
+@dataclass(frozen=True)
+class _SubmitPlan:
+    """What one submission needs, read in the transaction that records the intent."""
+
+    job_pk: int
+    run: TrialRun
+    config: dict[str, Any]
+    info: dict[str, Any]
+    context: bytes
+    token: str
 
 
 @dataclass
@@ -43,6 +62,7 @@ class CycleReport:
     jobs_submitted: int = 0
     jobs_polled: int = 0
     jobs_cancelled: int = 0
+    intents_recovered: int = 0
     search: SearchReport = field(default_factory=SearchReport)
 
 
@@ -54,6 +74,7 @@ class Reconciler:
         self.settings, self.sessions, self.backend = settings, sessions, backend
         self.searches = SearchDriver(settings)
         self.checkpoint_gc = CheckpointCollector(sessions)
+        self._metric_writer: MetricWriter | None = None
 
     def run_forever(self, stop: threading.Event) -> None:
         """Run cycles every ``reconcile_interval`` seconds until ``stop`` is set."""
@@ -72,6 +93,7 @@ class Reconciler:
         pass costs two small queries.
         """
         report = CycleReport()
+        report.intents_recovered = self._recover_intents()
         report.search = self._search()
         report.jobs_submitted = self._submit_queued()
         report.jobs_cancelled = self._cancel_stopping()
@@ -96,50 +118,95 @@ class Reconciler:
         return sum(self._submit_one(trial_id) for trial_id in ids)
 
     def _submit_one(self, trial_id: int) -> int:
-        with session_scope(self.sessions) as session:
-            trial = session.get_one(Trial, trial_id)
-            exp = session.get_one(Experiment, trial.experiment_id)
-            trial.run_id += 1
-            job = Job(trial_id=trial.id, run_id=trial.run_id, active=True)
-            session.add(job)
-            session.flush()  # the intent to submit is recorded before sbatch runs
-            try:
-                job.job_id = self._render_and_submit(session, exp, trial, job)
-            except (HpcdetError, OSError) as exc:  # OSError: e.g. job_storage_root unwritable
-                self._submission_failed(session, trial, job, exc)
-                return 0
-            log.info("trial %s run %s submitted as job %s", trial.id, job.run_id, job.job_id)
-            return 1
+        """Record the intent to submit, commit it, run sbatch, then record the job id.
 
-    def _render_and_submit(self, session: Session, exp: Experiment, trial: Trial,
-                           job: Job) -> str:
-        run = TrialRun(exp.id, trial.id, trial.run_id, trial.job_dir)
+        If the master dies between sbatch and the last commit, the intent (a job row with a
+        name and no id) is found again by :meth:`_recover_intents` instead of resubmitted.
+        """
+        with session_scope(self.sessions) as session:
+            plan = self._record_intent(session, trial_id)
+        if plan is None:
+            return 0
+        try:
+            job_id, script_path = self._render_and_submit(plan)
+        except (HpcdetError, OSError) as exc:  # OSError: e.g. job_storage_root unwritable
+            with session_scope(self.sessions) as session:
+                self._submission_failed(session, plan.job_pk, exc)
+            return 0
+        with session_scope(self.sessions) as session:
+            job = session.get_one(Job, plan.job_pk)
+            job.job_id, job.script_path = job_id, script_path
+        log.info("trial %s run %s submitted as job %s", trial_id, plan.run.run_id, job_id)
+        return 1
+
+    def _record_intent(self, session: Session, trial_id: int) -> _SubmitPlan | None:
+        trial = session.get_one(Trial, trial_id)
+        if trial.state != State.QUEUED.value:
+            return None
+        exp = session.get_one(Experiment, trial.experiment_id)
+        trial.run_id += 1
+        run = TrialRun(exp.id, trial.id, trial.run_id, trial.job_dir,
+                       excluded_nodes=tuple(trial.excluded_nodes or ()),
+                       tag=(trial.request_id or "")[:8])
+        job = Job(trial_id=trial.id, run_id=trial.run_id, active=True, name=run.job_name)
+        session.add(job)
+        session.flush()
         info = trial_info(self.settings, exp.config, run, hparams=trial.hparams, seed=trial.seed,
                           latest_checkpoint=trial.latest_checkpoint)
         context = session.scalars(select(Experiment.context).where(
             Experiment.id == exp.id)).one()
-        prepare_job_dir(trial.job_dir, context_tar=context, trial_info=info, token=trial.token)
-        submission = self.backend.render(build_job_spec(self.settings, exp.config, run))
-        job.script_path = submission.script_path
-        return self.backend.submit(submission)
+        return _SubmitPlan(job.id, run, dict(exp.config), info, context, trial.token)
 
-    def _submission_failed(self, session: Session, trial: Trial, job: Job,
-                           exc: Exception) -> None:
+    def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
+        prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
+                        token=plan.token)
+        submission = self.backend.render(build_job_spec(self.settings, plan.config, plan.run))
+        return self.backend.submit(submission), submission.script_path
+
+    def _submission_failed(self, session: Session, job_pk: int, exc: Exception) -> None:
+        job = session.get_one(Job, job_pk)
+        trial = session.get_one(Trial, job.trial_id)
         job.active, job.phase, job.ended_at = False, "FAILED", utcnow()
         add_system_line(session, trial.id, f"submission failed: {exc}")
         transition(session, trial, State.ERROR, cause=f"submission failed: {exc}")
+
+    def _recover_intents(self) -> int:
+        """Find jobs a previous master submitted but never recorded; drop the rest.
+
+        An intent whose job Slurm knows (by its unique name) is adopted; one it does not
+        know never reached Slurm, so it is dropped and the trial is submitted afresh.
+        """
+        with session_scope(self.sessions) as session:
+            intents = session.scalars(select(Job).where(Job.active, Job.job_id.is_(None))).all()
+            if not intents:
+                return 0
+            found = self.backend.find([j.name for j in intents if j.name])
+            for job in intents:
+                self._settle_intent(session, job, found.get(job.name))
+            return len(intents)
+
+    @staticmethod
+    def _settle_intent(session: Session, job: Job, job_id: str | None) -> None:
+        if job_id is not None:
+            job.job_id = job_id
+            add_system_line(session, job.trial_id, f"found Slurm job {job_id} ({job.name}), "
+                            "submitted before the master restarted; following it")
+            return
+        job.active, job.phase, job.ended_at = False, "NOT_SUBMITTED", utcnow()
+        add_system_line(session, job.trial_id, f"the submission of {job.name} did not reach "
+                        "Slurm before the master restarted; submitting again")
 
     # stopping ---------------------------------------------------------------------
     def _cancel_stopping(self) -> int:
         """Cancel the jobs of trials that must stop, with one scheduler call for all.
 
-        A killed trial's jobs are cancelled at once. A trial stopped gracefully (by its
-        searcher) is asked through ``should_preempt()``; its job is cancelled only if it
-        has not started running yet, or once ``preemption_timeout`` has passed.
+        Killed trials, and trials out of restarts (STOPPING_ERROR), lose their jobs at once.
+        A trial stopped gracefully (by its searcher, a cancel, or a pause) is asked through
+        ``should_preempt()``; its job is cancelled only if it is not running (a queued job
+        is withdrawn), or once ``preemption_timeout`` has passed.
         """
         with session_scope(self.sessions) as session:
-            stopping = session.scalars(select(Trial).where(
-                Trial.state.in_([s.value for s in STOPPING_STATES]))).all()
+            stopping = session.scalars(select(Trial).where(Trial.state.in_(_STOP_ASKED))).all()
             jobs = self._active_jobs(session, [t.id for t in stopping])
             self._end_idle_stopping(session, stopping, {j.trial_id for j in jobs})
             by_id = {t.id: t for t in stopping}
@@ -156,7 +223,7 @@ class Reconciler:
     def _end_idle_stopping(session: Session, stopping: Sequence[Trial],
                            running: set[int]) -> None:
         for trial in stopping:
-            if trial.id not in running:
+            if trial.id not in running and State(trial.state).is_stopping:
                 transition(session, trial, STOPPING_TO_TERMINAL[State(trial.state)],
                            cause="nothing left to stop")
 
@@ -168,47 +235,78 @@ class Reconciler:
 
     # polling ------------------------------------------------------------------------
     def _poll(self) -> int:
-        with session_scope(self.sessions) as session:
-            rows = session.execute(select(Job, Trial).join(Trial, Trial.id == Job.trial_id)
-                                   .where(Job.active, Job.job_id.is_not(None))).all()
-            if not rows:
-                return 0
-            statuses = self.backend.poll([JobRef(str(j.job_id), t.job_dir) for j, t in rows])
-            for job, trial in rows:
-                status = statuses.get(str(job.job_id))
-                if status is not None:
-                    self._apply(session, job, trial, status)
-            return len(rows)
+        """One scheduler poll for every active job, applied in one transaction.
 
-    def _apply(self, session: Session, job: Job, trial: Trial, status: JobStatus) -> None:
+        Reports a finished job left in its spool directory are collected first, in their
+        own transaction, so that the trial's outcome sees its last metrics and checkpoints.
+        """
+        with session_scope(self.sessions) as session:
+            rows = session.execute(select(Job.id, Job.trial_id, Job.job_id, Trial.job_dir)
+                                   .join(Trial, Trial.id == Job.trial_id)
+                                   .where(Job.active, Job.job_id.is_not(None))).all()
+        refs = [(job_pk, trial_id, JobRef(str(job_id), job_dir))
+                for job_pk, trial_id, job_id, job_dir in rows]
+        if not refs:
+            return 0
+        statuses = self.backend.poll([ref for _, _, ref in refs])
+        self._collect_spools([(trial_id, ref) for _, trial_id, ref in refs], statuses)
+        with session_scope(self.sessions) as session:
+            configs: dict[int, dict[str, Any]] = {}
+            for job_pk, _, ref in refs:
+                status = statuses.get(ref.job_id)
+                job = session.get_one(Job, job_pk)
+                if status is not None and job.active:
+                    trial = session.get_one(Trial, job.trial_id)
+                    config = _config_of(session, trial.experiment_id, configs)
+                    self._apply(session, job, trial, config, status)
+        return len(refs)
+
+    def _collect_spools(self, refs: Sequence[tuple[int, JobRef]],
+                        statuses: dict[str, JobStatus]) -> None:
+        """Apply the reports that ended jobs' harnesses left on disk (usually none)."""
+        for trial_id, ref in refs:
+            status = statuses.get(ref.job_id)
+            if status is None or not status.phase.is_terminal:
+                continue  # a running reporter may still be appending
+            try:
+                stored = ingest_spooled_reports(self.sessions, self._writer(), trial_id,
+                                                ref.job_dir)
+            except Exception:  # the files stay; the next cycle tries again
+                log.exception("collecting the spooled reports of job %s failed", ref.job_id)
+                continue
+            if stored:
+                log.info("job %s: stored %d reports its trial left on disk", ref.job_id, stored)
+
+    def _writer(self) -> MetricWriter:
+        if self._metric_writer is None:
+            self._metric_writer = MetricWriter(self.sessions.kw["bind"])
+        return self._metric_writer
+
+    def _apply(self, session: Session, job: Job, trial: Trial, config: dict[str, Any],
+               status: JobStatus) -> None:
+        self._note_pending_reason(session, job, status)
         job.phase, job.native_state = status.phase.value, status.native_state
         job.reason, job.nodes = status.reason, status.nodes or job.nodes
         if status.exit_code is not None:
             job.exit_code = status.exit_code
         final = status.phase.is_terminal
-        ingest_job_logs(session, job, trial.job_dir, final=final)
-        if status.phase is JobPhase.RUNNING and trial.state == State.QUEUED.value:
+        ingest_job_logs(session, job, trial, config, final=final)
+        max_restarts = _max_restarts(config)
+        if status.restarts is not None and status.restarts > job.requeues:
+            job_outcomes.adopt_requeues(session, job, trial, status, max_restarts)
+        if final:
+            job.active, job.ended_at = False, utcnow()
+            job_outcomes.job_ended(session, job, trial, status, max_restarts)
+        elif status.phase is JobPhase.RUNNING and trial.state == State.QUEUED.value:
             transition(session, trial, State.RUNNING,
                        cause=f"Slurm job {job.job_id} running on {status.nodes or '?'}")
-        elif final:
-            self._job_ended(session, job, trial, status)
 
-    def _job_ended(self, session: Session, job: Job, trial: Trial, status: JobStatus) -> None:
-        job.active, job.ended_at = False, utcnow()
-        cause = (f"Slurm job {job.job_id} ended {status.native_state}"
-                 f" (exit code {status.exit_code})")
-        current = State(trial.state)
-        if current is State.STOPPING_COMPLETED and status.phase not in _CLEAN_STOP:
-            transition(session, trial, State.ERROR, cause=cause)  # it failed while stopping
-        elif current.is_stopping:
-            transition(session, trial, STOPPING_TO_TERMINAL[current], cause=cause)
-        elif status.phase is JobPhase.COMPLETED:
-            if current is State.QUEUED:  # it ran and ended between two polls
-                transition(session, trial, State.RUNNING, cause=f"Slurm job {job.job_id} ran "
-                           f"on {status.nodes or '?'} (seen after it ended)")
-            transition(session, trial, State.COMPLETED, cause=cause)
-        elif not current.is_terminal:
-            transition(session, trial, State.ERROR, cause=cause)
+    @staticmethod
+    def _note_pending_reason(session: Session, job: Job, status: JobStatus) -> None:
+        """Say in the trial's log why its job waits, each time Slurm's reason changes."""
+        if status.phase is JobPhase.PENDING and status.reason and status.reason != job.reason:
+            add_system_line(session, job.trial_id,
+                            f"Slurm job {job.job_id} is pending: {status.reason}")
 
     # experiments --------------------------------------------------------------------
     def _roll_up(self) -> None:
@@ -224,6 +322,20 @@ class Reconciler:
                                cause="all trials ended")
 
 
+def _config_of(session: Session, experiment_id: int,
+               cache: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The experiment's effective config, read once per poll."""
+    if experiment_id not in cache:
+        cache[experiment_id] = session.scalars(select(Experiment.config).where(
+            Experiment.id == experiment_id)).one()
+    return cache[experiment_id]
+
+
+def _max_restarts(config: dict[str, Any]) -> int:
+    value = config.get("max_restarts")
+    return DEFAULT_MAX_RESTARTS if value is None else int(value)
+
+
 def _preemption_timeouts(session: Session, experiment_ids: set[int]) -> dict[int, float]:
     """Each experiment's ``preemption_timeout`` in seconds (the default where unset)."""
     if not experiment_ids:
@@ -235,8 +347,8 @@ def _preemption_timeouts(session: Session, experiment_ids: set[int]) -> dict[int
 
 
 def _must_cancel(trial: Trial, job: Job, timeouts: dict[int, float]) -> bool:
-    """Killed, not yet running (nothing to ask), or past its preemption timeout."""
-    if trial.state == State.STOPPING_KILLED.value or job.phase != JobPhase.RUNNING.value:
+    """Killed or failed, not yet running (nothing to ask), or past its preemption timeout."""
+    if trial.state in _STOP_NOW or job.phase != JobPhase.RUNNING.value:
         return True
     if trial.stop_requested_at is None:
         return True

@@ -8,6 +8,7 @@ from typing import Any
 
 from hpcdet.master.models import Checkpoint, Experiment, Job, StateChange, Trial, TrialLog
 from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.states import State
 
 
 def _time(value: dt.datetime | None) -> str | None:
@@ -30,6 +31,7 @@ def experiment(exp: Experiment, num_trials: int) -> dict[str, Any]:
 
 
 def trial(t: Trial, jobs: Iterable[Job] = ()) -> dict[str, Any]:
+    """A trial; ``jobs`` are its jobs in submission order."""
     jobs = list(jobs)
     return {
         "id": t.id, "experiment_id": t.experiment_id, "state": t.state, "hparams": t.hparams,
@@ -38,16 +40,30 @@ def trial(t: Trial, jobs: Iterable[Job] = ()) -> dict[str, Any]:
         "latest_checkpoint": t.latest_checkpoint,
         "early_exit": t.early_exit, "stop_reason": t.stop_reason,
         "job_ids": [j.job_id for j in jobs if j.job_id],
+        "slurm_jobs": [{"job_id": j.job_id, "run_id": j.run_id, "requeues": j.requeues}
+                       for j in jobs if j.job_id],
         "nodes": next((j.nodes for j in reversed(jobs) if j.nodes), None),
+        "pending_reason": pending_reason(t, jobs),
+        "interruptions": t.interruptions, "cancel_retries": t.cancel_retries,
+        "excluded_nodes": list(t.excluded_nodes or []),
         "created_at": _time(t.created_at), "ended_at": _time(t.ended_at),
     }
+
+
+def pending_reason(t: Trial, jobs: Iterable[Job]) -> str | None:
+    """Slurm's reason code (``Priority``, ``Resources``...) for a QUEUED trial's active job."""
+    if t.state != State.QUEUED.value:
+        return None
+    active = [j for j in jobs if j.active and j.job_id]
+    reason = active[-1].reason if active else None
+    return reason if reason and reason != "None" else None
 
 
 def job(j: Job) -> dict[str, Any]:
     return {"job_id": j.job_id, "run_id": j.run_id, "phase": j.phase,
             "native_state": j.native_state, "reason": j.reason, "exit_code": j.exit_code,
-            "nodes": j.nodes, "active": j.active, "submitted_at": _time(j.submitted_at),
-            "ended_at": _time(j.ended_at)}
+            "nodes": j.nodes, "requeues": j.requeues, "active": j.active,
+            "submitted_at": _time(j.submitted_at), "ended_at": _time(j.ended_at)}
 
 
 def state_change(c: StateChange) -> dict[str, Any]:
@@ -76,8 +92,8 @@ def checkpoint_detail(c: Checkpoint, experiment_id: int, storage_dir: str | None
 
 
 def log_line(entry: TrialLog) -> dict[str, Any]:
-    return {"id": entry.id, "rank": entry.rank, "stream": entry.stream, "line": entry.line,
-            "job_id": entry.job_id, "at": _time(entry.at)}
+    return {"id": entry.id, "rank": entry.rank, "node": entry.node, "stream": entry.stream,
+            "line": entry.line, "job_id": entry.job_id, "at": _time(entry.at)}
 
 
 def best_trial_id(config: dict[str, Any], trials: Iterable[dict[str, Any]]) -> int | None:

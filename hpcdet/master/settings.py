@@ -39,6 +39,9 @@ class ResourceManagerSettings:
     slot_type: str = "cpu"
     default_compute_resource_pool: str | None = None
     template_dir: str | None = None  # a site's own job-script templates, searched first
+    # Seconds before a job's time limit at which Slurm sends SIGUSR2 (--signal=USR2@N), for
+    # the trial to checkpoint and exit; must be well below the shortest partition MaxTime.
+    walltime_signal_seconds: int = 120
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ _TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoin
              "resource_manager", "state_dir"}
 _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
             "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
-            "default_compute_resource_pool", "template_dir"}
+            "default_compute_resource_pool", "template_dir", "walltime_signal_seconds"}
 
 
 def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> MasterSettings:
@@ -147,6 +150,8 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         slot_type=get.choice("slot_type", "cpu", SLOT_TYPES),
         default_compute_resource_pool=get.opt_text("default_compute_resource_pool"),
         template_dir=get.opt_text("template_dir"),
+        walltime_signal_seconds=get.integer("walltime_signal_seconds",
+                                            default.walltime_signal_seconds, lo=1, hi=65535),
     )
 
 

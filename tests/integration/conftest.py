@@ -7,12 +7,10 @@ Slurm jobs; the database is SQLite or a fresh PostgreSQL database.
 from __future__ import annotations
 
 import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import httpx
 import pytest
 import yaml
 from it_helpers import BIN, LiveMaster
@@ -24,23 +22,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"det-master exited early:\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(f"{url}/api/v1/master", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"det-master did not answer:\n{log.read_text()[-3000:]}")
+@pytest.fixture
+def resource_manager_settings() -> dict[str, Any]:
+    """Extra ``resource_manager`` keys of the master.yaml; a test module may override it."""
+    return {}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def master(request: pytest.FixtureRequest, slurm: dict[str, str],
-           tmp_path: Path) -> Iterator[LiveMaster]:
+def master(request: pytest.FixtureRequest, slurm: dict[str, str], tmp_path: Path,
+           resource_manager_settings: dict[str, Any]) -> Iterator[LiveMaster]:
     """det-master on a free port, submitting to the dev cluster, on SQLite or PostgreSQL."""
     db_url = (f"sqlite:///{tmp_path / 'master.sqlite'}" if request.param == "sqlite"
               else request.getfixturevalue("postgres_url"))
@@ -52,17 +42,14 @@ def master(request: pytest.FixtureRequest, slurm: dict[str, str],
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "it",
                              "job_storage_root": str(tmp_path / "jobs")},
     }
+    config["resource_manager"].update(resource_manager_settings)
     (tmp_path / "master.yaml").write_text(yaml.safe_dump(config))
     env = {**slurm, "DET_MASTER": f"http://127.0.0.1:{port}", "DET_USER": "tester"}
-    log = tmp_path / "master.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen([str(BIN / "det-master"), "--config",
-                                    str(tmp_path / "master.yaml")], env=env, stdout=out,
-                                   stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    live = LiveMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=tmp_path / "jobs",
+                      log=tmp_path / "master.log", db_url=db_url,
+                      argv=(str(BIN / "det-master"), "--config", str(tmp_path / "master.yaml")))
     try:
-        _wait_until_up(url, process, log)
-        yield LiveMaster(url=url, env=env, job_root=tmp_path / "jobs", log=log)
+        live.start()
+        yield live
     finally:
-        process.terminate()
-        process.wait(30)
+        live.stop()

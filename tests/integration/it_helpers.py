@@ -23,6 +23,27 @@ class LiveMaster:
     env: dict[str, str]
     job_root: Path
     log: Path
+    db_url: str = ""
+    argv: tuple[str, ...] = ()
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start det-master (again), appending to its log; returns once it answers."""
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(list(self.argv), env=self.env, stdout=out,
+                                            stderr=subprocess.STDOUT)
+        wait_until_up(self.url, self.process, self.log)
+
+    def kill9(self) -> None:
+        """SIGKILL the master, as a crash would: no cleanup of any kind."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(30)
 
     def det(self, *args: str, check: bool = False,
             timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -36,6 +57,20 @@ class LiveMaster:
 
     def api(self, path: str) -> Any:
         return httpx.get(f"{self.url}/api/v1{path}", timeout=30).json()
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"det-master exited early:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}/api/v1/master", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"det-master did not answer:\n{log.read_text()[-3000:]}")
 
 
 def sacct_state(job_id: str, env: dict[str, str]) -> str:

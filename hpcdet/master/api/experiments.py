@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from flask import current_app, request
@@ -13,8 +14,12 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
 from hpcdet.master.api.templates import template_for_experiment
 from hpcdet.master.errors import ApiError
-from hpcdet.master.models import Experiment, StateChange, Trial
+from hpcdet.master.models import Experiment, StateChange, Trial, TrialLog
 from hpcdet.master.submission import accept
+from hpcdet.states import State
+
+# How many of its last log lines an ERROR trial shows in the experiment's description.
+LOG_TAIL_LINES = 10
 
 
 @bp.post("/experiments")
@@ -72,9 +77,13 @@ def _trial_counts(ids: list[int]) -> dict[int, int]:
 
 @bp.get("/experiments/<int:exp_id>")
 def describe_experiment(exp_id: int) -> Any:
-    """One experiment with its effective config, history and trials."""
+    """One experiment with its effective config, history and trials.
+
+    Trials in ERROR also carry ``last_log_lines``, their last lines (any rank).
+    """
     exp = get_or_404(Experiment, exp_id, "experiment")
     trials = _trials_of(exp_id)
+    _add_log_tails(trials)
     body = serialize.experiment(exp, len(trials))
     body["config"] = exp.config
     body["history"] = history("experiment", exp_id)
@@ -89,6 +98,30 @@ def _trials_of(exp_id: int) -> list[dict[str, Any]]:
                           .order_by(Trial.id)).all()
     jobs = jobs_by_trial([t.id for t in trials])
     return [serialize.trial(t, jobs.get(t.id, [])) for t in trials]
+
+
+def _add_log_tails(trials: list[dict[str, Any]]) -> None:
+    """Set ``last_log_lines`` on the ERROR trials, with one query for all of them."""
+    failed = {t["id"]: t for t in trials if t["state"] == State.ERROR.value}
+    tails = last_log_lines(list(failed))
+    for trial_id, trial in failed.items():
+        trial["last_log_lines"] = [serialize.log_line(r) for r in tails.get(trial_id, [])]
+
+
+def last_log_lines(trial_ids: list[int], count: int = LOG_TAIL_LINES) -> dict[int, list[TrialLog]]:
+    """The last ``count`` log lines of each trial, oldest first, in one query."""
+    if not trial_ids:
+        return {}
+    position = func.row_number().over(partition_by=TrialLog.trial_id,
+                                      order_by=TrialLog.id.desc()).label("position")
+    ranked = (select(TrialLog.id, position).where(TrialLog.trial_id.in_(trial_ids))
+              .subquery())
+    rows = db().scalars(select(TrialLog).join(ranked, ranked.c.id == TrialLog.id)
+                        .where(ranked.c.position <= count).order_by(TrialLog.id))
+    out: dict[int, list[TrialLog]] = defaultdict(list)
+    for row in rows:
+        out[row.trial_id].append(row)
+    return out
 
 
 def history(kind: str, entity_id: int) -> list[dict[str, Any]]:

@@ -28,7 +28,8 @@ from hpcdet.states import State
 
 @bp.get("/trials/<int:trial_id>/preemption")
 def trial_preemption(trial_id: int) -> Any:
-    """``{"preempt": true}`` once the master is stopping the trial (a STOPPING_* state)."""
+    """``{"preempt": true}`` once the master is stopping the trial (a STOPPING_* state) or
+    pausing it (PAUSED): its code should checkpoint and exit."""
     row = db().execute(
         select(Trial.state, Trial.token).where(Trial.id == trial_id)
     ).one_or_none()
@@ -36,7 +37,8 @@ def trial_preemption(trial_id: int) -> Any:
         raise ApiError(404, "not_found", f"trial {trial_id} not found")
     state, token = row
     require_token(trial_id, token)
-    return {"preempt": State(state).is_stopping}
+    current = State(state)
+    return {"preempt": current.is_stopping or current is State.PAUSED}
 
 
 @bp.post("/trials/<int:trial_id>/early_exit")

@@ -2,32 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
-from hpcdet.master import serialize
+from hpcdet.master import lifecycle, serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404
-from hpcdet.master.api.experiments import _trials_of
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Trial
-from hpcdet.master.transitions import transition
-from hpcdet.states import State
+
+_ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
+    "pause": lifecycle.pause,
+    "activate": lifecycle.activate,
+    "cancel": lifecycle.cancel,
+    "kill": lifecycle.kill,
+    "archive": lambda session, exp, actor: lifecycle.set_archived(exp, True),
+    "unarchive": lambda session, exp, actor: lifecycle.set_archived(exp, False),
+}
 
 
-@bp.post("/experiments/<int:exp_id>/kill")
-def kill_experiment(exp_id: int) -> Any:
-    """Stop every trial now: queued jobs are withdrawn and running ones cancelled."""
+@bp.post("/experiments/<int:exp_id>/<action>")
+def change_lifecycle(exp_id: int, action: str) -> Any:
+    """Pause, activate, cancel, kill, archive or unarchive (see hpcdet.master.lifecycle)."""
     actor = current_user()
+    change = _ACTIONS.get(action)
+    if change is None:
+        raise ApiError(404, "not_found", f"no experiment action {action!r} (known: "
+                       f"{', '.join(_ACTIONS)})")
     exp = get_or_404(Experiment, exp_id, "experiment")
-    if State(exp.state).is_terminal:
-        raise ApiError(409, "conflict", f"experiment {exp_id} already ended {exp.state}")
-    transition(db(), exp, State.STOPPING_KILLED, cause="kill requested", actor=actor)
-    for trial in db().scalars(select(Trial).where(Trial.experiment_id == exp_id)).all():
-        if not State(trial.state).is_terminal:
-            transition(db(), trial, State.STOPPING_KILLED, cause="experiment killed",
-                       actor=actor)
+    change(db(), exp, actor)
     db().commit()
-    return {"experiment": serialize.experiment(exp, len(_trials_of(exp_id)))}
+    trials = db().scalar(select(func.count()).where(Trial.experiment_id == exp_id)) or 0
+    return {"experiment": serialize.experiment(exp, trials)}

@@ -5,30 +5,58 @@ from __future__ import annotations
 from typing import Any
 
 from flask import request
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from hpcdet.master import serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg
+from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Trial, TrialLog
+
+STREAMS = ("stdout", "stderr", "master")
+MAX_LINES = 100_000
+NODE_MAX = 128  # TrialLog.node's length
 
 
 @bp.get("/trials/<int:trial_id>/logs")
 def read_logs(trial_id: int) -> Any:
-    """Log lines after ``after`` (a log id), or the last ``tail`` lines."""
+    """Log lines after ``after`` (a log id), the first ``head`` or the last ``tail`` lines.
+
+    ``rank``, ``node`` and ``stream`` narrow every form.
+    """
     current_user()
     trial = get_or_404(Trial, trial_id, "trial")
-    query = select(TrialLog).where(TrialLog.trial_id == trial_id)
-    if request.args.get("rank"):
-        query = query.where(TrialLog.rank == int_arg("rank", 0))
-    tail, after = int_arg("tail", 0, hi=100_000), int_arg("after", 0, hi=2**62)
+    query = _filtered(select(TrialLog).where(TrialLog.trial_id == trial_id))
+    head, tail = int_arg("head", 0, hi=MAX_LINES), int_arg("tail", 0, hi=MAX_LINES)
+    after = int_arg("after", 0, hi=2**62)
+    if head and tail:
+        raise ApiError(400, "bad_request", "query parameters head and tail: give one of them")
     if tail:
         rows = list(reversed(db().scalars(query.order_by(TrialLog.id.desc()).limit(tail)).all()))
     else:
-        query = query.where(TrialLog.id > after)
-        rows = list(db().scalars(query.order_by(TrialLog.id).limit(int_arg("limit", 5000,
-                                                                           hi=100_000))))
+        limit = head or int_arg("limit", 5000, hi=MAX_LINES)
+        rows = list(db().scalars(query.where(TrialLog.id > after).order_by(TrialLog.id)
+                                 .limit(limit)))
     last = rows[-1].id if rows else after
     return {"logs": [serialize.log_line(r) for r in rows], "last_id": last,
             "trial_state": trial.state}
+
+
+def _filtered(query: Select[Any]) -> Select[Any]:
+    """``query`` narrowed by the ``rank``, ``node`` and ``stream`` parameters given."""
+    if request.args.get("rank"):
+        query = query.where(TrialLog.rank == int_arg("rank", 0))
+    node = request.args.get("node")
+    if node:
+        if len(node) > NODE_MAX or not node.isprintable():
+            raise ApiError(400, "bad_request", f"query parameter node: at most {NODE_MAX} "
+                           "printable characters")
+        query = query.where(TrialLog.node == node)
+    stream = request.args.get("stream")
+    if stream:
+        if stream not in STREAMS:
+            raise ApiError(400, "bad_request", "query parameter stream: must be one of "
+                           + ", ".join(STREAMS))
+        query = query.where(TrialLog.stream == stream)
+    return query

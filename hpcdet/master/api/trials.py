@@ -1,10 +1,12 @@
-"""Trial routes: describe, metrics (read and report), checkpoints."""
+"""Trial routes: describe, metrics (read and report), checkpoints (register).
+
+Reports take one path, :func:`hpcdet.master.reports.apply_reports`, shared with the
+spooled reports the master collects from job directories (:mod:`hpcdet.master.spool_ingest`).
+"""
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
-from collections.abc import Mapping
 from typing import Any
 
 from flask import current_app, request
@@ -12,22 +14,12 @@ from sqlalchemy import select
 
 from hpcdet.master import serialize
 from hpcdet.master.api import bp
-from hpcdet.master.api.auth import current_user, require_token, require_trial_token
+from hpcdet.master.api.auth import current_user, require_token
 from hpcdet.master.api.common import db, get_or_404, json_body
 from hpcdet.master.errors import ApiError
 from hpcdet.master.ingest import MetricWriter
-from hpcdet.master.models import (
-    Checkpoint,
-    Experiment,
-    Job,
-    Metric,
-    SearcherEvent,
-    Trial,
-)
-from hpcdet.master.searcher_metric import SearcherMetric
-
-METRIC_GROUPS = ("training", "validation", "profiling")
-MAX_REPORTS = 10_000
+from hpcdet.master.models import Checkpoint, Job, Metric, Trial
+from hpcdet.master.reports import apply_reports, checkpoint_batch, metric_group, metrics_batch
 
 
 def jobs_by_trial(trial_ids: list[int]) -> dict[int, list[Job]]:
@@ -56,12 +48,12 @@ def describe_trial(trial_id: int) -> Any:
 
 @bp.get("/trials/<int:trial_id>/metrics")
 def read_metrics(trial_id: int) -> Any:
-    """Reported metrics, one entry per (group, step)."""
+    """Reported metrics, one entry per (group, step); rows a later run rolled back are hidden."""
     get_or_404(Trial, trial_id, "trial")
-    query = select(Metric).where(Metric.trial_id == trial_id)
+    query = select(Metric).where(Metric.trial_id == trial_id, Metric.archived.is_(False))
     group = request.args.get("group")
     if group:
-        query = query.where(Metric.group == _group(group))
+        query = query.where(Metric.group == metric_group(group))
     steps: dict[tuple[str, int], dict[str, Any]] = {}
     for m in db().scalars(query.order_by(Metric.group, Metric.steps_completed, Metric.id)):
         entry = steps.setdefault((m.group, m.steps_completed), {
@@ -71,119 +63,51 @@ def read_metrics(trial_id: int) -> Any:
     return {"metrics": list(steps.values())}
 
 
-def _group(value: Any) -> str:
-    if value not in METRIC_GROUPS:
-        raise ApiError(400, "bad_request", f"group: must be one of {', '.join(METRIC_GROUPS)}")
-    return str(value)
-
-
 @bp.post("/trials/<int:trial_id>/metrics")
 def report_metrics(trial_id: int) -> Any:
     """Store a batch of metric reports from the trial's harness (Bearer token).
 
-    Rows take the group-commit path (:mod:`hpcdet.master.ingest`); validation metrics,
-    far rarer, then also update the trial's latest and best validation.
+    Rows take the group-commit path (:mod:`hpcdet.master.ingest`); with ``stream`` and
+    ``seq`` each report is stored once however often it is sent, and validations, far
+    rarer, also move the trial's latest and best validation and queue a searcher event.
     """
-    writer: MetricWriter = current_app.config["HPCDET_METRIC_WRITER"]
-    token = writer.token_of(trial_id)
-    if token is None:
-        raise ApiError(404, "not_found", f"trial {trial_id} not found")
-    require_token(trial_id, token)
-    body = json_body()
-    group = _group(body.get("group"))
-    reports = _reports(body.get("reports"))
-    stored = writer.write(trial_id, group, reports)
-    if group == "validation":
-        trial = get_or_404(Trial, trial_id, "trial")
-        _update_progress(trial, reports)
-        _queue_for_searcher(trial, reports)
-        db().commit()
-    return {"stored": stored}
-
-
-def _reports(raw: Any) -> list[tuple[int, dict[str, float]]]:
-    if not isinstance(raw, list) or len(raw) > MAX_REPORTS:
-        raise ApiError(400, "bad_request", f"reports: must be a list of at most {MAX_REPORTS}")
-    return [_one_report(i, r) for i, r in enumerate(raw)]
-
-
-def _one_report(index: int, report: Any) -> tuple[int, dict[str, float]]:
-    where = f"reports[{index}]"
-    if not isinstance(report, Mapping):
-        raise ApiError(400, "bad_request", f"{where}: must be an object")
-    steps, metrics = report.get("steps_completed"), report.get("metrics")
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise ApiError(400, "bad_request", f"{where}.steps_completed: must be an integer >= 0")
-    if not isinstance(metrics, Mapping):
-        raise ApiError(400, "bad_request", f"{where}.metrics: must be an object")
-    return steps, {str(k): _finite(f"{where}.metrics.{k}", v) for k, v in metrics.items()}
-
-
-def _finite(where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ApiError(400, "bad_request", f"{where}: must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _update_progress(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:
-    """Latest and best validation (the writer has already advanced ``steps_completed``)."""
-    if not reports:
-        return
-    latest_steps, latest = max(reports, key=lambda r: r[0])
-    trial.latest_validation = {"steps_completed": latest_steps, "metrics": latest}
-    _update_best(trial, reports)
-
-
-def _queue_for_searcher(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:
-    """Hand each validation to the experiment's searcher (the reconciler consumes them)."""
-    db().add_all(SearcherEvent(experiment_id=trial.experiment_id, trial_id=trial.id,
-                               steps_completed=steps, metrics=metrics)
-                 for steps, metrics in reports)
-
-
-def _update_best(trial: Trial, reports: list[tuple[int, dict[str, float]]]) -> None:
-    metric = SearcherMetric.of(db().scalars(select(Experiment.config).where(
-        Experiment.id == trial.experiment_id)).one())
-    best = trial.best_validation
-    for steps, metrics in reports:
-        value = metric.value_in(metrics)
-        if value is not None and (best is None or metric.key(value) < metric.key(
-                float(best["metrics"][metric.name]))):
-            best = {"steps_completed": steps, "metrics": metrics}
-    trial.best_validation = best
+    writer = _writer()
+    _require_token_of(writer, trial_id)
+    batch = metrics_batch(trial_id, json_body())
+    applied = apply_reports(writer, batch)
+    answer: dict[str, Any] = {"stored": applied.rows}
+    if batch.stream is not None:
+        answer["duplicates"] = applied.duplicates
+    return answer
 
 
 @bp.post("/trials/<int:trial_id>/checkpoints")
 def report_checkpoint(trial_id: int) -> Any:
-    """Register a checkpoint the harness finished writing (Bearer token)."""
-    trial = get_or_404(Trial, trial_id, "trial")
-    require_trial_token(trial)
-    body = json_body()
-    uuid, steps = body.get("uuid"), body.get("steps_completed")
-    if not isinstance(uuid, str) or not 8 <= len(uuid) <= 64:
-        raise ApiError(400, "bad_request", "uuid: must be a string of 8 to 64 characters")
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise ApiError(400, "bad_request", "steps_completed: must be an integer >= 0")
-    if db().get(Checkpoint, uuid) is not None:
-        raise ApiError(409, "conflict", f"checkpoint {uuid} is already registered")
-    checkpoint = Checkpoint(uuid=uuid, trial_id=trial_id, steps_completed=steps,
-                            metadata_=_obj(body, "metadata"), resources=_obj(body, "resources"),
-                            validation_metrics=_validation_at(trial, steps))
-    db().add(checkpoint)
-    trial.latest_checkpoint = uuid
-    db().commit()
-    return {"checkpoint": serialize.checkpoint(checkpoint)}, 201
+    """Register a checkpoint the harness finished writing (Bearer token).
+
+    201 when registered now; 200 with the stored checkpoint when this trial registered the
+    uuid before (a retry); 409 ``conflict`` when another trial did.
+    """
+    writer = _writer()
+    _require_token_of(writer, trial_id)
+    batch = checkpoint_batch(trial_id, json_body())
+    applied = apply_reports(writer, batch)
+    uuid = str(batch.reports[0].checkpoint["uuid"]) if batch.reports[0].checkpoint else ""
+    checkpoint = db().get(Checkpoint, uuid)
+    if checkpoint is None:  # its seq was taken by another report of the stream
+        raise ApiError(409, "conflict", f"checkpoint {uuid}: seq {batch.reports[0].seq} "
+                       "was already used by another report of this stream")
+    status = 201 if uuid in applied.created_checkpoints else 200
+    return {"checkpoint": serialize.checkpoint(checkpoint)}, status
 
 
-def _obj(body: Mapping[str, Any], key: str) -> dict[str, Any]:
-    value = body.get(key) or {}
-    if not isinstance(value, dict):
-        raise ApiError(400, "bad_request", f"{key}: must be an object")
-    return value
+def _writer() -> MetricWriter:
+    writer: MetricWriter = current_app.config["HPCDET_METRIC_WRITER"]
+    return writer
 
 
-def _validation_at(trial: Trial, steps: int) -> dict[str, Any] | None:
-    latest = trial.latest_validation
-    if latest and latest.get("steps_completed") == steps:
-        return dict(latest["metrics"])
-    return None
+def _require_token_of(writer: MetricWriter, trial_id: int) -> None:
+    token = writer.token_of(trial_id)
+    if token is None:
+        raise ApiError(404, "not_found", f"trial {trial_id} not found")
+    require_token(trial_id, token)

@@ -120,7 +120,7 @@ def test_create_follow_streams_logs_and_progress(det: Det, fake_master: FakeMast
     _follow_setup(fake_master, "COMPLETED")
     result = det("e", "create", "--follow", *project)
     assert result.exit_code == 0, result.output
-    assert result.stdout == "Created experiment 5\n[rank=0] epoch 1\n[rank=0] epoch 2\n"
+    assert result.stdout == "Created experiment 5\n[rank 0] epoch 1\n[rank 0] epoch 2\n"
     progress = [line for line in result.stderr.splitlines() if not line.startswith("Prep")]
     assert progress == [
         "experiment 5: ACTIVE",
@@ -210,7 +210,7 @@ def test_logs_reads_the_first_trial(det: Det, fake_master: FakeMaster) -> None:
                     {"experiment": _experiment(), "trials": [_trial(9), _trial(7)]})
     fake_master.add("GET", "/trials/7/logs", _logs((1, "a"), (2, "b")))
     result = det("e", "logs", "5", "--tail", "2")
-    assert result.stdout == "[rank=0] a\n[rank=0] b\n"
+    assert result.stdout == "[rank 0] a\n[rank 0] b\n"
     assert fake_master.sent("GET", "/trials/7/logs")[0].url.params["tail"] == "2"
 
 

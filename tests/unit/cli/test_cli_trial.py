@@ -114,7 +114,7 @@ def test_logs_follow_until_terminal_and_quiet(det: Det, fake_master: FakeMaster)
                     _logs([10], rank=0), _logs([], "COMPLETED"))
     result = det("trial", "logs", "7", "-f", "--tail", "2")
     assert result.exit_code == 0, result.output
-    assert result.stdout == "[rank=1] line 8\n[rank=1] line 9\n[rank=0] line 10\n"
+    assert result.stdout == "[rank 1] line 8\n[rank 1] line 9\n[rank 0] line 10\n"
     sent = [dict(r.url.params) for r in fake_master.sent("GET", "/trials/7/logs")]
     assert sent == [{"after": "0", "tail": "2"}, {"after": "9"}, {"after": "9"},
                     {"after": "10"}]

@@ -19,23 +19,23 @@ from hpcdet.dispatcher.slurm import SLURM_STATES, SlurmBackend, phase_of
 from hpcdet.errors import SchedulerError, ValidationError
 
 SQUEUE_ARGV = ("squeue", "--noheader", "--states=all")
-SQUEUE_FORMAT = "--format=%i|%T|%N|%r"
+SQUEUE_FORMAT = "--Format=JobID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
 SACCT_ARGV = ("sacct", "--noheader", "--parsable2", "-X")
 SACCT_FORMAT = "--format=JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
 
-# squeue --noheader --states=all --jobs=1,2,3,4,5,6 --format=%i|%T|%N|%r
+# squeue --noheader --states=all --jobs=1,2,3,4,5,6 --Format=JobID:|,State:|,RestartCnt:|,...
 SQUEUE_RECORDED = """\
-2|COMPLETED|node[1-2]|None
-3|FAILED|node[1-2]|NonZeroExitCode
-1|FAILED|node[1-2]|JobLaunchFailure
-4|PENDING||JobHeldUser
-5|RUNNING|node1|None
+2|COMPLETED|0|node[1-2]|None|
+3|FAILED|0|node[1-2]|NonZeroExitCode|
+1|FAILED|0|node[1-2]|JobLaunchFailure|
+4|PENDING|0||JobHeldUser|
+5|RUNNING|0|node1|None|
 """
 # The same jobs a minute later: 5 cancelled, 6 out of time, 8_1 done.
 SQUEUE_RECORDED_LATER = """\
-5|CANCELLED|node1|None
-6|TIMEOUT|node1|TimeLimit
-8_1|COMPLETED|node1|None
+5|CANCELLED|0|node1|None|
+6|TIMEOUT|0|node1|TimeLimit|
+8_1|COMPLETED|0|node1|None|
 """
 # sacct --noheader --parsable2 -X --jobs=... --format=JobID,JobIDRaw,State,ExitCode,NodeList,Reason
 SACCT_RECORDED = """\
@@ -68,9 +68,9 @@ def test_squeue_answers_in_one_call(tmp_path: Path, recorded_slurm: Any) -> None
     result = SlurmBackend(runner=runner).poll(_jobs(tmp_path, "4", "5", "2"))
     assert runner.calls == [(*SQUEUE_ARGV, "--jobs=4,5,2", SQUEUE_FORMAT)]
     assert result == {
-        "4": JobStatus("4", JobPhase.PENDING, "PENDING", reason="JobHeldUser"),
-        "5": JobStatus("5", JobPhase.RUNNING, "RUNNING", nodes="node1"),
-        "2": JobStatus("2", JobPhase.COMPLETED, "COMPLETED", nodes="node[1-2]"),
+        "4": JobStatus("4", JobPhase.PENDING, "PENDING", reason="JobHeldUser", restarts=0),
+        "5": JobStatus("5", JobPhase.RUNNING, "RUNNING", nodes="node1", restarts=0),
+        "2": JobStatus("2", JobPhase.COMPLETED, "COMPLETED", nodes="node[1-2]", restarts=0),
     }
 
 
@@ -82,7 +82,7 @@ def test_finished_jobs_in_squeue_take_the_exit_code_from_the_exit_file(
     status = SlurmBackend(runner=runner).poll(_jobs(tmp_path, "3", "1"))
     assert status["3"] == JobStatus(
         "3", JobPhase.FAILED, "FAILED", reason="NonZeroExitCode", exit_code=143,
-        nodes="node[1-2]",
+        nodes="node[1-2]", restarts=0,
     )  # fmt: skip
     assert (status["1"].phase, status["1"].exit_code) == (JobPhase.FAILED, None)
 
@@ -96,9 +96,9 @@ def test_sacct_is_asked_only_about_jobs_squeue_no_longer_holds(
         (*SQUEUE_ARGV, "--jobs=5,3,6,4,1", SQUEUE_FORMAT),
         (*SACCT_ARGV, "--jobs=3,4,1", SACCT_FORMAT),
     ]
-    assert result["5"] == JobStatus("5", JobPhase.CANCELLED, "CANCELLED", nodes="node1")
+    assert result["5"] == JobStatus("5", JobPhase.CANCELLED, "CANCELLED", nodes="node1", restarts=0)
     assert result["6"] == JobStatus("6", JobPhase.TIMEOUT, "TIMEOUT", reason="TimeLimit",
-                                    nodes="node1")  # fmt: skip
+                                    nodes="node1", restarts=0)  # fmt: skip
     assert result["4"] == JobStatus("4", JobPhase.CANCELLED, "CANCELLED by 0", reason="JobHeldUser",
                                     exit_code=0, source="sacct")  # fmt: skip
     assert result["3"] == JobStatus("3", JobPhase.FAILED, "FAILED", exit_code=15,
@@ -164,7 +164,7 @@ def test_no_jobs_runs_no_command(recorded_slurm: Any) -> None:
 def test_a_thousand_jobs_take_at_most_two_commands(tmp_path: Path, recorded_slurm: Any) -> None:
     def squeue(argv: Sequence[str]) -> str:  # knows the even ids, running
         ids = argv[3].removeprefix("--jobs=").split(",")
-        return "".join(f"{i}|RUNNING|node1|None\n" for i in ids if int(i) % 2 == 0)
+        return "".join(f"{i}|RUNNING|0|node1|None|\n" for i in ids if int(i) % 2 == 0)
 
     def sacct(argv: Sequence[str]) -> str:  # knows the rest, completed
         ids = argv[4].removeprefix("--jobs=").split(",")
@@ -195,7 +195,7 @@ def test_malformed_job_ids_are_refused_before_any_command(
 
 
 def test_unparseable_lines_are_skipped(tmp_path: Path, recorded_slurm: Any) -> None:
-    runner = recorded_slurm({"squeue": "garbage\n2|RUNNING|node1|None\n"})
+    runner = recorded_slurm({"squeue": "garbage\n2|RUNNING|0|node1|None|\n"})
     assert SlurmBackend(runner=runner).poll(_jobs(tmp_path, "2"))["2"].phase is JobPhase.RUNNING
 
 

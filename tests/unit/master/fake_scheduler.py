@@ -22,22 +22,57 @@ class FakeSchedulerBackend(SlurmBackend):
         self.poll_calls: list[list[str]] = []
         self.cancelled: list[str] = []
         self.fail_submit = False
+        self.restarts: dict[str, int] = {}
+        self.names: dict[str, str] = {}
+        self.find_calls: list[list[str]] = []
+        # Slurm's pending reason per job id ("Resources" when not set).
+        self.reasons: dict[str, str] = {}
+        # Simulate the master dying during the next sbatch: "before" it reached Slurm, or
+        # "after" Slurm queued the job but before the master learnt its id.
+        self.crash: str | None = None
+        # False: scancel only signals the jobs (as Slurm does to a running job, which ends
+        # after KillWait); the test ends them by setting their phase.
+        self.cancel_ends_jobs = True
 
     def submit(self, submission: Submission) -> str:
         if self.fail_submit:
             raise SchedulerError(["sbatch"], 1, "", "sbatch: error: invalid partition")
+        if self.crash == "before":
+            self.crash = None
+            raise KeyboardInterrupt("the master died before sbatch ran")
         self.submitted.append(submission)
         job_id = str(100 + len(self.submitted))
         self.phases[job_id] = JobPhase.PENDING
+        self.names[_job_name(submission.script)] = job_id
+        if self.crash == "after":
+            self.crash = None
+            raise KeyboardInterrupt(f"the master died after sbatch queued job {job_id}")
         return job_id
 
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
         self.poll_calls.append([j.job_id for j in jobs])
         return {j.job_id: JobStatus(j.job_id, self.phases[j.job_id], self.phases[j.job_id].value,
-                                    reason="Resources", exit_code=0, nodes="node1")
+                                    reason=self.reasons.get(j.job_id, "Resources"),
+                                    exit_code=self._exit_code(j.job_id),
+                                    nodes="node1", restarts=self.restarts.get(j.job_id, 0))
                 for j in jobs}
+
+    def _exit_code(self, job_id: str) -> int:
+        return 0 if self.phases[job_id] in (JobPhase.COMPLETED, JobPhase.PENDING,
+                                            JobPhase.RUNNING) else 1
+
+    def find(self, names: Sequence[str]) -> dict[str, str]:
+        self.find_calls.append(list(names))
+        return {name: self.names[name] for name in names if name in self.names}
 
     def cancel(self, job_ids: Sequence[str]) -> None:
         self.cancelled += job_ids
-        for job_id in job_ids:
+        for job_id in job_ids if self.cancel_ends_jobs else ():
             self.phases[job_id] = JobPhase.CANCELLED
+
+
+def _job_name(script: str) -> str:
+    for line in script.splitlines():
+        if line.startswith("#SBATCH --job-name="):
+            return line.split("=", 1)[1].strip("'")
+    return ""

@@ -7,7 +7,7 @@ from pathlib import Path
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
-from master_helpers import create
+from master_helpers import CONFIG, create
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
@@ -44,8 +44,10 @@ def test_an_experiment_runs_to_completed(client: FlaskClient, app: Flask,
     assert trial["state"] == "COMPLETED" and trial["job_ids"] == ["101"]
     assert trial_history(app, trial["id"]) == ["QUEUED", "RUNNING", "COMPLETED"]
     logs = client.get(f"/api/v1/trials/{trial['id']}/logs").get_json()["logs"]
-    assert [(entry["rank"], entry["line"]) for entry in logs] == [
+    assert [(entry["rank"], entry["line"]) for entry in logs if entry["stream"] != "master"] == [
         (0, "epoch 1"), (1, "epoch 1"), (None, "no label")]
+    assert [e["line"] for e in logs if e["stream"] == "master"] == [
+        "Slurm job 101 is pending: Resources"]
     assert all(len(call) == 1 for call in fake.poll_calls)
 
 
@@ -62,7 +64,7 @@ def test_a_job_that_ends_between_polls_still_shows_it_ran(
 
 def test_a_failed_job_ends_the_trial_and_experiment_in_error(
         client: FlaskClient, reconciler: Reconciler, fake: FakeSchedulerBackend) -> None:
-    exp_id = create(client).get_json()["experiment"]["id"]
+    exp_id = create(client, CONFIG + "max_restarts: 0\n").get_json()["experiment"]["id"]
     reconciler.cycle()
     fake.phases["101"] = JobPhase.FAILED
     reconciler.cycle()

@@ -1,0 +1,87 @@
+"""Files the harness leaves in the job directory for the next run and for the master.
+
+The job directory is on a filesystem shared by the login node and the compute nodes, so
+these files outlive both the job and an unreachable master:
+
+* ``latest_checkpoint.json``: the newest checkpoint the trial's code saved. Written by the
+  chief after every checkpoint; a requeued job (same job id, same ``trial.json``) resumes
+  from it rather than from the older one ``trial.json`` names.
+* ``exit-reason-<jobid>.<requeue>.json``: why one execution of a job stopped early, e.g.
+  ``{"reason": "preempted"}`` when the code checkpointed and exited because Slurm (or the
+  master) asked it to. The master reads it to tell a preemption, which does not count
+  against ``max_restarts``, from a failure, which does.
+
+Every write goes through a temporary file and a rename, so a reader never sees half a file.
+This module imports nothing from hpcdet: the harness, the core API and the master share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+LATEST_CHECKPOINT_FILE = "latest_checkpoint.json"
+PREEMPTED = "preempted"
+
+
+def exit_reason_path(job_dir: str | os.PathLike[str], job_id: str, requeue: int) -> Path:
+    """Where execution ``requeue`` (0 first) of Slurm job ``job_id`` records why it stopped."""
+    return Path(job_dir) / f"exit-reason-{job_id}.{requeue}.json"
+
+
+def write_exit_reason(job_dir: str | os.PathLike[str], job_id: str, requeue: int,
+                      reason: str, **details: Any) -> Path:
+    """Record ``reason`` (e.g. :data:`PREEMPTED`) for one execution of a job."""
+    path = exit_reason_path(job_dir, job_id, requeue)
+    write_json_atomically(path, {"reason": reason, **details})
+    return path
+
+
+def read_exit_reason(job_dir: str | os.PathLike[str], job_id: str, requeue: int) -> str | None:
+    """The reason one execution recorded, or None (it recorded none, or it is unreadable)."""
+    data = read_json(exit_reason_path(job_dir, job_id, requeue))
+    reason = data.get("reason") if data else None
+    return reason if isinstance(reason, str) else None
+
+
+def write_latest_checkpoint(job_dir: str | os.PathLike[str], uuid: str,
+                            steps_completed: int) -> None:
+    """Remember ``uuid`` as the trial's newest checkpoint (chief only)."""
+    write_json_atomically(Path(job_dir) / LATEST_CHECKPOINT_FILE,
+                          {"uuid": uuid, "steps_completed": steps_completed})
+
+
+def read_latest_checkpoint(job_dir: str | os.PathLike[str]) -> str | None:
+    """The uuid in ``latest_checkpoint.json``, or None when there is none (or it is unreadable)."""
+    data = read_json(Path(job_dir) / LATEST_CHECKPOINT_FILE)
+    uuid = data.get("uuid") if data else None
+    return uuid if isinstance(uuid, str) and uuid else None
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None if it is missing or not a JSON object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` through a temporary file, flushed, then renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,96 @@
+"""Collecting job logs into ``trial_logs``: ranks, nodes (block layout), offsets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from log_seed import TWO_BY_TWO, add_experiment, add_job, add_trial, sessions
+from sqlalchemy import select
+
+from hpcdet.master.logs import RankPlacement, ingest_job_logs
+from hpcdet.master.models import TrialLog
+
+
+@pytest.mark.parametrize(("nodes", "config", "expected"), [
+    # block order: two ranks per node on two nodes; the batch script on the first
+    ("node[1-2]", TWO_BY_TWO, {0: "node1", 1: "node1", 2: "node2", 3: "node2",
+                               None: "node1"}),
+    ("gpu-[01-03]", {"resources": {"slots_per_trial": 3}, "slurm": {"slots_per_node": 1}},
+     {0: "gpu-01", 1: "gpu-02", 2: "gpu-03", None: "gpu-01"}),
+    # without slots_per_node every rank is on one node
+    ("a7", {"resources": {"slots_per_trial": 4}}, {0: "a7", 3: "a7", None: "a7"}),
+    # a rank past the node list is not guessed
+    ("node1", TWO_BY_TWO, {1: "node1", 2: None}),
+    # node list not known yet, empty or malformed: no node, but no failure either
+    (None, TWO_BY_TWO, {0: None, None: None}),
+    ("", TWO_BY_TWO, {0: None, None: None}),
+    ("node[1-", TWO_BY_TWO, {0: None, None: None}),
+])
+def test_ranks_are_placed_in_block_order(nodes: str | None, config: dict[str, Any],
+                                         expected: dict[int | None, str | None]) -> None:
+    placement = RankPlacement.of(nodes, config)
+    assert {rank: placement.node_of(rank) for rank in expected} == expected
+
+
+def test_a_config_slurm_cannot_lay_out_gives_no_rank_nodes() -> None:
+    config = {"resources": {"slots_per_trial": 3}, "slurm": {"slots_per_node": 2}}
+    placement = RankPlacement.of("node[1-2]", config)
+    assert (placement.node_of(0), placement.node_of(None)) == (None, None)
+
+
+def _stored(app: Flask) -> list[tuple[Any, ...]]:
+    with sessions(app)() as session:
+        rows = session.scalars(select(TrialLog).order_by(TrialLog.id))
+        return [(r.stream, r.rank, r.node, r.line, r.job_id) for r in rows]
+
+
+def test_every_line_is_stored_with_its_rank_and_node(app: Flask, tmp_path: Path) -> None:
+    (tmp_path / "slurm-101.out").write_text(
+        "0: start\n3: on the second node\nbatch script line\n2: partial")
+    (tmp_path / "slurm-101.err").write_text("1: warning\n")
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session), job_dir=str(tmp_path))
+        job = add_job(session, trial, nodes="node[1-2]")
+        assert ingest_job_logs(session, job, trial, TWO_BY_TWO, final=False) == 4
+    assert _stored(app) == [
+        ("stdout", 0, "node1", "start", "101"),
+        ("stdout", 3, "node2", "on the second node", "101"),
+        ("stdout", None, "node1", "batch script line", "101"),
+        ("stderr", 1, "node1", "warning", "101")]
+
+
+def test_the_rest_comes_next_time_and_the_unfinished_line_when_final(
+        app: Flask, tmp_path: Path) -> None:
+    out = tmp_path / "slurm-101.out"
+    out.write_text("0: one\n2: par")
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session), job_dir=str(tmp_path))
+        job = add_job(session, trial, nodes="node[1-2]")
+        ingest_job_logs(session, job, trial, TWO_BY_TWO, final=False)
+        assert ingest_job_logs(session, job, trial, TWO_BY_TWO, final=False) == 0
+        with out.open("a") as handle:
+            handle.write("tial\n1: last, no newline")
+        assert ingest_job_logs(session, job, trial, TWO_BY_TWO, final=True) == 2
+    assert [(rank, node, line) for _, rank, node, line, _ in _stored(app)] == [
+        (0, "node1", "one"), (2, "node2", "partial"), (1, "node1", "last, no newline")]
+
+
+def test_lines_read_before_the_node_list_is_known_have_no_node(app: Flask,
+                                                                tmp_path: Path) -> None:
+    (tmp_path / "slurm-101.out").write_text("0: early\nscript\n")
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session), job_dir=str(tmp_path))
+        job = add_job(session, trial, nodes=None)
+        ingest_job_logs(session, job, trial, TWO_BY_TWO, final=False)
+    assert [(rank, node) for _, rank, node, _, _ in _stored(app)] == [(0, None), (None, None)]
+
+
+def test_a_job_without_an_id_reads_nothing(app: Flask, tmp_path: Path) -> None:
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session), job_dir=str(tmp_path))
+        job = add_job(session, trial, job_id=None)
+        assert ingest_job_logs(session, job, trial, TWO_BY_TWO, final=True) == 0
+        assert job.log_offsets == {}
