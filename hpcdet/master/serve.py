@@ -113,10 +113,29 @@ def run_reconciler(settings: MasterSettings) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    _stop_when_orphaned(stop)
     backend = get_backend(settings.resource_manager.type,
                           template_dir=settings.resource_manager.template_dir)
     sessions = make_session_factory(make_engine(settings.db_url))
     Reconciler(settings, sessions, backend).run_forever(stop)
+
+
+def _stop_when_orphaned(stop: threading.Event, interval: float = 1.0) -> None:
+    """Set ``stop`` once the master process that started this one is gone.
+
+    A master killed with SIGKILL cannot stop its reconciler; left running, it would go on
+    beside the one a restarted master starts (two reconcilers submitting for the same
+    trials). Checked once a second: the cycle in progress finishes, then it exits.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while not stop.wait(interval):
+            if os.getppid() != parent:
+                log.warning("the master process %s is gone; the reconciler stops", parent)
+                stop.set()
+
+    threading.Thread(target=watch, name="hpcdet-orphan-watch", daemon=True).start()
 
 
 def _serve(settings: MasterSettings) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -30,14 +32,15 @@ class LiveMaster:
     def start(self) -> None:
         """Start det-master (again), appending to its log; returns once it answers."""
         with self.log.open("ab") as out:
+            # A session of its own: kill9() takes down every process of the master.
             self.process = subprocess.Popen(list(self.argv), env=self.env, stdout=out,
-                                            stderr=subprocess.STDOUT)
+                                            stderr=subprocess.STDOUT, start_new_session=True)
         wait_until_up(self.url, self.process, self.log)
 
     def kill9(self) -> None:
-        """SIGKILL the master, as a crash would: no cleanup of any kind."""
+        """SIGKILL every process of the master, as a crash would: no cleanup of any kind."""
         assert self.process is not None
-        self.process.kill()
+        os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(30)
 
     def stop(self) -> None:

@@ -196,6 +196,18 @@ def active_job(trial: dict[str, Any]) -> dict[str, Any]:
     return next(j for j in reversed(trial["jobs"]) if j["active"])
 
 
+@pytest.fixture(autouse=True)
+def cancel_leftover_jobs(slurm: dict[str, str]) -> Iterator[None]:
+    """A failed scenario must not leave its trial's job running into the next scenario."""
+    yield
+    listing = subprocess.run(["squeue", "-h", "-O", "JobID:|,Name:|,Comment:|"], env=slurm,
+                             capture_output=True, text=True).stdout
+    ours = [line.split("|")[0] for line in listing.splitlines()
+            if "|hpcdet:it:" in line or "|urgent-preemptor|" in line]
+    if ours:
+        subprocess.run(["scancel", *ours], env=slurm, check=False)
+
+
 @pytest.fixture
 def revive_nodes(slurm: dict[str, str]) -> Iterator[list[str]]:
     failed: list[str] = []

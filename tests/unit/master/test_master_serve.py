@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -34,3 +35,15 @@ def test_a_dead_reconciler_is_started_again(settings: MasterSettings,
     finally:
         supervisor.stop()
     assert supervisor.process is not None and not supervisor.process.is_alive()
+
+
+def test_the_reconciler_stops_when_its_master_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A master killed with SIGKILL cannot stop its reconciler: the reconciler notices that
+    # its parent changed (it was re-parented) and stops by itself.
+    from hpcdet.master import serve
+
+    parents = iter([100, 100, 1])
+    monkeypatch.setattr(serve.os, "getppid", lambda: next(parents, 1))
+    stop = threading.Event()
+    serve._stop_when_orphaned(stop, interval=0.01)
+    assert stop.wait(10)
