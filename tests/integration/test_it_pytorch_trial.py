@@ -7,18 +7,15 @@ SHA-256 of its model's weights, and every training and validation batch reports 
 ``rank`` metric (the rank's number), whose mean over 4 ranks is 1.5 only if the trainer
 averaged the metrics over all of them (rank 0 alone would report 0).
 
-Stop and resume: the master cannot resubmit a stopped trial from its checkpoint yet (that
-is issue 5), so the resume is the real harness run a second time in a real Slurm job of
-the same shape, whose ``trial.json`` names the stopped trial's latest checkpoint: the job
-script of ``det experiment create --dry-run`` (an unmanaged ``trial.json``), with
-``latest_checkpoint`` filled in, submitted with ``sbatch``. The stop is Slurm's warning
-signal (``scancel --signal=USR2``, what ``--signal=USR2@120`` sends before a time limit),
-sent to the trial's job once the master has registered its first checkpoint.
+Stop and resume: Slurm's warning signal (``scancel --signal=USR2``, what ``--signal=USR2@N``
+sends before a time limit) reaches the trial's job once the master has registered its first
+checkpoint; the trial checkpoints and exits, the master resubmits it from that checkpoint
+(an interruption, not a restart), and the second job ends with the weights of an
+uninterrupted run, bit for bit.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -28,7 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, load_json, sacct_state
+from it_helpers import REPO, LiveMaster, load_json
 
 pytestmark = [pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
@@ -208,43 +205,20 @@ def test_a_stopped_and_resumed_trial_ends_with_the_weights_of_an_uninterrupted_o
     first = wait_for("a first checkpoint", lambda: trial_detail(master, trial_id)["checkpoints"],
                      interval=0.2)
     job_id = trial_detail(master, trial_id)["trial"]["job_ids"][0]
+    # The walltime warning: the trial checkpoints and exits, and the master resubmits it
+    # from that checkpoint (an interruption, not a restart).
     subprocess.run(["scancel", "--signal=USR2", job_id], env=master.env, check=True)
     stopped = trial_detail(master, ended(master, stopped_id)["trials"][0]["id"])
-    latest = stopped["checkpoints"][-1]
-    assert first[0]["steps_completed"] <= latest["steps_completed"] < TOTAL_BATCHES, stopped
-    assert stopped["trial"]["latest_checkpoint"] == latest["uuid"]
-    assert not weight_hashes(trial_log(master, trial_id)), "the stopped trial ran to the end"
-
-    resumed = resume_from(master, tmp_path, latest["uuid"], batch_sleep=0.1)
+    trial = stopped["trial"]
+    assert (trial["restarts"], trial["interruptions"]) == (0, 1), trial
+    assert trial["job_ids"][0] == job_id and len(trial["job_ids"]) == 2, trial
+    resumed_from = [c for c in stopped["checkpoints"] if c["steps_completed"] < TOTAL_BATCHES]
+    assert resumed_from and first[0]["steps_completed"] <= resumed_from[-1]["steps_completed"]
+    logs = master.api(f"/trials/{trial_id}/logs")["logs"]
+    assert not weight_hashes([e["line"] for e in logs if e["job_id"] == job_id]), (
+        "the stopped run went to the end")
+    resumed = weight_hashes([e["line"] for e in logs if e["job_id"] == trial["job_ids"][1]])
     whole = weight_hashes(trial_log(master, ended(master, whole_id)["trials"][0]["id"]))
     assert sorted(resumed) == sorted(whole) == list(range(2 * RESUME_SLOTS_PER_NODE)), (
         resumed, whole)
     assert resumed == whole, f"resumed {resumed} != uninterrupted {whole}"
-
-
-def resume_from(master: LiveMaster, tmp_path: Path, uuid: str,
-                batch_sleep: float) -> dict[int, tuple[int, str]]:
-    """Run the trial again in a Slurm job whose trial.json names checkpoint ``uuid``."""
-    _, script = create(master, tmp_path, "it-stopped", batch_sleep, "--dry-run",
-                       slots_per_node=RESUME_SLOTS_PER_NODE)
-    match = re.search(r"DET_TRIAL_INFO=(\S+)", script)
-    assert match, script
-    info_path = Path(match[1].strip("'\""))
-    info = json.loads(info_path.read_text())
-    info["latest_checkpoint"] = uuid
-    info_path.write_text(json.dumps(info))
-    (tmp_path / "resume.sh").write_text(script)
-    submitted = subprocess.run(["sbatch", "--parsable", str(tmp_path / "resume.sh")],
-                               env=master.env, capture_output=True, text=True, check=True)
-    job_id = submitted.stdout.strip().split(";")[0]
-    state = wait_for(f"job {job_id} to end", lambda: finished_state(job_id, master.env))
-    lines = [line for path in sorted(info_path.parent.glob("slurm-*"))
-             for line in path.read_text(errors="replace").splitlines()]
-    assert state == "COMPLETED", "\n".join(lines[-60:])
-    return weight_hashes(lines)
-
-
-def finished_state(job_id: str, env: dict[str, str]) -> str | None:
-    """The job's final sacct state, or None while it is still queued or running."""
-    state = sacct_state(job_id, env)
-    return None if state in ("", "PENDING", "RUNNING", "COMPLETING", "REQUEUED") else state
