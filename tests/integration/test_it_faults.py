@@ -249,7 +249,7 @@ def test_preemption_by_a_higher_priority_partition_is_not_a_restart(
     exp_id, trial_id = create(master, tmp_path, _config("preempted"))
     node = active_job(wait_for_epochs(master, trial_id, 3))["nodes"]
     slurm(master, "sbatch", "--parsable", "-p", "urgent", "-w", node, "--exclusive",
-          "-J", "urgent-preemptor", "--wrap", "sleep 10")
+          "-J", "urgent-preemptor", "-o", str(tmp_path / "urgent-%j.out"), "--wrap", "sleep 10")
     trial = check_completed_like_reference(master, tmp_path, exp_id, trial_id)
     assert trial["restarts"] == 0 and trial["interruptions"] >= 1, trial
 
