@@ -66,6 +66,7 @@ class ReconcilerSupervisor:
         self.settings = settings
         self.process: multiprocessing.process.BaseProcess | None = None
         self._stopping = threading.Event()
+        self._owner = os.getpid()
         self._watchdog = threading.Thread(target=self._watch, name="hpcdet-reconciler-watchdog",
                                           daemon=True)
 
@@ -86,6 +87,10 @@ class ReconcilerSupervisor:
                 self._spawn()
 
     def stop(self) -> None:
+        # gunicorn forks its workers from this process: a worker leaving ``main`` passes
+        # through the same ``finally`` but owns no reconciler.
+        if os.getpid() != self._owner:
+            return
         self._stopping.set()
         if self.process is not None:
             self.process.terminate()

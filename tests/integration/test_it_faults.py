@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 import yaml
@@ -105,7 +106,10 @@ def create(master: LiveMaster, tmp_path: Path, config: dict[str, Any]) -> tuple[
 def wait_for(probe: Callable[[], Any], what: str, timeout: float = 240) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = probe()
+        try:
+            value = probe()
+        except (httpx.TransportError, ValueError):  # a master (worker) restarting: ask again
+            value = None
         if value:
             return value
         time.sleep(0.5)
