@@ -401,8 +401,16 @@ def _parse_squeue_line(line: str) -> list[tuple[str, JobStatus]] | None:
         return None
     job_id, state, restarts, nodes, reason = (field.strip() for field in fields)
     status = JobStatus(job_id, phase_of(state), state, reason=_none_if(reason, "None"),
-                       nodes=nodes or None, source="squeue", restarts=int(restarts))  # fmt: skip
+                       nodes=nodes or None, source="squeue",
+                       restarts=_finished_executions(state, int(restarts)))  # fmt: skip
     return [(job_id, status)]
+
+
+def _finished_executions(state: str, restarts: int) -> int:
+    """Slurm counts a requeue at once, while the ended execution may still be COMPLETING
+    (its code checkpointing after SIGTERM). Count it once it is over, so that whoever
+    reads the count also sees what that execution left behind (its exit reason)."""
+    return restarts - 1 if state == "COMPLETING" and restarts > 0 else restarts
 
 
 def _newest_by_name(stdout: str, names: Sequence[str], *, sep: str) -> dict[str, str]:

@@ -124,3 +124,13 @@ def test_a_poll_line_without_a_numeric_restart_count_is_skipped(
     runner = recorded_slurm({"squeue": "2|PENDING|x||BeginTime|\n", "sacct": sacct})
     status = SlurmBackend(runner=runner).poll([JobRef("2", str(tmp_path))])
     assert status["2"].phase is JobPhase.MISSING  # not misread as a job with no restarts
+
+
+def test_a_requeue_counts_once_the_ended_execution_has_finished_completing(
+        tmp_path: Path, recorded_slurm: Any) -> None:
+    # Right after `scontrol requeue`, squeue says COMPLETING with the count already up
+    # while the old execution's code is still checkpointing.
+    runner = recorded_slurm({"squeue": "7|COMPLETING|1|node1|None|\n8|PENDING|1||BeginTime|\n"})
+    result = SlurmBackend(runner=runner).poll([JobRef("7", str(tmp_path)),
+                                               JobRef("8", str(tmp_path))])
+    assert (result["7"].restarts, result["8"].restarts) == (0, 1)
