@@ -251,14 +251,16 @@ class Reconciler:
         statuses = self.backend.poll([ref for _, _, ref in refs])
         self._collect_spools([(trial_id, ref) for _, trial_id, ref in refs], statuses)
         with session_scope(self.sessions) as session:
-            configs: dict[int, dict[str, Any]] = {}
-            for job_pk, _, ref in refs:
-                status = statuses.get(ref.job_id)
-                job = session.get_one(Job, job_pk)
-                if status is not None and job.active:
-                    trial = session.get_one(Trial, job.trial_id)
-                    config = _config_of(session, trial.experiment_id, configs)
-                    self._apply(session, job, trial, config, status)
+            # One query for the jobs with their trials, one for their experiments' configs
+            # (jobs that ended meanwhile, e.g. through a kill, are no longer active).
+            pairs = session.execute(select(Job, Trial).join(Trial, Trial.id == Job.trial_id)
+                                    .where(Job.id.in_([pk for pk, _, _ in refs]),
+                                           Job.active)).all()
+            configs = _configs_of(session, {trial.experiment_id for _, trial in pairs})
+            for job, trial in pairs:
+                status = statuses.get(str(job.job_id))
+                if status is not None:
+                    self._apply(session, job, trial, configs[trial.experiment_id], status)
         return len(refs)
 
     def _collect_spools(self, refs: Sequence[tuple[int, JobRef]],
@@ -322,13 +324,12 @@ class Reconciler:
                                cause="all trials ended")
 
 
-def _config_of(session: Session, experiment_id: int,
-               cache: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """The experiment's effective config, read once per poll."""
-    if experiment_id not in cache:
-        cache[experiment_id] = session.scalars(select(Experiment.config).where(
-            Experiment.id == experiment_id)).one()
-    return cache[experiment_id]
+def _configs_of(session: Session, experiment_ids: set[int]) -> dict[int, dict[str, Any]]:
+    """Each experiment's effective config, with one query."""
+    if not experiment_ids:
+        return {}
+    return dict(session.execute(select(Experiment.id, Experiment.config).where(
+        Experiment.id.in_(experiment_ids))).all())
 
 
 def _max_restarts(config: dict[str, Any]) -> int:
@@ -338,12 +339,8 @@ def _max_restarts(config: dict[str, Any]) -> int:
 
 def _preemption_timeouts(session: Session, experiment_ids: set[int]) -> dict[int, float]:
     """Each experiment's ``preemption_timeout`` in seconds (the default where unset)."""
-    if not experiment_ids:
-        return {}
-    rows = session.execute(select(Experiment.id, Experiment.config)
-                           .where(Experiment.id.in_(experiment_ids)))
     return {exp_id: float(config.get("preemption_timeout") or DEFAULT_PREEMPTION_TIMEOUT)
-            for exp_id, config in rows}
+            for exp_id, config in _configs_of(session, experiment_ids).items()}
 
 
 def _must_cancel(trial: Trial, job: Job, timeouts: dict[int, float]) -> bool:
