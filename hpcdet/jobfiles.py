@@ -73,15 +73,31 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` through a temporary file, flushed, then renamed."""
+    write_atomically(path, json.dumps(data).encode())
+
+
+def write_atomically(path: Path, data: bytes, *, mode: int | None = None,
+                     durable: bool = True) -> None:
+    """Write ``data`` to ``path`` via a temporary file and a rename: no reader ever sees
+    half a file. ``durable`` fsyncs the file and its directory; ``mode`` sets permissions."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    if durable:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

@@ -19,13 +19,13 @@ the reporter calls it under its lock.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+from hpcdet.jobfiles import write_atomically
 
 SPOOL_DIR = "spool"
 STREAM_FILE = "stream.json"
@@ -98,19 +98,8 @@ class Spool:
 
     def write_durably(self, name: str, items: list[dict[str, Any]]) -> Path:
         """Write ``items`` as the file ``name``: a temporary file, fsync, rename, fsync."""
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.writelines(json.dumps(i, separators=(",", ":")).encode() + b"\n"
-                             for i in items)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path / name)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(self.path)
+        data = b"".join(json.dumps(i, separators=(",", ":")).encode() + b"\n" for i in items)
+        write_atomically(self.path / name, data)
         return self.path / name
 
     def sync(self) -> None:

@@ -18,12 +18,9 @@ Environment assumptions:
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import posixpath
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -45,6 +42,7 @@ from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_di
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.sbatch_args import render_sbatch_args
 from hpcdet.errors import SchedulerError, ValidationError
+from hpcdet.jobfiles import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -345,17 +343,7 @@ def _effective_container(spec: JobSpec) -> ContainerSpec:
 
 def write_script(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` with mode 0755 via a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_atomically(path, text.encode("utf-8"), mode=0o755, durable=False)
 
 
 def parse_sbatch_output(argv: Sequence[str], stdout: str) -> str:
