@@ -264,5 +264,18 @@ class TrialLog(Base):
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-__all__ = ["Base", "Checkpoint", "Experiment", "Job", "Metric", "ReportStream", "SearcherEvent",
-           "StateChange", "Template", "Trial", "TrialLog", "as_utc", "utcnow"]
+class ClusterSnapshot(Base):
+    """The latest copy of something read from the scheduler on a timer (pools, the queue).
+
+    The reconciler writes it; API requests read it, so no request runs a scheduler command.
+    """
+
+    __tablename__ = "cluster_snapshots"
+
+    kind: Mapped[str] = mapped_column(String(32), primary_key=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    taken_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+__all__ = ["Base", "Checkpoint", "ClusterSnapshot", "Experiment", "Job", "Metric", "ReportStream",
+           "SearcherEvent", "StateChange", "Template", "Trial", "TrialLog", "as_utc", "utcnow"]

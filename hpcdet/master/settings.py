@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +18,24 @@ from typing import Any
 import yaml
 
 from hpcdet.errors import ConfigError
+from hpcdet.master.settings_pools import (
+    SLOT_TYPES,
+    CustomPool,
+    FairShareSettings,
+    PartitionOverride,
+    PriorityPolicy,
+    SlurmDefaults,
+    build_fair_share,
+    build_partition_overrides,
+    build_priority,
+    build_resource_pools,
+    build_slurm_defaults,
+)
+from hpcdet.master.settings_read import Getter, unknown_keys
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "none")
-SLOT_TYPES = ("cpu", "cuda", "rocm")
+
 ROOT = "<master.yaml>"
 
 
@@ -36,8 +50,20 @@ class ResourceManagerSettings:
     job_storage_root: str = str(Path.home() / ".hpcdet" / "jobs")
     container_run_type: str = "none"
     apptainer_image_root: str | None = None
-    slot_type: str = "cpu"
+    # None: per partition, cuda where its nodes have GPUs and cpu elsewhere (Determined's rule).
+    slot_type: str | None = None
+    tres_supported: bool = True
+    gres_supported: bool = True
     default_compute_resource_pool: str | None = None
+    default_aux_resource_pool: str | None = None
+    job_project_source: str = "project"  # project | workspace | label[:prefix] -> --wckey
+    # How often pools and the queue are read from Slurm (the API serves the cached copy).
+    pool_refresh_seconds: float = 15.0
+    slurm_defaults: SlurmDefaults = field(default_factory=SlurmDefaults)
+    partition_overrides: Mapping[str, PartitionOverride] = field(default_factory=dict)
+    resource_pools: tuple[CustomPool, ...] = ()
+    priority: PriorityPolicy = field(default_factory=PriorityPolicy)
+    fair_share: FairShareSettings | None = None
     template_dir: str | None = None  # a site's own job-script templates, searched first
     # Seconds before a job's time limit at which Slurm sends SIGUSR2 (--signal=USR2@N), for
     # the trial to checkpoint and exit; must be well below the shortest partition MaxTime.
@@ -102,28 +128,31 @@ _TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoin
              "resource_manager", "state_dir"}
 _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
             "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
-            "default_compute_resource_pool", "template_dir", "walltime_signal_seconds"}
+            "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
+            "tres_supported", "gres_supported", "default_aux_resource_pool",
+            "job_project_source", "pool_refresh_seconds", "task_container_defaults",
+            "partition_overrides", "resource_pools", "priority", "fair_share"}
 
 
 def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> MasterSettings:
-    _unknown(doc, _TOP_KEYS, ROOT, errors)
-    get = _Getter(doc, ROOT, errors)
+    unknown_keys(doc, _TOP_KEYS, ROOT, errors)
+    get = Getter(doc, ROOT, errors)
     state_dir = get.text("state_dir", MasterSettings.state_dir)
     port = int(environ.get("HPCDET_MASTER_PORT") or get.integer("port", 8080, lo=1, hi=65535))
     db = get.section("db")
-    db_url = environ.get("HPCDET_DB_URL") or _Getter(db, f"{ROOT}.db", errors).text(
+    db_url = environ.get("HPCDET_DB_URL") or Getter(db, f"{ROOT}.db", errors).text(
         "url", f"sqlite:///{Path(state_dir).expanduser() / 'hpcdet.sqlite'}")
     return MasterSettings(
         host=get.text("host", "0.0.0.0"),
         port=port,
         db_url=db_url,
-        require_user=_Getter(get.section("auth"), f"{ROOT}.auth", errors).flag(
+        require_user=Getter(get.section("auth"), f"{ROOT}.auth", errors).flag(
             "require_user", False),
-        reconcile_interval=_Getter(get.section("reconciler"), f"{ROOT}.reconciler", errors).number(
+        reconcile_interval=Getter(get.section("reconciler"), f"{ROOT}.reconciler", errors).number(
             "interval_seconds", 5.0, lo=0.1),
-        workers=_Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
+        workers=Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
             "workers", 2, lo=1, hi=64),
-        threads=_Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
+        threads=Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
             "threads", 8, lo=1, hi=256),
         checkpoint_storage=get.section("checkpoint_storage"),
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
@@ -134,8 +163,8 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
 def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
               errors: list[str]) -> ResourceManagerSettings:
     where = f"{ROOT}.resource_manager"
-    _unknown(doc, _RM_KEYS, where, errors)
-    get = _Getter(doc, where, errors)
+    unknown_keys(doc, _RM_KEYS, where, errors)
+    get = Getter(doc, where, errors)
     default = ResourceManagerSettings()
     return ResourceManagerSettings(
         type=get.choice("type", "slurm", ("slurm",)),
@@ -147,66 +176,33 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         container_run_type=get.choice("container_run_type", "none", CONTAINER_RUN_TYPES),
         apptainer_image_root=get.opt_text("apptainer_image_root")
         or get.opt_text("singularity_image_root"),
-        slot_type=get.choice("slot_type", "cpu", SLOT_TYPES),
+        slot_type=get.opt_choice("slot_type", SLOT_TYPES),
+        tres_supported=get.flag("tres_supported", True),
+        gres_supported=get.flag("gres_supported", True),
         default_compute_resource_pool=get.opt_text("default_compute_resource_pool"),
+        default_aux_resource_pool=get.opt_text("default_aux_resource_pool"),
+        job_project_source=_project_source(get),
+        pool_refresh_seconds=get.number("pool_refresh_seconds", default.pool_refresh_seconds,
+                                        lo=1.0),
         template_dir=get.opt_text("template_dir"),
         walltime_signal_seconds=get.integer("walltime_signal_seconds",
                                             default.walltime_signal_seconds, lo=1, hi=65535),
+        slurm_defaults=build_slurm_defaults(get.section("task_container_defaults"),
+                                            f"{where}.task_container_defaults", errors),
+        partition_overrides=build_partition_overrides(
+            get.section("partition_overrides"), f"{where}.partition_overrides", errors),
+        resource_pools=build_resource_pools(doc.get("resource_pools"),
+                                            f"{where}.resource_pools", errors),
+        priority=build_priority(get.section("priority"), f"{where}.priority", errors),
+        fair_share=build_fair_share(doc.get("fair_share"), f"{where}.fair_share", errors),
     )
 
 
-def _unknown(doc: Mapping[str, Any], known: set[str], where: str, errors: list[str]) -> None:
-    for key in sorted(set(doc) - known):
-        errors.append(f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})")
-
-
-class _Getter:
-    """Typed reads from one mapping; each bad value adds one error naming its key."""
-
-    def __init__(self, doc: Mapping[str, Any], where: str, errors: list[str]) -> None:
-        self.doc, self.where, self.errors = doc, where, errors
-
-    def _get(self, key: str, default: Any, ok: Callable[[Any], bool], want: str) -> Any:
-        value = self.doc.get(key)
-        if value is None:
-            return default
-        if not ok(value):
-            self.errors.append(f"{self.where}.{key}: must be {want}, got {value!r}")
-            return default
+def _project_source(get: Getter) -> str:
+    """``project``, ``workspace`` or ``label[:prefix]``: what becomes the job's ``--wckey``."""
+    value = get.text("job_project_source", "project")
+    if value in ("project", "workspace") or value == "label" or value.startswith("label:"):
         return value
-
-    def section(self, key: str) -> dict[str, Any]:
-        return dict(self._get(key, {}, lambda v: isinstance(v, dict), "a mapping"))
-
-    def text(self, key: str, default: str) -> str:
-        return str(self._get(key, default, lambda v: isinstance(v, str) and v != "",
-                             "a non-empty string"))
-
-    def opt_text(self, key: str) -> str | None:
-        value = self._get(key, None, lambda v: isinstance(v, str), "a string")
-        return str(value) if value else None
-
-    def flag(self, key: str, default: bool) -> bool:
-        return bool(self._get(key, default, lambda v: isinstance(v, bool), "true or false"))
-
-    def integer(self, key: str, default: int, *, lo: int, hi: int) -> int:
-        return int(self._get(key, default, lambda v: _is_int(v) and lo <= v <= hi,
-                             f"an integer from {lo} to {hi}"))
-
-    def opt_integer(self, key: str, *, lo: int, hi: int) -> int | None:
-        value = self._get(key, None, lambda v: _is_int(v) and lo <= v <= hi,
-                          f"an integer from {lo} to {hi}")
-        return None if value is None else int(value)
-
-    def number(self, key: str, default: float, *, lo: float) -> float:
-        return float(self._get(key, default,
-                               lambda v: isinstance(v, int | float) and not isinstance(v, bool)
-                               and v >= lo, f"a number >= {lo}"))
-
-    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
-        return str(self._get(key, default, lambda v: v in choices,
-                             f"one of {', '.join(choices)}"))
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    get.errors.append(f"{get.where}.job_project_source: must be project, workspace or "
+                      f"label[:prefix], got {value!r}")
+    return "project"

@@ -48,3 +48,79 @@ def test_malformed_yaml_names_line_and_column(tmp_path: Path) -> None:
     path.write_text("port: 8080\n  host: [x\n")
     with pytest.raises(ConfigError, match=r"master.yaml:2:7"):
         load_settings(path, environ={})
+
+
+_SCHEDULING = """
+resource_manager:
+  tres_supported: false
+  default_aux_resource_pool: debug
+  job_project_source: label:team-
+  task_container_defaults: {slurm: {sbatch_args: [--mem-per-cpu=500M]}}
+  partition_overrides:
+    Batch:
+      description: all nodes
+      slot_type: cuda
+      task_container_defaults: {slurm: {gpu_type: a100, sbatch_args: [--constraint=fast]}}
+      priority_bands: [{priorities: 1-99, qos: normal}]
+  resource_pools:
+    - pool_name: gpu-only
+      provider: {type: hpc, partition: batch}
+      task_container_defaults: {slurm: {sbatch_args: ['--nodelist=node[2-3]']}}
+  priority:
+    nice_step: 10
+    bands:
+      - {priorities: 1-20, qos: high}
+      - {priorities: 21-60, qos: normal}
+      - {priorities: 61-99, qos: low, partition: debug}
+  fair_share: {weights: {team-a: 3, team-b: 1}, parent_account: hpcdet}
+"""
+
+
+def test_scheduling_keys_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "master.yaml"
+    path.write_text(_SCHEDULING)
+    rm = load_settings(path, environ={}).resource_manager
+    assert (rm.tres_supported, rm.gres_supported, rm.slot_type) == (False, True, None)
+    assert rm.default_aux_resource_pool == "debug" and rm.job_project_source == "label:team-"
+    batch = rm.partition_overrides["batch"]
+    assert batch.slot_type == "cuda" and batch.slurm.gpu_type == "a100"
+    assert rm.slurm_defaults.then(batch.slurm).sbatch_args == ("--mem-per-cpu=500M",
+                                                               "--constraint=fast")
+    assert rm.resource_pools[0].partition == "batch"
+    assert [(b.low, b.high, b.qos, b.partition) for b in rm.priority.bands] == [
+        (1, 20, "high", None), (21, 60, "normal", None), (61, 99, "low", "debug")]
+    assert rm.fair_share is not None and rm.fair_share.weight_of("team-a") == 3.0
+    assert rm.fair_share.weight_of("someone") == 1.0 and rm.fair_share.manage_accounts == "auto"
+
+
+def test_scheduling_errors_name_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "master.yaml"
+    path.write_text("""
+resource_manager:
+  job_project_source: team
+  task_container_defaults: {slurm: {sbatch_args: [--partition=x]}}
+  resource_pools: [{pool_name: p}]
+  priority: {bands: [{priorities: 1-50, qos: a}, {priorities: 40-99, qos: b}]}
+  fair_share: {weights: {x: 0}, account_prefix: Det, manage_accounts: sometimes}
+""")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, environ={})
+    text = "\n".join(info.value.errors)
+    rm = "<master.yaml>.resource_manager"
+    assert f"{rm}.job_project_source: must be project, workspace or label[:prefix]" in text
+    assert f"{rm}.task_container_defaults.slurm.sbatch_args[0]: option --partition" in text
+    assert f"{rm}.resource_pools[0].provider.partition: is required" in text
+    assert f"{rm}.priority.bands[1]: priority 40 is already in {rm}.priority.bands[0]" in text
+    assert f"{rm}.fair_share.weights.x: must be a number > 0" in text
+    assert f"{rm}.fair_share.account_prefix: must be lower-case" in text
+    assert f"{rm}.fair_share.manage_accounts: must be auto, true or false" in text
+
+
+def test_bands_must_cover_every_priority(tmp_path: Path) -> None:
+    path = tmp_path / "master.yaml"
+    path.write_text("resource_manager:\n  priority:\n    bands: [{priorities: 2-50}, "
+                    "{priorities: 60-98}]\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, environ={})
+    assert info.value.errors == ["<master.yaml>.resource_manager.priority.bands: the bands "
+                                 "must cover priorities 1-99; missing 1, 51-59, 99"]
