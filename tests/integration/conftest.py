@@ -39,8 +39,10 @@ def master(request: pytest.FixtureRequest, slurm: dict[str, str], tmp_path: Path
         "port": port, "host": "127.0.0.1", "db": {"url": db_url},
         "reconciler": {"interval_seconds": 1},
         "webserver": {"workers": 1, "threads": 4},
+        # slot_type cpu: partition batch includes the GPU nodes, which would make it a cuda
+        # pool; tests of GPU slots set their own resource_manager_settings.
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "it",
-                             "job_storage_root": str(tmp_path / "jobs")},
+                             "job_storage_root": str(tmp_path / "jobs"), "slot_type": "cpu"},
     }
     config["resource_manager"].update(resource_manager_settings)
     (tmp_path / "master.yaml").write_text(yaml.safe_dump(config))
