@@ -1,4 +1,4 @@
-"""Lifecycle states of experiments and trials, and the allowed transitions between them.
+"""Lifecycle states of experiments, trials and command tasks, and the allowed transitions.
 
 This module is data only. The single function that *applies* a transition (checks this
 table, assigns the state and appends a history row) is ``hpcdet.master.transitions.transition``;
@@ -8,6 +8,9 @@ Names follow Determined's: experiments are ACTIVE or PAUSED while running, pass 
 STOPPING_* state, and end COMPLETED, CANCELED or ERROR. Trials use Determined's ACTIVE
 sub-states QUEUED (waiting for, or in, the scheduler's queue) and RUNNING in place of ACTIVE,
 so that a trial's history reads QUEUED -> RUNNING -> COMPLETED.
+
+Command tasks (``det sbatch``) are one Slurm job each: QUEUED -> RUNNING -> COMPLETED, ERROR
+or CANCELED, and STOPPING_KILLED while a kill waits for Slurm to confirm the cancellation.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class EntityKind(str, enum.Enum):
 
     EXPERIMENT = "experiment"
     TRIAL = "trial"
+    TASK = "task"
 
 
 TERMINAL_STATES = frozenset({State.COMPLETED, State.CANCELED, State.ERROR})
@@ -103,9 +107,27 @@ TRIAL_TRANSITIONS: Mapping[State | None, frozenset[State]] = {
     State.ERROR: frozenset(),
 }
 
+_TASK_ENDS = frozenset({State.COMPLETED, State.ERROR, State.CANCELED})
+
+TASK_TRANSITIONS: Mapping[State | None, frozenset[State]] = {
+    None: frozenset({State.QUEUED}),
+    # QUEUED -> an end: the job finished between two polls, or was cancelled outside hpcdet.
+    State.QUEUED: frozenset({State.RUNNING, State.STOPPING_KILLED} | _TASK_ENDS),
+    # RUNNING -> QUEUED: Slurm requeued the job (preemption, node failure, scontrol requeue).
+    State.RUNNING: frozenset({State.QUEUED, State.STOPPING_KILLED} | _TASK_ENDS),
+    # A job that ended on its own before the kill reached it keeps its real outcome.
+    State.STOPPING_KILLED: _TASK_ENDS,
+    # A task has no graceful stop: nothing enters the other stopping states.
+    **{s: frozenset() for s in STOPPING_STATES - {State.STOPPING_KILLED}},
+    State.COMPLETED: frozenset(),
+    State.CANCELED: frozenset(),
+    State.ERROR: frozenset(),
+}
+
 TRANSITIONS: Mapping[EntityKind, Mapping[State | None, frozenset[State]]] = {
     EntityKind.EXPERIMENT: EXPERIMENT_TRANSITIONS,
     EntityKind.TRIAL: TRIAL_TRANSITIONS,
+    EntityKind.TASK: TASK_TRANSITIONS,
 }
 
 

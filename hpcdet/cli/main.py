@@ -39,8 +39,13 @@ _SUBCOMMANDS = {
     "template": "hpcdet.cli.template:template",
     "preview-search": "hpcdet.cli.preview:preview_search",
     "checkpoint": "hpcdet.cli.checkpoint:checkpoint",
+    "resource-pool": "hpcdet.cli.resource_pool:resource_pool",
+    "job": "hpcdet.cli.job:job",
+    "sbatch": "hpcdet.cli.sbatch:sbatch",
+    "task": "hpcdet.cli.task:task",
 }
-_ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint"}
+_ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint",
+            "rp": "resource-pool", "j": "job"}
 
 
 @dataclasses.dataclass

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from hpcdet.dispatcher.commands import Runner
+
 
 class JobPhase(str, enum.Enum):
     """A scheduler's view of one job, normalised across schedulers.
@@ -75,7 +77,13 @@ class ContainerSpec:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """Everything needed to render one batch job. Values are validated at render time."""
+    """Everything needed to render one batch job. Values are validated at render time.
+
+    ``nodes``, ``ntasks_per_node`` and ``cpus_per_task`` describe the ``srun`` step (one
+    rank per task). The allocation (``#SBATCH``) uses the same counts unless
+    ``alloc_ntasks_per_node``/``alloc_cpus_per_task`` say otherwise: the master asks for
+    one task per node holding the CPUs of all its ranks, and the step splits it.
+    """
 
     name: str
     job_dir: str
@@ -84,6 +92,8 @@ class JobSpec:
     command: tuple[str, ...]
     partition: str | None = None
     cpus_per_task: int | None = None
+    alloc_ntasks_per_node: int | None = None
+    alloc_cpus_per_task: int | None = None
     # Extra resource directives the master computed (e.g. {"gres": "gpu:2"}), by long name.
     resource_directives: Mapping[str, str] = field(default_factory=dict)
     time_limit: str | None = None
@@ -138,6 +148,8 @@ class Backend(abc.ABC):
     """One scheduler. Subclasses live in one module each (``slurm.py``, later ``pbs.py``)."""
 
     name: ClassVar[str]
+    # Runs every scheduler command of this backend (hpcdet.dispatcher.commands).
+    runner: Runner
 
     @abc.abstractmethod
     def render(self, spec: JobSpec) -> Submission:

@@ -272,7 +272,8 @@ def _container_strings(container: ContainerSpec) -> Iterator[tuple[str, str]]:
 
 
 def _check_counts(spec: JobSpec) -> None:
-    for field in ("nodes", "ntasks_per_node", "cpus_per_task"):
+    for field in ("nodes", "ntasks_per_node", "cpus_per_task", "alloc_ntasks_per_node",
+                  "alloc_cpus_per_task"):
         value = getattr(spec, field)
         if value is not None and (not isinstance(value, int) or value < 1):
             raise ValidationError(f"spec.{field} must be a positive integer, not {value!r}")
@@ -296,19 +297,29 @@ def _directives(spec: JobSpec) -> dict[str, DirectiveValue]:
     """The ``#SBATCH`` options hpcdet controls, plus the master's resource directives."""
     # "%" starts a Slurm filename pattern in --output/--error; "%%" is a literal "%".
     logs = spec.job_dir.replace("%", "%%")
+    # The allocation may hold one task per node with the CPUs of all its ranks; the srun
+    # step then starts one rank per slot in it (see JobSpec).
+    per_node = _or(spec.alloc_ntasks_per_node, spec.ntasks_per_node)
+    cpus = _or(spec.alloc_cpus_per_task, spec.cpus_per_task)
+    if any(arg.strip().startswith("--cpus-per-gpu") for arg in spec.sbatch_args):
+        cpus = None  # sbatch refuses --cpus-per-task together with the user's --cpus-per-gpu
     directives: dict[str, DirectiveValue] = {
         "job-name": spec.name, "chdir": spec.job_dir, "partition": spec.partition,
-        "nodes": spec.nodes, "ntasks-per-node": spec.ntasks_per_node,
-        "cpus-per-task": spec.cpus_per_task, "output": f"{logs}/slurm-%j.out",
-        "error": f"{logs}/slurm-%j.err", "signal": spec.signal, "requeue": spec.requeue,
-        "no-requeue": not spec.requeue, "time": spec.time_limit, "account": spec.account,
-        "qos": spec.qos, "wckey": spec.wckey, "comment": spec.comment, "nice": spec.nice,
+        "nodes": spec.nodes, "ntasks-per-node": per_node, "cpus-per-task": cpus,
+        "output": f"{logs}/slurm-%j.out", "error": f"{logs}/slurm-%j.err",
+        "signal": spec.signal, "requeue": spec.requeue, "no-requeue": not spec.requeue,
+        "time": spec.time_limit, "account": spec.account, "qos": spec.qos,
+        "wckey": spec.wckey, "comment": spec.comment, "nice": spec.nice,
         "exclude": spec.exclude,
     }  # fmt: skip
     clash = sorted(set(directives) & set(spec.resource_directives))
     if clash:
         raise ValidationError(f"spec.resource_directives may not set {clash}: hpcdet sets them")
     return {**directives, **spec.resource_directives}
+
+
+def _or(value: int | None, default: int | None) -> int | None:
+    return default if value is None else value
 
 
 def _srun_options(spec: JobSpec) -> list[str]:

@@ -54,7 +54,7 @@ class RankPlacement:
         """From a Slurm hostlist (``Job.nodes``) and the experiment's effective config."""
         try:
             hosts = tuple(expand_nodelist(nodes or ""))
-            per_node: int | None = slot_layout(config)[1]
+            per_node: int | None = _ranks_per_node(config, len(hosts))
         except (ValueError, TypeError, ConfigError) as exc:  # bad data: no nodes, not no logs
             log.warning("cannot place ranks on nodes %r: %s", nodes, exc)
             return cls()
@@ -70,6 +70,15 @@ class RankPlacement:
             return None
         index = rank // self.per_node
         return self.hosts[index] if index < len(self.hosts) else None
+
+
+def _ranks_per_node(config: Mapping[str, Any], hosts: int) -> int | None:
+    """``slurm.slots_per_node``; else the slots spread evenly over the job's hosts (a GPU
+    pool puts as many ranks on a node as it has GPUs, which the config does not say)."""
+    if (config.get("slurm") or {}).get("slots_per_node"):
+        return slot_layout(config)[1]
+    slots = int((config.get("resources") or {}).get("slots_per_trial", 1))
+    return slots // hosts if hosts and slots % hosts == 0 else None
 
 
 def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[str, Any], *,

@@ -277,5 +277,48 @@ class ClusterSnapshot(Base):
     taken_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-__all__ = ["Base", "Checkpoint", "ClusterSnapshot", "Experiment", "Job", "Metric", "ReportStream",
-           "SearcherEvent", "StateChange", "Template", "Trial", "TrialLog", "as_utc", "utcnow"]
+class CommandTask(Base):
+    """A command task: one Slurm batch job submitted with ``det sbatch`` (docs/sbatch.md).
+
+    The job runs as the master's Slurm user; ``owner`` is who submitted it through hpcdet.
+    ``state`` is written only by :func:`hpcdet.master.transitions.transition`.
+    """
+
+    __tablename__ = "command_tasks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128), index=True)
+    # The Slurm job name (--job-name, else the script's file name, or "wrap").
+    name: Mapped[str] = mapped_column(String(256))
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    job_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    job_dir: Mapped[str] = mapped_column(Text)
+    # The pool the user named with --partition (or the default aux pool), and its partition
+    # (None: Slurm's default partition).
+    pool: Mapped[str | None] = mapped_column(String(128))
+    partition: Mapped[str | None] = mapped_column(String(128))
+    account: Mapped[str | None] = mapped_column(String(128))
+    # The merged sbatch options as [[long name, value or null], ...], in effect order.
+    options: Mapped[list[Any]] = mapped_column(default=list)
+    args: Mapped[list[Any]] = mapped_column(default=list)
+    # Where det sbatch ran, and the job's working directory (--chdir, else cwd).
+    cwd: Mapped[str] = mapped_column(Text)
+    workdir: Mapped[str] = mapped_column(Text)
+    # The user's output/error filename patterns (the master keeps its own copy too).
+    output_pattern: Mapped[str] = mapped_column(Text)
+    error_pattern: Mapped[str | None] = mapped_column(Text)
+    native_state: Mapped[str | None] = mapped_column(String(64))
+    reason: Mapped[str | None] = mapped_column(Text)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    nodes: Mapped[str | None] = mapped_column(Text)
+    # Set by the kill route; the reconciler cancels the job and stamps cancel_sent_at.
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    cancel_sent_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    submitted_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+__all__ = ["Base", "Checkpoint", "ClusterSnapshot", "CommandTask", "Experiment", "Job", "Metric",
+           "ReportStream", "SearcherEvent", "StateChange", "Template", "Trial", "TrialLog",
+           "as_utc", "utcnow"]

@@ -18,14 +18,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import prepare_job_dir
 from hpcdet.errors import HpcdetError
-from hpcdet.master import job_outcomes
+from hpcdet.master import job_outcomes, tasks
 from hpcdet.master.checkpoint_gc import CheckpointCollector
+from hpcdet.master.cluster_view import ClusterView
 from hpcdet.master.db import session_scope
 from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.job_outcomes import DEFAULT_MAX_RESTARTS
 from hpcdet.master.jobspec import TrialRun, build_job_spec
 from hpcdet.master.logs import add_system_line, ingest_job_logs
 from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
+from hpcdet.master.pools import pool_for_config
 from hpcdet.master.searching import SearchDriver, SearchReport
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.spool_ingest import ingest_spooled_reports
@@ -75,11 +77,17 @@ class Reconciler:
         self.searches = SearchDriver(settings)
         self.checkpoint_gc = CheckpointCollector(sessions)
         self._metric_writer: MetricWriter | None = None
+        self.cluster_view = ClusterView(settings, sessions, backend)
 
     def run_forever(self, stop: threading.Event) -> None:
-        """Run cycles every ``reconcile_interval`` seconds until ``stop`` is set."""
+        """Run cycles every ``reconcile_interval`` seconds until ``stop`` is set.
+
+        Pools, the queue and the fair-share accounts are refreshed first, on their own
+        (slower) timer, so that the first submissions already see the pools.
+        """
         while not stop.is_set():
             try:
+                self.cluster_view.maybe_refresh()
                 self.cycle()
             except Exception:  # one bad cycle must not kill the loop
                 log.exception("reconcile cycle failed")
@@ -97,6 +105,7 @@ class Reconciler:
         report.search = self._search()
         report.jobs_submitted = self._submit_queued()
         report.jobs_cancelled = self._cancel_stopping()
+        report.jobs_cancelled += tasks.cancel_killed_tasks(self.sessions, self.backend)
         report.jobs_polled = self._poll()
         report.search.add(self._search())
         report.trials_created = report.search.trials_created
@@ -147,7 +156,7 @@ class Reconciler:
         trial.run_id += 1
         run = TrialRun(exp.id, trial.id, trial.run_id, trial.job_dir,
                        excluded_nodes=tuple(trial.excluded_nodes or ()),
-                       tag=(trial.request_id or "")[:8])
+                       tag=(trial.request_id or "")[:8], owner=exp.owner)
         job = Job(trial_id=trial.id, run_id=trial.run_id, active=True, name=run.job_name)
         session.add(job)
         session.flush()
@@ -160,7 +169,10 @@ class Reconciler:
     def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
         prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
                         token=plan.token)
-        submission = self.backend.render(build_job_spec(self.settings, plan.config, plan.run))
+        pool = pool_for_config(self.sessions, self.settings, plan.config)
+        spec = build_job_spec(self.settings, plan.config, plan.run, pool)
+        submission = self.backend.render(spec)
+        self.cluster_view.ensure_account(spec.account)
         return self.backend.submit(submission), submission.script_path
 
     def _submission_failed(self, session: Session, job_pk: int, exc: Exception) -> None:
@@ -235,7 +247,8 @@ class Reconciler:
 
     # polling ------------------------------------------------------------------------
     def _poll(self) -> int:
-        """One scheduler poll for every active job, applied in one transaction.
+        """One scheduler poll for every active job (trials' and command tasks'), applied
+        in one transaction for the trials and one for the tasks.
 
         Reports a finished job left in its spool directory are collected first, in their
         own transaction, so that the trial's outcome sees its last metrics and checkpoints.
@@ -244,11 +257,13 @@ class Reconciler:
             rows = session.execute(select(Job.id, Job.trial_id, Job.job_id, Trial.job_dir)
                                    .join(Trial, Trial.id == Job.trial_id)
                                    .where(Job.active, Job.job_id.is_not(None))).all()
+            task_refs = tasks.active_task_refs(session)
         refs = [(job_pk, trial_id, JobRef(str(job_id), job_dir))
                 for job_pk, trial_id, job_id, job_dir in rows]
-        if not refs:
+        if not refs and not task_refs:
             return 0
-        statuses = self.backend.poll([ref for _, _, ref in refs])
+        statuses = self.backend.poll([ref for _, _, ref in refs] + [r for _, r in task_refs])
+        tasks.apply_task_statuses(self.sessions, task_refs, statuses)
         self._collect_spools([(trial_id, ref) for _, trial_id, ref in refs], statuses)
         with session_scope(self.sessions) as session:
             # One query for the jobs with their trials, one for their experiments' configs
@@ -261,7 +276,7 @@ class Reconciler:
                 status = statuses.get(str(job.job_id))
                 if status is not None:
                     self._apply(session, job, trial, configs[trial.experiment_id], status)
-        return len(refs)
+        return len(refs) + len(task_refs)
 
     def _collect_spools(self, refs: Sequence[tuple[int, JobRef]],
                         statuses: dict[str, JobStatus]) -> None:

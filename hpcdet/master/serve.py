@@ -18,21 +18,33 @@ from hpcdet.master.settings import MasterSettings, load_settings
 log = logging.getLogger("hpcdet.master")
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               envvar="HPCDET_MASTER_CONFIG", help="master.yaml (env: HPCDET_MASTER_CONFIG).")
 @click.option("--host", default=None, help="Address to listen on (default 0.0.0.0).")
 @click.option("--port", type=int, default=None, help="Port to listen on (default 8080).")
 @click.option("--db-url", default=None, envvar="HPCDET_DB_URL",
               help="SQLAlchemy URL, e.g. postgresql+psycopg2://user@host/db (env: HPCDET_DB_URL).")
-def main(config_path: str | None, host: str | None, port: int | None,
+@click.pass_context
+def main(ctx: click.Context, config_path: str | None, host: str | None, port: int | None,
          db_url: str | None) -> None:
-    """Run the hpcdet master: REST API under /api/v1, status page at /, reconciler loop."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    """Run the hpcdet master: REST API under /api/v1, status page at /, reconciler loop.
+
+    With a command (sync-accounts) it runs that instead of the master.
+    """
+    # A command's output is what it prints; the master's is its log.
+    level = logging.INFO if ctx.invoked_subcommand is None else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         settings = _with_overrides(load_settings(config_path), host, port, db_url)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    ctx.obj = settings
+    if ctx.invoked_subcommand is None:
+        _run_master(settings)
+
+
+def _run_master(settings: MasterSettings) -> None:
     from hpcdet.master.db import migrate
 
     migrate(settings.db_url)
@@ -44,6 +56,32 @@ def main(config_path: str | None, host: str | None, port: int | None,
         _serve(settings)
     finally:
         supervisor.stop()
+
+
+@main.command("sync-accounts")
+@click.option("--dry-run", is_flag=True,
+              help="Only print the sacctmgr commands; change nothing.")
+@click.pass_obj
+def sync_accounts_command(settings: MasterSettings, dry_run: bool) -> None:
+    """Bring Slurm's fair-share accounts in line with master.yaml and the database.
+
+    Prints the exact sacctmgr commands. They are run only when the master may (fair_share
+    manage_accounts true, or auto and this user is a Slurm operator or root) and not with
+    --dry-run; otherwise they are printed for a Slurm administrator to run.
+    """
+    from hpcdet.dispatcher.commands import CommandRunner
+    from hpcdet.errors import HpcdetError
+    from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope
+    from hpcdet.master.fair_share import describe, sync_accounts
+
+    try:
+        migrate(settings.db_url)
+        with session_scope(make_session_factory(make_engine(settings.db_url))) as session:
+            result = sync_accounts(session, CommandRunner(), settings, dry_run=dry_run)
+    except HpcdetError as exc:
+        raise click.ClickException(str(exc)) from None
+    for line in describe(result):
+        click.echo(line)
 
 
 def _with_overrides(settings: MasterSettings, host: str | None, port: int | None,

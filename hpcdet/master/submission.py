@@ -21,6 +21,7 @@ from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.jobspec import TrialRun, build_job_spec, checkpoint_dir, slot_layout
 from hpcdet.master.models import Experiment, Template
+from hpcdet.master.pools import Pool, pool_for_config
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.transitions import transition
 from hpcdet.searcher import TrialRequest, make_searcher
@@ -134,9 +135,12 @@ def accept(session: Session, settings: MasterSettings, backend: Backend, *, conf
     config = effective_config(settings, user_doc, template=template_doc)
     warnings = _warnings(user_doc, template_doc)
     if dry_run:
+        pool = pool_for_config(session, settings, config)
         return Accepted(warnings, dry_run_jobs=[_dry_run_job(settings, backend, config,
-                                                             context)])
-    backend.render(build_job_spec(settings, config, TrialRun(0, 0, 1, "/nonexistent")))
+                                                             context, pool, owner)])
+    pool = pool_for_config(session, settings, config)
+    probe = TrialRun(0, 0, 1, "/nonexistent", owner=owner)
+    backend.render(build_job_spec(settings, config, probe, pool))
     cause = f"experiment created from template {template.name}" if template else None
     experiment = _store(session, config, config_text, context, owner,
                         cause=cause or "experiment created")
@@ -164,7 +168,7 @@ def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
 
 
 def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, Any],
-                 context: bytes) -> Submission:
+                 context: bytes, pool: Pool, owner: str) -> Submission:
     """Render the first trial's job in a scratch job directory, runnable with plain sbatch.
 
     The directory holds the context and an *unmanaged* trial.json (trial 0, no token):
@@ -172,8 +176,8 @@ def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, A
     """
     root = Path(settings.resource_manager.job_storage_root).expanduser()
     job_dir = str(root / "dry-run" / secrets.token_hex(6))
-    run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir)
-    submission = backend.render(build_job_spec(settings, config, run))
+    run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir, owner=owner)
+    submission = backend.render(build_job_spec(settings, config, run, pool))
     first = first_trial(config)
     info = trial_info(settings, config, run, hparams=first.hparams, seed=first.seed,
                       latest_checkpoint=None, unmanaged=True)

@@ -1,4 +1,4 @@
-"""The one function that changes an experiment's or a trial's state.
+"""The one function that changes an experiment's, a trial's or a command task's state.
 
 It checks :data:`hpcdet.states.TRANSITIONS`, assigns the new state, stamps ``ended_at`` on
 terminal states and appends a :class:`~hpcdet.master.models.StateChange` row. No other code
@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from hpcdet.errors import HpcdetError
-from hpcdet.master.models import Experiment, StateChange, Trial, utcnow
+from hpcdet.master.models import CommandTask, Experiment, StateChange, Trial, utcnow
 from hpcdet.states import EntityKind, State, is_allowed
 
 
@@ -24,18 +24,23 @@ class IllegalTransition(HpcdetError):
         super().__init__(f"{kind.value} {entity_id}: cannot go from {was} to {new.value}")
 
 
-def current_state(entity: Experiment | Trial) -> State | None:
+Entity = Experiment | Trial | CommandTask
+_KINDS: dict[type[Entity], EntityKind] = {Experiment: EntityKind.EXPERIMENT,
+                                          Trial: EntityKind.TRIAL, CommandTask: EntityKind.TASK}
+
+
+def current_state(entity: Entity) -> State | None:
     """The entity's state as an enum (None before its first transition)."""
     return State(entity.state) if entity.state else None
 
 
-def transition(session: Session, entity: Experiment | Trial, new: State, *, cause: str,
+def transition(session: Session, entity: Entity, new: State, *, cause: str,
                actor: str = "system") -> bool:
     """Move ``entity`` to ``new`` and record it; return False if it is already there.
 
     Raises :class:`IllegalTransition` when the table does not allow the move.
     """
-    kind = EntityKind.EXPERIMENT if isinstance(entity, Experiment) else EntityKind.TRIAL
+    kind = _KINDS[type(entity)]
     current = current_state(entity)
     if current is new:
         return False

@@ -127,6 +127,9 @@ def test_bad_input_leaves_nothing_behind(master: LiveMaster, tmp_path: Path) -> 
     refused = master.det("experiment", "create", str(path), str(tmp_path / "ctx"))
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "<config>.slurm.sbatch_args[0]" in refused.stderr
+    # The refusal lists every option hpcdet controls.
+    assert "hpcdet sets these options itself: --ntasks-per-node, --gpus" in refused.stderr
+    assert "--partition, -p" in refused.stderr and "--gres=gpu..." in refused.stderr
     missing = master.det("experiment", "create", str(path), str(tmp_path / "nope"))
     assert missing.returncode != 0 and "nope" in missing.stderr
     assert "Traceback" not in missing.stderr

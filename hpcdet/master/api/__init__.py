@@ -11,9 +11,12 @@ from hpcdet.master.api import (  # noqa: E402,F401
     checkpoints,
     experiments,
     harness_signals,
+    jobs,
     lifecycle,
     logs,
     master_info,
+    pools,
+    tasks,
     templates,
     trials,
 )

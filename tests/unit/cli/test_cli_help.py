@@ -30,6 +30,10 @@ EXPECTED_COMMANDS = {
     ("preview-search",),
     ("template",), ("template", "list"), ("template", "describe"), ("template", "create"),
     ("template", "set"), ("template", "remove"),
+    ("resource-pool",), ("resource-pool", "list"),
+    ("job",), ("job", "list"), ("job", "update"), ("job", "update-batch"),
+    ("sbatch",),
+    ("task",), ("task", "list"), ("task", "describe"), ("task", "logs"), ("task", "kill"),
 }
 
 

@@ -35,3 +35,13 @@ def make_context(files: dict[str, bytes] | None = None) -> str:
 def create(client: FlaskClient, config: str = CONFIG, **extra: Any) -> Any:
     body = {"config": config, "context": make_context(), **extra}
     return client.post("/api/v1/experiments", json=body, headers={"X-Hpcdet-User": "alice"})
+
+
+def assert_error(response: Any, status: int, code: str) -> str:
+    """The response is the API's one error shape with ``status`` and ``code``; its message."""
+    body = response.get_json()
+    assert response.status_code == status, body
+    assert set(body) == {"error", "status"} and body["status"] == status
+    assert set(body["error"]) == {"code", "message", "details"}
+    assert body["error"]["code"] == code
+    return str(body["error"]["message"])

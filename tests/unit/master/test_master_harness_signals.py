@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from master_helpers import create
+from master_helpers import assert_error, create
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 import hpcdet.core
@@ -64,15 +64,6 @@ def _stored(app: Flask, trial_id: int) -> Trial:
         return trial
 
 
-def _error(response: Any, status: int, code: str) -> str:
-    body = response.get_json()
-    assert response.status_code == status, body
-    assert set(body) == {"error", "status"} and body["status"] == status
-    assert set(body["error"]) == {"code", "message", "details"}
-    assert body["error"]["code"] == code
-    return str(body["error"]["message"])
-
-
 @pytest.fixture
 def trial_id(app: Flask, client: FlaskClient) -> int:
     return _new_trial(app, client)
@@ -100,9 +91,9 @@ def test_preemption_is_asked_for_only_while_stopping(
 
 def test_preemption_needs_the_trials_token(client: FlaskClient, trial_id: int) -> None:
     url = f"/api/v1/trials/{trial_id}/preemption"
-    _error(client.get(url), 401, "unauthorized")
-    _error(client.get(url, headers={"Authorization": "Bearer other"}), 401, "unauthorized")
-    assert "trial 999 not found" in _error(
+    assert_error(client.get(url), 401, "unauthorized")
+    assert_error(client.get(url, headers={"Authorization": "Bearer other"}), 401, "unauthorized")
+    assert "trial 999 not found" in assert_error(
         client.get("/api/v1/trials/999/preemption", headers=AUTH), 404, "not_found"
     )
 
@@ -150,7 +141,7 @@ def test_bad_early_exits_are_refused(
     app: Flask, client: FlaskClient, trial_id: int, body: Any, message: str
 ) -> None:
     response = client.post(f"/api/v1/trials/{trial_id}/early_exit", json=body, headers=AUTH)
-    assert _error(response, 400, "bad_request").startswith(message)
+    assert assert_error(response, 400, "bad_request").startswith(message)
     assert _stored(app, trial_id).early_exit is None
 
 
@@ -158,8 +149,10 @@ def test_early_exit_needs_the_trials_token(
     app: Flask, client: FlaskClient, trial_id: int
 ) -> None:
     body = {"reason": "invalid_hp"}
-    _error(client.post(f"/api/v1/trials/{trial_id}/early_exit", json=body), 401, "unauthorized")
-    _error(client.post("/api/v1/trials/999/early_exit", json=body, headers=AUTH), 404, "not_found")
+    assert_error(client.post(f"/api/v1/trials/{trial_id}/early_exit", json=body), 401,
+                 "unauthorized")
+    assert_error(client.post("/api/v1/trials/999/early_exit", json=body, headers=AUTH), 404,
+                 "not_found")
     assert _stored(app, trial_id).early_exit is None
 
 

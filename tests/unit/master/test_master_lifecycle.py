@@ -28,7 +28,7 @@ from lifecycle_helpers import (
     trial_of,
     trial_states,
 )
-from master_helpers import CONFIG, create
+from master_helpers import CONFIG, assert_error, create
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
@@ -55,15 +55,6 @@ def _ok(client: FlaskClient, exp_id: int, action: str) -> dict[str, Any]:
     assert response.status_code == 200, response.get_json()
     body: dict[str, Any] = response.get_json()["experiment"]
     return body
-
-
-def _error(response: Any, status: int, code: str) -> str:
-    body = response.get_json()
-    assert response.status_code == status, body
-    assert set(body) == {"error", "status"} and body["status"] == status
-    assert set(body["error"]) == {"code", "message", "details"}
-    assert body["error"]["code"] == code
-    return str(body["error"]["message"])
 
 
 def _exp_state(app: Flask, exp_id: int) -> str:
@@ -277,7 +268,7 @@ def test_changing_an_ended_experiment_is_a_conflict(
         client: FlaskClient, app: Flask, reconciler: Reconciler,
         fake: FakeSchedulerBackend, action: str) -> None:
     exp_id = _finish(client, app, reconciler, fake)
-    message = _error(_act(client, exp_id, action), 409, "conflict")
+    message = assert_error(_act(client, exp_id, action), 409, "conflict")
     assert "COMPLETED" in message
     assert _exp_state(app, exp_id) == "COMPLETED"
 
@@ -287,8 +278,8 @@ def test_activating_a_stopping_experiment_is_a_conflict(
         fake: FakeSchedulerBackend) -> None:
     exp_id, _trial_id = start(client, reconciler, fake)
     _ok(client, exp_id, "cancel")
-    assert "STOPPING_CANCELED" in _error(_act(client, exp_id, "activate"), 409, "conflict")
-    assert "STOPPING_CANCELED" in _error(_act(client, exp_id, "pause"), 409, "conflict")
+    assert "STOPPING_CANCELED" in assert_error(_act(client, exp_id, "activate"), 409, "conflict")
+    assert "STOPPING_CANCELED" in assert_error(_act(client, exp_id, "pause"), 409, "conflict")
 
 
 # cancel and kill ----------------------------------------------------------------------
@@ -372,7 +363,7 @@ def test_only_an_ended_experiment_can_be_archived(
         client: FlaskClient, app: Flask, reconciler: Reconciler,
         fake: FakeSchedulerBackend) -> None:
     exp_id, _trial_id = start(client, reconciler, fake)
-    assert "ACTIVE" in _error(_act(client, exp_id, "archive"), 409, "conflict")
+    assert "ACTIVE" in assert_error(_act(client, exp_id, "archive"), 409, "conflict")
     _ok(client, exp_id, "kill")
     reconciler.cycle()
     assert _ok(client, exp_id, "archive")["archived"] is True
@@ -397,12 +388,12 @@ def test_archiving_hides_only_that_experiment(
 # the route ----------------------------------------------------------------------------
 def test_an_unknown_action_is_not_found(client: FlaskClient) -> None:
     exp_id = create(client).get_json()["experiment"]["id"]
-    message = _error(_act(client, exp_id, "frobnicate"), 404, "not_found")
+    message = assert_error(_act(client, exp_id, "frobnicate"), 404, "not_found")
     assert "frobnicate" in message and "pause" in message
 
 
 def test_an_unknown_experiment_is_not_found(client: FlaskClient) -> None:
-    _error(_act(client, 999, "pause"), 404, "not_found")
+    assert_error(_act(client, 999, "pause"), 404, "not_found")
 
 
 def test_without_a_user_header_the_actor_is_anonymous(

@@ -65,7 +65,7 @@ resource_manager:
   resource_pools:
     - pool_name: gpu-only
       provider: {type: hpc, partition: batch}
-      task_container_defaults: {slurm: {sbatch_args: ['--nodelist=node[2-3]']}}
+      task_container_defaults: {slurm: {sbatch_args: [--exclude=node1]}}
   priority:
     nice_step: 10
     bands:

@@ -1,0 +1,100 @@
+"""Command task routes (``det sbatch``, ``det task``): submit, list, describe, kill, logs.
+
+Submitting runs sbatch once, in the request (a user action, like sbatch itself); the other
+routes read the database, the ``queue`` snapshot and the task's job directory only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app, request
+from sqlalchemy import func, select
+
+from hpcdet.dispatcher import Backend
+from hpcdet.master import task_submission, tasks
+from hpcdet.master.api import bp
+from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
+from hpcdet.master.api.experiments import history
+from hpcdet.master.models import CommandTask
+
+
+def _backend() -> Backend:
+    backend: Backend = current_app.config["HPCDET_BACKEND"]
+    return backend
+
+
+@bp.post("/tasks")
+def create_task() -> Any:
+    """Submit a batch script (or ``wrap`` command) as a command task; 201 with the task.
+
+    With ``test_only`` nothing is submitted: the answer holds the wrapper script and the
+    sbatch argv the master would run.
+    """
+    owner = current_user()
+    parsed = task_submission.parse_request(json_body())
+    plan = task_submission.plan_task(db(), settings(), parsed, owner)
+    if parsed.test_only:
+        preview = task_submission.preview(settings(), _backend(), plan)
+        return {"test_only": True, "script": preview.script, "argv": list(preview.argv),
+                "pool": plan.pool, "partition": plan.spec.partition,
+                "account": plan.spec.account, "name": plan.spec.name,
+                "workdir": plan.spec.workdir}
+    task = task_submission.submit(db(), settings(), _backend(), plan)
+    try:
+        db().commit()
+    except Exception:  # the job must not run untracked
+        _backend().cancel([str(task.job_id)])
+        raise
+    return {"task": tasks.task_json(task)}, 201
+
+
+@bp.get("/tasks")
+def list_tasks() -> Any:
+    """Tasks, newest first; ``state``, ``owner`` and ``active=true`` narrow the list."""
+    query = select(CommandTask)
+    if request.args.get("state"):
+        query = query.where(CommandTask.state == request.args["state"].upper())
+    if request.args.get("owner"):
+        query = query.where(CommandTask.owner == request.args["owner"])
+    if request.args.get("active", "false").lower() == "true":
+        query = query.where(CommandTask.state.in_(tasks.ACTIVE_STATES))
+    total = db().scalar(select(func.count()).select_from(query.subquery()))
+    rows = db().scalars(query.order_by(CommandTask.id.desc())
+                        .limit(int_arg("limit", 100, hi=1000))
+                        .offset(int_arg("offset", 0))).all()
+    positions = tasks.queue_positions(db(), rows)
+    return {"tasks": [tasks.task_json(t, positions.get(t.id)) for t in rows], "total": total}
+
+
+@bp.get("/tasks/<int:task_id>")
+def describe_task(task_id: int) -> Any:
+    """One task with its state history and queue position."""
+    task = get_or_404(CommandTask, task_id, "task")
+    body = tasks.task_json(task, tasks.queue_positions(db(), [task]).get(task.id))
+    body["history"] = history("task", task_id)
+    return {"task": body}
+
+
+@bp.post("/tasks/<int:task_id>/kill")
+def kill_task(task_id: int) -> Any:
+    """Cancel the task's job (the reconciler runs scancel within a cycle)."""
+    actor = current_user()
+    task = get_or_404(CommandTask, task_id, "task")
+    tasks.request_kill(db(), task, actor)
+    db().commit()
+    return {"task": tasks.task_json(task)}
+
+
+@bp.get("/tasks/<int:task_id>/logs")
+def task_logs(task_id: int) -> Any:
+    """A chunk of the task's output (``stream=output``) or error file, from ``offset``
+    (bytes), or its last ``tail`` lines."""
+    task = get_or_404(CommandTask, task_id, "task")
+    tail = request.args.get("tail")
+    return tasks.read_log(task, request.args.get("stream", "output"),
+                          offset=int_arg("offset", 0, hi=2**62),
+                          limit=int_arg("limit", tasks.MAX_LOG_CHUNK, lo=1,
+                                        hi=tasks.MAX_LOG_CHUNK),
+                          tail_lines=None if tail is None else int_arg("tail", 0, hi=10**6))
