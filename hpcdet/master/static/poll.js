@@ -1,0 +1,123 @@
+// Live refresh for hpcdet's pages, hand-written, no framework, nothing loaded from outside.
+// A <tbody data-poll="URL" data-render="KIND" data-every="SECONDS"> is refetched every
+// SECONDS and re-rendered; the server-rendered rows stay when the fetch fails, so every
+// page works without this script. All text goes in through textContent (never as HTML).
+(function () {
+  "use strict";
+
+  function cell(tr, text, className) {
+    var td = document.createElement("td");
+    if (className) {
+      var span = document.createElement("span");
+      span.className = className;
+      span.textContent = text;
+      td.appendChild(span);
+    } else {
+      td.textContent = text === null || text === undefined ? "" : String(text);
+    }
+    tr.appendChild(td);
+    return td;
+  }
+
+  function poolRow(pool) {
+    var tr = document.createElement("tr");
+    var link = document.createElement("a");
+    link.href = "/queue?pool=" + encodeURIComponent(pool.name);
+    link.textContent = pool.name;
+    cell(tr, "").appendChild(link);
+    cell(tr, pool.partition);
+    cell(tr, pool.slot_type);
+    cell(tr, pool.nodes_up + "/" + pool.nodes_total);
+    cell(tr, pool.slots_used + "/" + pool.slots_total);
+    cell(tr, (pool.gpu_types || []).join(", "));
+    cell(tr, pool.jobs_pending);
+    var marks = [];
+    if (pool.default_compute) { marks.push("compute"); }
+    if (pool.default_aux) { marks.push("aux"); }
+    cell(tr, marks.join(", "));
+    return tr;
+  }
+
+  // Same rule as hpcdet/dispatcher/slurm_reasons.py: words for known codes, the code kept.
+  function reasonWords(reason) {
+    if (!reason || reason === "None") { return ""; }
+    var node = document.getElementById("reason-words");
+    var words = node ? JSON.parse(node.textContent) : {};
+    var comma = reason.indexOf(",");
+    var code = (comma < 0 ? reason : reason.slice(0, comma)).trim();
+    var detail = comma < 0 ? "" : reason.slice(comma + 1).trim();
+    if (!Object.prototype.hasOwnProperty.call(words, code)) { return reason; }
+    return words[code] + " (" + code + (detail ? ", " + detail : "") + ")";
+  }
+
+  function jobRow(job) {
+    var tr = document.createElement("tr");
+    cell(tr, job.position);
+    cell(tr, job.job_id);
+    cell(tr, job.type);
+    cell(tr, job.name);
+    cell(tr, job.state, "state state-" + job.state);
+    cell(tr, job.slots_acquired + "/" + job.slots_needed + " " + job.slot_kind);
+    cell(tr, job.priority);
+    cell(tr, job.qos);
+    cell(tr, job.pool);
+    cell(tr, job.user);
+    cell(tr, reasonWords(job.reason));
+    return tr;
+  }
+
+  var renderers = {
+    pools: function (body) { return (body.resource_pools || []).map(poolRow); },
+    jobs: function (body) { return (body.jobs || []).map(jobRow); }
+  };
+
+  function takenText(iso) {
+    if (!iso) { return "not read from Slurm yet"; }
+    return new Date(iso).toISOString().slice(0, 19).replace("T", " ") + " UTC";
+  }
+
+  function setText(selector, text) {
+    var node = document.querySelector(selector);
+    if (node) { node.textContent = text; }
+  }
+
+  function render(tbody, body) {
+    var rows = renderers[tbody.dataset.render](body);
+    if (rows.length === 0) {
+      var tr = document.createElement("tr");
+      cell(tr, tbody.dataset.empty || "Nothing here.").colSpan =
+        tbody.parentNode.querySelectorAll("thead th").length;
+      rows = [tr];
+    }
+    tbody.replaceChildren.apply(tbody, rows);
+    setText("[data-poll-taken]", takenText(body.taken_at));
+    setText("[data-poll-status]", "Live: checked " + new Date().toLocaleTimeString() + ".");
+  }
+
+  function refresh(tbody) {
+    return fetch(tbody.dataset.poll, { headers: { "Accept": "application/json" } })
+      .then(function (response) {
+        return response.json().then(function (body) {
+          if (!response.ok) {
+            throw new Error((body.error && body.error.message) || response.statusText);
+          }
+          render(tbody, body);
+        });
+      })
+      .catch(function (error) {
+        setText("[data-poll-status]", "Live refresh failed (" + error.message +
+                "); showing the data of the last successful load.");
+      });
+  }
+
+  function start(tbody) {
+    var seconds = Math.max(2, Number(tbody.dataset.every) || 15);
+    window.setInterval(function () {
+      if (!document.hidden) { refresh(tbody); }
+    }, seconds * 1000);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("tbody[data-poll]").forEach(start);
+  });
+}());
