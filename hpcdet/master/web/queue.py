@@ -6,6 +6,7 @@ polls ``/api/v1/jobs``. Pending reasons are shown in words, with Slurm's code ke
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from flask import render_template, request
@@ -26,16 +27,17 @@ def queue() -> tuple[str, int]:
     try:
         listing = job_list(db(), settings(), pool)
     except ConfigError as exc:
-        return _render(pool, [], errors=exc.errors), 400
-    return _render(pool, [_with_words(row) for row in listing["jobs"]]), 200
+        found = load_snapshot(db(), QUEUE)
+        return _render(pool, [], None if found is None else found[1], errors=exc.errors), 400
+    taken = listing["taken_at"]  # job_list read the snapshot already: not a second time
+    return _render(pool, [_with_words(row) for row in listing["jobs"]],
+                   dt.datetime.fromisoformat(taken) if taken else None), 200
 
 
-def _render(pool: str | None, jobs: list[dict[str, Any]], *, errors: list[str] | None = None
-            ) -> str:
-    found = load_snapshot(db(), QUEUE)
+def _render(pool: str | None, jobs: list[dict[str, Any]], taken_at: dt.datetime | None, *,
+            errors: list[str] | None = None) -> str:
     return render_template("queue.html", page="queue", pool=pool, jobs=jobs,
-                           errors=errors or [], reasons=REASONS,
-                           taken=taken_text(None if found is None else found[1]),
+                           errors=errors or [], reasons=REASONS, taken=taken_text(taken_at),
                            poll_seconds=poll_seconds())
 
 
