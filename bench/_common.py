@@ -3,9 +3,28 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import NoReturn
+
+
+def log(message: str) -> None:
+    """Progress goes to stderr so that ``--json`` output stays clean."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_script(main: Callable[[], int]) -> NoReturn:
+    """Exit with ``main()``'s status; on Ctrl-C (or SIGTERM, see below) say so and exit 130.
+
+    ``main`` cleans up in its ``finally`` blocks before the interrupt reaches here.
+    """
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        log("interrupted (cleaned up)")
+        sys.exit(130)
 
 
 @contextmanager

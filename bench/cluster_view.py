@@ -55,9 +55,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))  # its sibling modules, also when loaded by path
 
-from _common import terminate_as_interrupt  # noqa: E402
+from _common import log, run_script, terminate_as_interrupt  # noqa: E402
 from flask import Flask  # noqa: E402
-from poll import check_cluster, ensure_slurm_conf, log  # noqa: E402
+from poll import check_cluster, ensure_slurm_conf  # noqa: E402
 
 from hpcdet.dispatcher.commands import CommandRunner  # noqa: E402
 from hpcdet.dispatcher.slurm import SlurmBackend  # noqa: E402
@@ -509,8 +509,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        log("interrupted (cleaned up)")
-        sys.exit(130)
+    run_script(main)

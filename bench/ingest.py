@@ -62,7 +62,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from _common import terminate_as_interrupt  # noqa: E402
+from _common import log, run_script, terminate_as_interrupt  # noqa: E402
 from sqlalchemy import create_engine, func, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
@@ -77,10 +77,6 @@ TARGET_ROWS_PER_S = 30_000
 TARGET_P99_MS = 100.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
-
-def log(message: str) -> None:
-    """Progress goes to stderr so that ``--json`` output stays clean."""
-    print(message, file=sys.stderr, flush=True)
 
 
 # ---- database ----------------------------------------------------------------------------
@@ -710,8 +706,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        log("interrupted (cleaned up)")
-        sys.exit(130)
+    run_script(main)

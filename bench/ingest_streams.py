@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import ingest  # bench/ingest.py: this script's directory is on sys.path
+from _common import run_script
 from sqlalchemy import create_engine, text
 
 STREAM = ('"stream":{"run_id":1,"requeue":0,"rank":0},'
@@ -94,8 +95,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        ingest.log("interrupted (cleaned up)")
-        sys.exit(130)
+    run_script(main)

@@ -45,7 +45,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from _common import terminate_as_interrupt  # noqa: E402
+from _common import log, run_script, terminate_as_interrupt  # noqa: E402
 
 from hpcdet.dispatcher.base import JobPhase, JobRef, JobStatus  # noqa: E402
 from hpcdet.dispatcher.commands import CommandRunner  # noqa: E402
@@ -57,10 +57,6 @@ FORGOTTEN_BASE = 9_000_000  # ids far above anything the dev cluster has handed 
 TARGET_COMMANDS = 2
 SQUEUE_FORMAT = "--format=%i|%T|%N|%r"
 
-
-def log(message: str) -> None:
-    """Progress goes to stderr so that ``--json`` output stays clean."""
-    print(message, file=sys.stderr, flush=True)
 
 
 # ---- results -----------------------------------------------------------------------------
@@ -405,8 +401,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        log("interrupted (cleaned up)")
-        sys.exit(130)
+    run_script(main)

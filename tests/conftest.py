@@ -15,6 +15,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,37 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'master.sqlite'}"
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """Debian's chromium (scripts/ensure-chromium installs it); skips/fails when missing."""
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    missing("chromium is not installed (run scripts/ensure-chromium)")
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path: str) -> Iterator[Any]:
+    """Headless Chromium driven by Playwright, which never downloads a browser of its own."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("playwright is not installed (scripts/bootstrap installs it)")
+    with sync_playwright() as playwright:
+        # --no-sandbox: the tests run as root in CI, where Chromium's sandbox refuses to start.
+        launched = playwright.chromium.launch(executable_path=chromium_path,
+                                              args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="session")
+def test_output() -> Path:
+    """Where tests leave artefacts for people (screenshots): HPCDET_TEST_OUTPUT or test-output/."""
+    path = Path(os.environ.get("HPCDET_TEST_OUTPUT") or REPO / "test-output")
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -215,6 +215,9 @@ def print_scripts(jobs: Sequence[Mapping[str, Any]]) -> None:
 
 def _report_created(state: CliState, experiment_id: int, *, follow: bool) -> None:
     click.echo(f"Created experiment {experiment_id}")
+    # On stderr: stdout stays the one line scripts parse.
+    click.echo(f"Watch it in a browser: {state.master.rstrip('/')}/experiments/{experiment_id}",
+               err=True)
     if not follow:
         return
     try:

@@ -6,7 +6,7 @@ Best validations, the best trial, the experiment's best for ``checkpoint_policy:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,3 +34,16 @@ class SearcherMetric:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None
         return float(value)
+
+    def best_of(self, validations: Iterable[tuple[int, Mapping[str, Any] | None]]
+                ) -> tuple[int, float] | None:
+        """``(trial id, value)`` of the best value among ``(trial id, best_validation)``.
+
+        Ties go to the lowest trial id; None when no validation holds the metric.
+        """
+        scored = [(self.key(value), trial_id, value) for trial_id, best in validations
+                  if (value := self.value_in((best or {}).get("metrics"))) is not None]
+        if not scored:
+            return None
+        _, trial_id, value = min(scored)
+        return trial_id, value

@@ -98,8 +98,5 @@ def log_line(entry: TrialLog) -> dict[str, Any]:
 
 def best_trial_id(config: dict[str, Any], trials: Iterable[dict[str, Any]]) -> int | None:
     """The trial whose best validation of ``searcher.metric`` is best (None before any)."""
-    metric = SearcherMetric.of(config)
-    scored = [(metric.key(value), t["id"]) for t in trials
-              if (value := metric.value_in((t.get("best_validation") or {}).get("metrics")))
-              is not None]
-    return min(scored)[1] if scored else None
+    best = SearcherMetric.of(config).best_of((t["id"], t.get("best_validation")) for t in trials)
+    return None if best is None else best[0]

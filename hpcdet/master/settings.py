@@ -78,6 +78,8 @@ class MasterSettings:
     port: int = 8080
     db_url: str = ""
     require_user: bool = False
+    # Users who may change (pause, kill, archive...) any experiment, not only their own.
+    admins: tuple[str, ...] = ()
     reconcile_interval: float = 5.0
     workers: int = 2
     threads: int = 8
@@ -142,12 +144,13 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
     db = get.section("db")
     db_url = environ.get("HPCDET_DB_URL") or Getter(db, f"{ROOT}.db", errors).text(
         "url", f"sqlite:///{Path(state_dir).expanduser() / 'hpcdet.sqlite'}")
+    auth = _auth_getter(get.section("auth"), errors)
     return MasterSettings(
         host=get.text("host", "0.0.0.0"),
         port=port,
         db_url=db_url,
-        require_user=Getter(get.section("auth"), f"{ROOT}.auth", errors).flag(
-            "require_user", False),
+        require_user=auth.flag("require_user", False),
+        admins=auth.names("admins"),
         reconcile_interval=Getter(get.section("reconciler"), f"{ROOT}.reconciler", errors).number(
             "interval_seconds", 5.0, lo=0.1),
         workers=Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
@@ -158,6 +161,14 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
         state_dir=state_dir,
     )
+
+
+_AUTH_KEYS = {"require_user", "admins"}
+
+
+def _auth_getter(doc: Mapping[str, Any], errors: list[str]) -> Getter:
+    unknown_keys(doc, _AUTH_KEYS, f"{ROOT}.auth", errors)
+    return Getter(doc, f"{ROOT}.auth", errors)
 
 
 def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],

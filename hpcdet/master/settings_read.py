@@ -38,6 +38,12 @@ class Getter:
         value = self._get(key, None, lambda v: isinstance(v, str), "a string")
         return str(value) if value else None
 
+    def names(self, key: str) -> tuple[str, ...]:
+        """A list of non-empty strings (user names, ...); absent is empty."""
+        value = self._get(key, [], lambda v: isinstance(v, list) and all(
+            isinstance(x, str) and x.strip() for x in v), "a list of non-empty strings")
+        return tuple(str(x).strip() for x in value)
+
     def flag(self, key: str, default: bool) -> bool:
         return bool(self._get(key, default, lambda v: isinstance(v, bool), "true or false"))
 

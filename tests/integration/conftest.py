@@ -28,9 +28,16 @@ def resource_manager_settings() -> dict[str, Any]:
     return {}
 
 
+@pytest.fixture
+def master_settings() -> dict[str, Any]:
+    """Extra top-level keys of the master.yaml (``auth``...); a test module may override it."""
+    return {}
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def master(request: pytest.FixtureRequest, slurm: dict[str, str], tmp_path: Path,
-           resource_manager_settings: dict[str, Any]) -> Iterator[LiveMaster]:
+           resource_manager_settings: dict[str, Any],
+           master_settings: dict[str, Any]) -> Iterator[LiveMaster]:
     """det-master on a free port, submitting to the dev cluster, on SQLite or PostgreSQL."""
     db_url = (f"sqlite:///{tmp_path / 'master.sqlite'}" if request.param == "sqlite"
               else request.getfixturevalue("postgres_url"))
@@ -45,6 +52,7 @@ def master(request: pytest.FixtureRequest, slurm: dict[str, str], tmp_path: Path
                              "job_storage_root": str(tmp_path / "jobs"), "slot_type": "cpu"},
     }
     config["resource_manager"].update(resource_manager_settings)
+    config.update(master_settings)
     (tmp_path / "master.yaml").write_text(yaml.safe_dump(config))
     env = {**slurm, "DET_MASTER": f"http://127.0.0.1:{port}", "DET_USER": "tester"}
     live = LiveMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=tmp_path / "jobs",

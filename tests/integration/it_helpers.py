@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,9 @@ class LiveMaster:
         return result
 
     def api(self, path: str) -> Any:
-        return httpx.get(f"{self.url}/api/v1{path}", timeout=30).json()
+        """GET an API path as the CLI's user (a master may require a name)."""
+        headers = {"X-Hpcdet-User": self.env.get("DET_USER", "tester")}
+        return httpx.get(f"{self.url}/api/v1{path}", headers=headers, timeout=30).json()
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -74,6 +77,17 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None
             pass
         time.sleep(0.3)
     raise AssertionError(f"det-master did not answer:\n{log.read_text()[-3000:]}")
+
+
+def wait_for(probe: Callable[[], Any], what: str, timeout: float = 120) -> Any:
+    """``probe()``'s first truthy answer, asked every half second until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def sacct_state(job_id: str, env: dict[str, str]) -> str:

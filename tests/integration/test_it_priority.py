@@ -10,13 +10,12 @@ module's jobs with each other.
 from __future__ import annotations
 
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from it_helpers import LiveMaster, load_json, write_experiment
+from it_helpers import LiveMaster, load_json, wait_for, write_experiment
 
 pytestmark = pytest.mark.slurm
 
@@ -67,15 +66,6 @@ def squeue_field(env: dict[str, str], job_id: str, field: str) -> str:
     return subprocess.run(["squeue", "-h", "-j", job_id, "-o", field], env=env,
                           capture_output=True, text=True).stdout.strip()
 
-
-def wait_for(probe: Callable[[], Any], what: str, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def create(master: LiveMaster, tmp_path: Path, name: str, priority: int) -> int:

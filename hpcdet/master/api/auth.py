@@ -8,9 +8,9 @@ from flask import current_app, request
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Trial
+from hpcdet.master.permissions import ANONYMOUS
 
 USER_HEADER = "X-Hpcdet-User"
-ANONYMOUS = "anonymous"
 
 
 def current_user() -> str:

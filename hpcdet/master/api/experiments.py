@@ -8,7 +8,7 @@ from typing import Any
 from flask import current_app, request
 from sqlalchemy import func, select
 
-from hpcdet.master import serialize
+from hpcdet.master import experiment_list, serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
@@ -51,28 +51,17 @@ def create_experiment() -> Any:
 
 @bp.get("/experiments")
 def list_experiments() -> Any:
-    """Experiments, newest first, filtered by state and owner; archived ones on request."""
-    query = select(Experiment)
-    if request.args.get("state"):
-        query = query.where(Experiment.state == request.args["state"].upper())
-    if request.args.get("owner"):
-        query = query.where(Experiment.owner == request.args["owner"])
-    if request.args.get("archived", "false").lower() != "true":
-        query = query.where(Experiment.archived.is_(False))
-    total = db().scalar(select(func.count()).select_from(query.subquery()))
-    rows = db().scalars(query.order_by(Experiment.id.desc()).limit(int_arg("limit", 100, hi=1000))
-                        .offset(int_arg("offset", 0))).all()
-    counts = _trial_counts([e.id for e in rows])
-    return {"experiments": [serialize.experiment(e, counts.get(e.id, 0)) for e in rows],
-            "total": total}
+    """Experiments, newest first, filtered by state, owner and label; archived on request.
 
-
-def _trial_counts(ids: list[int]) -> dict[int, int]:
-    if not ids:
-        return {}
-    rows = db().execute(select(Trial.experiment_id, func.count()).where(
-        Trial.experiment_id.in_(ids)).group_by(Trial.experiment_id)).all()
-    return {exp_id: count for exp_id, count in rows}
+    Each has ``best_metric``: the searcher metric's best value over its trials, or null.
+    """
+    try:
+        filters = experiment_list.filters_from(request.args)
+    except experiment_list.BadParameter as exc:
+        raise ApiError(400, "bad_request", f"query parameter {exc}") from None
+    listing = experiment_list.list_experiments(
+        db(), filters, offset=int_arg("offset", 0), limit=int_arg("limit", 100, hi=1000))
+    return {"experiments": listing.experiments, "total": listing.total}
 
 
 @bp.get("/experiments/<int:exp_id>")

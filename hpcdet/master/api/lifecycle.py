@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session
 from hpcdet.master import lifecycle, serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, get_or_404
+from hpcdet.master.api.common import db, get_or_404, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.permissions import require_modify
 
 _ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
     "pause": lifecycle.pause,
@@ -27,13 +28,17 @@ _ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
 
 @bp.post("/experiments/<int:exp_id>/<action>")
 def change_lifecycle(exp_id: int, action: str) -> Any:
-    """Pause, activate, cancel, kill, archive or unarchive (see hpcdet.master.lifecycle)."""
+    """Pause, activate, cancel, kill, archive or unarchive (see hpcdet.master.lifecycle).
+
+    Only the owner or an admin may (403 otherwise, :mod:`hpcdet.master.permissions`).
+    """
     actor = current_user()
     change = _ACTIONS.get(action)
     if change is None:
         raise ApiError(404, "not_found", f"no experiment action {action!r} (known: "
                        f"{', '.join(_ACTIONS)})")
     exp = get_or_404(Experiment, exp_id, "experiment")
+    require_modify(settings(), actor, exp.owner, f"experiment {exp_id}")
     change(db(), exp, actor)
     db().commit()
     trials = db().scalar(select(func.count()).where(Trial.experiment_id == exp_id)) or 0

@@ -7,6 +7,7 @@ spooled reports the master collects from job directories (:mod:`hpcdet.master.sp
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from typing import Any
 
 from flask import current_app, request
@@ -33,15 +34,18 @@ def jobs_by_trial(trial_ids: list[int]) -> dict[int, list[Job]]:
 @bp.get("/trials/<int:trial_id>")
 def describe_trial(trial_id: int) -> Any:
     """A trial with its state history, Slurm jobs and checkpoints."""
-    from hpcdet.master.api.experiments import history
-
     current_user()
-    trial = get_or_404(Trial, trial_id, "trial")
-    jobs = jobs_by_trial([trial_id]).get(trial_id, [])
+    return trial_detail(get_or_404(Trial, trial_id, "trial"))
+
+
+def trial_detail(trial: Trial) -> dict[str, Any]:
+    """``{"trial": Trial + history + jobs, "checkpoints": [...]}`` (also the trial page's data)."""
+    from hpcdet.master.api.experiments import history
+    jobs = jobs_by_trial([trial.id]).get(trial.id, [])
     body = serialize.trial(trial, jobs)
-    body["history"] = history("trial", trial_id)
+    body["history"] = history("trial", trial.id)
     body["jobs"] = [serialize.job(j) for j in jobs]
-    checkpoints = db().scalars(select(Checkpoint).where(Checkpoint.trial_id == trial_id)
+    checkpoints = db().scalars(select(Checkpoint).where(Checkpoint.trial_id == trial.id)
                                .order_by(Checkpoint.steps_completed)).all()
     return {"trial": body, "checkpoints": [serialize.checkpoint(c) for c in checkpoints]}
 
@@ -50,17 +54,25 @@ def describe_trial(trial_id: int) -> Any:
 def read_metrics(trial_id: int) -> Any:
     """Reported metrics, one entry per (group, step); rows a later run rolled back are hidden."""
     get_or_404(Trial, trial_id, "trial")
-    query = select(Metric).where(Metric.trial_id == trial_id, Metric.archived.is_(False))
     group = request.args.get("group")
-    if group:
-        query = query.where(Metric.group == metric_group(group))
+    return {"metrics": metric_reports(trial_id, [metric_group(group)] if group else None)}
+
+
+def metric_reports(trial_id: int, groups: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """The trial's reports, one entry per (group, step), in group then step order.
+
+    Only ``groups`` when given; rows a later run rolled back (``archived``) are hidden.
+    """
+    query = select(Metric).where(Metric.trial_id == trial_id, Metric.archived.is_(False))
+    if groups is not None:
+        query = query.where(Metric.group.in_(list(groups)))
     steps: dict[tuple[str, int], dict[str, Any]] = {}
     for m in db().scalars(query.order_by(Metric.group, Metric.steps_completed, Metric.id)):
         entry = steps.setdefault((m.group, m.steps_completed), {
             "group": m.group, "steps_completed": m.steps_completed, "metrics": {},
             "reported_at": serialize._time(m.reported_at)})
         entry["metrics"][m.name] = m.value
-    return {"metrics": list(steps.values())}
+    return list(steps.values())
 
 
 @bp.post("/trials/<int:trial_id>/metrics")

@@ -1,20 +1,16 @@
 // Live refresh for hpcdet's pages, hand-written, no framework, nothing loaded from outside.
 // A <tbody data-poll="URL" data-render="KIND" data-every="SECONDS"> is refetched every
-// SECONDS and re-rendered; the server-rendered rows stay when the fetch fails, so every
-// page works without this script. All text goes in through textContent (never as HTML).
+// SECONDS (hpcdet.poll, which also writes the live status) and re-rendered; the
+// server-rendered rows stay when the fetch fails, so every page works without this script.
+// All text goes in through textContent (never as HTML).
 (function () {
   "use strict";
 
+  var h = window.hpcdet;
+
   function cell(tr, text, className) {
-    var td = document.createElement("td");
-    if (className) {
-      var span = document.createElement("span");
-      span.className = className;
-      span.textContent = text;
-      td.appendChild(span);
-    } else {
-      td.textContent = text === null || text === undefined ? "" : String(text);
-    }
+    var td = className ? h.el("td", {}, [h.el("span", { className: className, text: text })])
+      : h.el("td", { text: text === null || text === undefined ? "" : text });
     tr.appendChild(td);
     return td;
   }
@@ -72,8 +68,7 @@
   };
 
   function takenText(iso) {
-    if (!iso) { return "not read from Slurm yet"; }
-    return new Date(iso).toISOString().slice(0, 19).replace("T", " ") + " UTC";
+    return iso ? h.fmtTime(iso) + " UTC" : "not read from Slurm yet";
   }
 
   function setText(selector, text) {
@@ -91,30 +86,16 @@
     }
     tbody.replaceChildren.apply(tbody, rows);
     setText("[data-poll-taken]", takenText(body.taken_at));
-    setText("[data-poll-status]", "Live: checked " + new Date().toLocaleTimeString() + ".");
   }
 
-  function refresh(tbody) {
-    return fetch(tbody.dataset.poll, { headers: { "Accept": "application/json" } })
-      .then(function (response) {
-        return response.json().then(function (body) {
-          if (!response.ok) {
-            throw new Error((body.error && body.error.message) || response.statusText);
-          }
-          render(tbody, body);
-        });
-      })
-      .catch(function (error) {
-        setText("[data-poll-status]", "Live refresh failed (" + error.message +
-                "); showing the data of the last successful load.");
-      });
-  }
-
+  // The cluster and the queue never finish: hpcdet.poll keeps going (step answers false).
   function start(tbody) {
-    var seconds = Math.max(2, Number(tbody.dataset.every) || 15);
-    window.setInterval(function () {
-      if (!document.hidden) { refresh(tbody); }
-    }, seconds * 1000);
+    h.poll(Number(tbody.dataset.every) || 15, function () {
+      return h.getJSON(tbody.dataset.poll).then(function (body) {
+        render(tbody, body);
+        return false;
+      });
+    });
   }
 
   document.addEventListener("DOMContentLoaded", function () {

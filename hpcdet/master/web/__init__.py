@@ -12,6 +12,13 @@ from flask import Blueprint
 bp = Blueprint("web", __name__)
 
 # The page modules register their routes on ``bp``; imported for that effect.
-from hpcdet.master.web import cluster, experiments, queue  # noqa: E402
+from hpcdet.master.web import (  # noqa: E402
+    cluster,
+    experiment,
+    experiments,
+    identity,
+    queue,
+    trial,
+)
 
-__all__ = ["bp", "cluster", "experiments", "queue"]
+__all__ = ["bp", "cluster", "experiment", "experiments", "identity", "queue", "trial"]

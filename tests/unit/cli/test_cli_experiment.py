@@ -123,6 +123,7 @@ def test_create_follow_streams_logs_and_progress(det: Det, fake_master: FakeMast
     assert result.stdout == "Created experiment 5\n[rank 0] epoch 1\n[rank 0] epoch 2\n"
     progress = [line for line in result.stderr.splitlines() if not line.startswith("Prep")]
     assert progress == [
+        "Watch it in a browser: http://localhost:8080/experiments/5",
         "experiment 5: ACTIVE",
         "trial 7: QUEUED (Slurm job 42, reason: Resources)",
         "trial 7: RUNNING (Slurm job 42, on node01)",

@@ -1,0 +1,143 @@
+// hpcdet's shared page helpers: JSON requests as the signed-in user, DOM building through
+// textContent only (never HTML from data), state badges, polling that stops when a page's
+// subject has finished, and the confirmed action buttons. Hand-written; nothing external.
+(function () {
+  "use strict";
+
+  var TERMINAL = ["COMPLETED", "CANCELED", "ERROR"];
+
+  function user() {
+    var match = document.cookie.match(/(?:^|;\s*)hpcdet_user=([^;]*)/);
+    return match ? match[1] : "";
+  }
+
+  function request(method, url, body) {
+    var headers = { "Accept": "application/json" };
+    if (user()) { headers["X-Hpcdet-User"] = user(); }
+    var init = { method: method, headers: headers };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return fetch(url, init).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (data) {
+        if (!response.ok) {
+          var message = (data.error && data.error.message) || response.statusText;
+          throw new Error(message);
+        }
+        return data;
+      });
+    });
+  }
+
+  // el("td", {className: "x", text: "y", href: "/z", title: "t"}, [child, "text"])
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (key) {
+      var value = attrs[key];
+      if (value === null || value === undefined) { return; }
+      if (key === "text") { node.textContent = String(value); }
+      else if (key === "className") { node.className = value; }
+      else if (key.slice(0, 5) === "data-" || key === "title" || key === "href" ||
+               key === "colspan" || key.slice(0, 5) === "aria-") {
+        node.setAttribute(key, String(value));
+      } else { node[key] = value; }
+    });
+    (children || []).forEach(function (child) {
+      if (child === null || child === undefined) { return; }
+      node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+    });
+    return node;
+  }
+
+  function stateBadge(state) {
+    return el("span", { className: "state state-" + state, text: state });
+  }
+
+  function isTerminal(state) { return TERMINAL.indexOf(state) >= 0; }
+
+  function fmtTime(iso) {
+    if (!iso) { return ""; }
+    return new Date(iso).toISOString().slice(0, 19).replace("T", " ");
+  }
+
+  function fmtNumber(value) {
+    if (value === null || value === undefined || value === "") { return ""; }
+    if (typeof value !== "number") { return String(value); }
+    if (Number.isInteger(value)) { return String(value); }
+    var abs = Math.abs(value);
+    return abs !== 0 && (abs < 1e-3 || abs >= 1e6) ? value.toExponential(3)
+      : String(Number(value.toPrecision(4)));
+  }
+
+  function setStatus(text) {
+    document.querySelectorAll("[data-poll-status]").forEach(function (node) {
+      node.textContent = text;
+    });
+  }
+
+  // Calls step() now and then every `seconds` while the tab is visible; step returns a
+  // promise of true once the subject is finished, which stops the polling for good.
+  function poll(seconds, step) {
+    var timer = null;
+    var stopped = false;
+    function run() {
+      if (stopped || document.hidden) { return Promise.resolve(); }
+      return step().then(function (finished) {
+        if (finished) {
+          stopped = true;
+          window.clearInterval(timer);
+          setStatus("Finished: no longer refreshing.");
+        } else {
+          setStatus("Live: updated " + new Date().toLocaleTimeString() + ".");
+        }
+      }).catch(function (error) {
+        setStatus("Live refresh failed (" + error.message + "); showing the last data.");
+      });
+    }
+    timer = window.setInterval(run, Math.max(1, seconds) * 1000);
+    document.addEventListener("hpcdet:changed", run);
+    return run();
+  }
+
+  function actionStatus(text, isError) {
+    var node = document.querySelector("[data-action-status]");
+    if (!node) { return; }
+    node.hidden = false;
+    node.textContent = text;
+    node.className = isError ? "error" : "live";
+  }
+
+  // <button data-action-url="/api/v1/experiments/3/pause" data-confirm="Pause ...?">
+  function onActionClick(event) {
+    var button = event.target.closest("button[data-action-url]");
+    if (!button) { return; }
+    if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) { return; }
+    button.disabled = true;
+    request("POST", button.dataset.actionUrl).then(function (data) {
+      var exp = data.experiment || {};
+      actionStatus((button.dataset.done || "Done") + (exp.state ? ": now " + exp.state : "") + ".");
+      document.dispatchEvent(new CustomEvent("hpcdet:changed", { detail: data }));
+    }).catch(function (error) {
+      actionStatus(button.textContent.trim() + " failed: " + error.message, true);
+    }).then(function () { button.disabled = false; });
+  }
+
+  document.addEventListener("click", onActionClick);
+
+  // Show the buttons of _actions.html that apply to an experiment in `state`.
+  function showActions(state, archived) {
+    document.querySelectorAll("[data-actions] button[data-action]").forEach(function (button) {
+      var unarchive = button.dataset.action === "unarchive";
+      var applies = button.dataset.when.split(" ").indexOf(state) >= 0;
+      button.hidden = unarchive ? !archived : (archived || !applies);
+    });
+  }
+
+  window.hpcdet = {
+    user: user, getJSON: function (url) { return request("GET", url); },
+    postJSON: function (url, body) { return request("POST", url, body); },
+    el: el, stateBadge: stateBadge, isTerminal: isTerminal, fmtTime: fmtTime,
+    fmtNumber: fmtNumber, poll: poll, setStatus: setStatus, showActions: showActions
+  };
+}());

@@ -1,0 +1,127 @@
+"""``/experiments/<id>``: one experiment's facts, trials, charts, config and history.
+
+The page is rendered complete on the server (tables in Jinja); ``static/experiment.js``
+then draws the charts from the JSON embedded in the page and keeps everything current by
+polling ``/api/v1/experiments/<id>``, ``.../metrics`` and, for ``adaptive_asha``,
+``.../rungs``, until the experiment has ended. The embedded JSON has the same shapes as
+those answers, so the first render and every refresh go through the same script code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from flask import render_template
+
+from hpcdet.master.api.common import db
+from hpcdet.master.api.experiment_metrics import metric_series, rungs_answer
+from hpcdet.master.api.experiments import describe_experiment
+from hpcdet.master.models import Experiment
+from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.master.web import bp
+from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
+
+# The experiment page refreshes faster than the cluster pages: people watch it after
+# pressing Pause or Activate, and its data (the database, not Slurm) is cheap to read.
+MAX_POLL_SECONDS = 5
+
+
+@bp.get("/experiments/<int:exp_id>")
+def experiment(exp_id: int) -> tuple[str, int]:
+    """The experiment page; an unknown id is a 404 page in the common layout."""
+    exp = db().get(Experiment, exp_id)
+    if exp is None:
+        return render_template("experiment.html", page="experiments", exp=None,
+                               exp_id=exp_id), 404
+    return render_template("experiment.html", page="experiments", **page_context(exp)), 200
+
+
+def page_context(exp: Experiment) -> dict[str, Any]:
+    """What the template renders: the API's JSON, table rows, chart names, the config."""
+    data = page_data(exp)
+    metric = SearcherMetric.of(exp.config)
+    names = hparam_names(data["trials"])
+    rungs = {row["trial_id"]: row for row in (data["rungs"] or {}).get("rungs", [])}
+    best_id = data["experiment"]["best_trial_id"]
+    return {"exp": data["experiment"], "data": data, "metric": metric,
+            "hparam_names": names, "asha": data["rungs"] is not None,
+            "rows": [trial_row(t, names, metric, best_id, rungs.get(t["id"]))
+                     for t in data["trials"]],
+            "hparam_charts": names if len(data["trials"]) > 1 else [],
+            "history": data["experiment"]["history"],
+            "config_yaml": yaml.safe_dump(exp.config, sort_keys=False),
+            "fmt_time": time_text, "percent": percent}
+
+
+def page_data(exp: Experiment) -> dict[str, Any]:
+    """The JSON embedded for the script: the answers it polls, as they are now."""
+    # The API's own view, so the embedded shape is exactly what the script fetches later.
+    described = describe_experiment(exp.id)
+    body = {k: v for k, v in described["experiment"].items() if k != "config"}
+    metric = SearcherMetric.of(exp.config)
+    series = metric_series(db(), exp.id, "validation", metric.name) if metric.name else []
+    return {"experiment": body, "trials": described["trials"],
+            "metrics": {"metric": metric.name, "group": "validation", "trials": series},
+            # Only ASHA has rungs; None tells the script to leave out the Rung column.
+            "rungs": (rungs_answer(db(), exp) if exp.searcher_name == "adaptive_asha"
+                      else None),
+            "searcher_metric": {"name": metric.name,
+                                "smaller_is_better": metric.smaller_is_better},
+            "log_hparams": log_hparams(exp.config.get("hyperparameters") or {}),
+            "poll_seconds": min(poll_seconds(), MAX_POLL_SECONDS)}
+
+
+def trial_row(trial: Mapping[str, Any], names: list[str], metric: SearcherMetric,
+              best_id: int | None, rung: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One row of the trials table, as text."""
+    flat = flat_hparams(trial.get("hparams") or {})
+    best_metrics = (trial.get("best_validation") or {}).get("metrics")
+    return {"id": trial["id"], "state": trial["state"], "best": trial["id"] == best_id,
+            "hparams": [value_text(flat.get(name)) for name in names],
+            "steps": trial["steps_completed"],
+            "best_value": number_text(metric.value_in(best_metrics)),
+            "restarts": trial["restarts"], "job_ids": ", ".join(trial["job_ids"]),
+            "rung": rung}
+
+
+def hparam_names(trials: list[Mapping[str, Any]]) -> list[str]:
+    """Every flattened hyperparameter name of the trials, sorted (one table column each)."""
+    return sorted({name for t in trials for name in flat_hparams(t.get("hparams") or {})})
+
+
+def log_hparams(space: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The flattened names of the ``type: log`` hyperparameters (their plots use a log axis)."""
+    names: list[str] = []
+    for key, value in space.items():
+        if not isinstance(value, Mapping):
+            continue
+        if value.get("type") == "log":
+            names.append(f"{prefix}{key}")
+        elif "type" not in value:  # a nested group of hyperparameters
+            names += log_hparams(value, f"{prefix}{key}.")
+    return names
+
+
+def flat_hparams(hparams: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested groups flattened: ``{"opt": {"lr": 0.1}}`` is ``{"opt.lr": 0.1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in hparams.items():
+        if isinstance(value, Mapping) and value:
+            flat.update(flat_hparams(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def value_text(value: Any) -> str:
+    """A hyperparameter value as the script shows it (numbers as in :func:`number_text`)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return number_text(value)
+    return value if isinstance(value, str) else json.dumps(value)

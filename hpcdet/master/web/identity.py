@@ -1,0 +1,80 @@
+"""Who the browser is: a user name chosen on ``/login`` and kept in a cookie.
+
+The CLI names its user in the ``X-Hpcdet-User`` header; the pages' scripts send the same
+header with the name from the ``hpcdet_user`` cookie, so the API never reads the cookie and a
+form posted from another site cannot act as the signed-in user (a cross-site request cannot
+set a custom header). Names are not passwords (see :mod:`hpcdet.master.permissions`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
+
+from hpcdet.master.api.common import settings
+from hpcdet.master.permissions import may_modify
+from hpcdet.master.web import bp
+
+COOKIE = "hpcdet_user"
+# Login-name characters only: the value goes into a cookie and a header unquoted.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
+YEAR_SECONDS = 365 * 24 * 3600
+OPEN_ENDPOINTS = {"web.login"}
+
+
+def web_user() -> str | None:
+    """The signed-in name, or None (a cookie that is not a valid name counts as none)."""
+    name = request.cookies.get(COOKIE, "")
+    return name if NAME.fullmatch(name) else None
+
+
+@bp.before_request
+def _require_sign_in() -> Any:
+    """On a master with ``auth.require_user``, pages send an unnamed browser to /login."""
+    if request.endpoint in OPEN_ENDPOINTS:
+        return None
+    if settings().require_user and web_user() is None:
+        return redirect(url_for("web.login", next=request.full_path.rstrip("?")))
+    return None
+
+
+@bp.app_context_processor
+def _identity() -> dict[str, Any]:
+    user = web_user()
+    return {"web_user": user,
+            "may_modify": lambda owner: may_modify(settings(), user or "anonymous", owner)}
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Any:
+    """Choose the name the pages act as; a bad name re-shows the form with a 400."""
+    target = _safe_next(request.values.get("next"))
+    if request.method == "GET":
+        return render_template("login.html", page="login", next=target, error=None)
+    name = (request.form.get("name") or "").strip()
+    if not NAME.fullmatch(name):
+        error = ("name: letters, digits and . _ @ + - only, starting with a letter or "
+                 "digit, at most 128 characters")
+        return render_template("login.html", page="login", next=target, error=error,
+                               name=name), 400
+    response: Response = redirect(target)
+    response.set_cookie(COOKIE, name, max_age=YEAR_SECONDS, samesite="Strict")
+    return response
+
+
+@bp.post("/logout")
+def logout() -> Any:
+    """Forget the name."""
+    response: Response = redirect(url_for("web.index"))
+    response.delete_cookie(COOKIE, samesite="Strict")
+    return response
+
+
+def _safe_next(value: str | None) -> str:
+    """A local path to return to; anything else (another site, a scheme) goes home."""
+    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return url_for("web.index")

@@ -1,0 +1,161 @@
+"""``/trials/<id>``: one trial's facts, Slurm jobs, metric charts, checkpoints, history, logs.
+
+Rendered complete on the server (the last 200 log lines included, filtered by ``?rank=`` and
+``?stream=``); ``static/trial.js`` then follows the trial through the JSON API
+(``/api/v1/trials/<id>``, its ``metrics`` and ``logs?after=``) until it has ended.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from flask import render_template, request, url_for
+from sqlalchemy import select
+
+from hpcdet.dispatcher.slurm_reasons import REASONS, reason_words
+from hpcdet.master import serialize
+from hpcdet.master.api.common import db
+from hpcdet.master.api.logs import STREAMS
+from hpcdet.master.api.trials import metric_reports, trial_detail
+from hpcdet.master.models import Experiment, Trial, TrialLog
+from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.master.web import bp
+from hpcdet.master.web.formatting import number_text, poll_seconds, time_text
+
+CHART_GROUPS = ("training", "validation")
+LOG_TAIL = 200
+# The page keeps at most this many log lines in the DOM; older ones are dropped from the top.
+MAX_LOG_LINES = 5000
+LOG_SECONDS = 2
+# The facts change at most as often as the master rereads Slurm, and people want them fresh.
+MAX_FACTS_SECONDS = 5
+MAX_RANK_DIGITS = 5  # a rank filter beyond this is no rank (and would overflow an INTEGER)
+
+
+@bp.get("/trials/<int:trial_id>")
+def trial(trial_id: int) -> tuple[str, int]:
+    """The trial page; an unknown trial is a 404 page in the layout."""
+    found = db().get(Trial, trial_id)
+    if found is None:
+        return render_template("trial.html", page="experiments", trial_id=trial_id,
+                               error=f"trial {trial_id} not found"), 404
+    experiment = db().get_one(Experiment, found.experiment_id)
+    return render_template("trial.html", page="experiments", trial_id=trial_id, error=None,
+                           **page_data(found, experiment)), 200
+
+
+def page_data(found: Trial, experiment: Experiment) -> dict[str, Any]:
+    """What trial.html renders and embeds for trial.js."""
+    answer = trial_detail(found)
+    metric = SearcherMetric.of(experiment.config)
+    metrics = metric_entries(found.id)
+    chosen = log_filter()
+    logs = tail_logs(found.id, chosen)
+    names = {group: metric_names(entries) for group, entries in metrics.items()}
+    return {
+        "answer": answer, "t": answer["trial"], "experiment": experiment, "metrics": metrics,
+        "metric_names": names, "searcher_metric": metric.name, "logs": logs,
+        "chosen": chosen, "ranks": rank_count(experiment.config, logs, chosen["rank"]),
+        "streams": STREAMS, "selected": default_metrics(names, metric.name),
+        "pending_words": reason_words(answer["trial"]["pending_reason"]),
+        "script_data": script_data(answer, metrics, metric.name, logs, chosen),
+        "number_text": number_text, "time_text": time_text, "metrics_text": metrics_text,
+        "validation_text": validation_text, "hparams_text": hparams_text,
+        "log_prefix": log_prefix,
+    }
+
+
+def metric_entries(trial_id: int) -> dict[str, list[dict[str, Any]]]:
+    """Training and validation reports by group, each entry as ``GET .../metrics`` gives it."""
+    entries = metric_reports(trial_id, CHART_GROUPS)
+    return {group: [e for e in entries if e["group"] == group] for group in CHART_GROUPS}
+
+
+def metric_names(entries: list[dict[str, Any]]) -> list[str]:
+    """Every metric name reported in ``entries``, sorted."""
+    return sorted({name for entry in entries for name in entry["metrics"]})
+
+
+def default_metrics(names: Mapping[str, list[str]], searcher_metric: str | None
+                    ) -> dict[str, str | None]:
+    """The metric each chart starts with: the searcher metric, and ``loss`` for training."""
+    def pick(group: str, preferred: str | None) -> str | None:
+        found = names.get(group) or []
+        return preferred if preferred in found else (found[0] if found else None)
+    return {"training": pick("training", "loss"),
+            "validation": pick("validation", searcher_metric)}
+
+
+def log_filter() -> dict[str, Any]:
+    """``?rank=`` and ``?stream=``; a value that is neither a rank nor a stream means all."""
+    rank = request.args.get("rank", "")
+    stream = request.args.get("stream", "")
+    digits = rank.isascii() and rank.isdigit() and len(rank) <= MAX_RANK_DIGITS
+    return {"rank": int(rank) if digits else None,
+            "stream": stream if stream in STREAMS else None}
+
+
+def tail_logs(trial_id: int, chosen: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The last :data:`LOG_TAIL` lines that pass the filter, oldest first."""
+    query = select(TrialLog).where(TrialLog.trial_id == trial_id)
+    if chosen["rank"] is not None:
+        query = query.where(TrialLog.rank == chosen["rank"])
+    if chosen["stream"] is not None:
+        query = query.where(TrialLog.stream == chosen["stream"])
+    rows = db().scalars(query.order_by(TrialLog.id.desc()).limit(LOG_TAIL)).all()
+    return [serialize.log_line(row) for row in reversed(rows)]
+
+
+def rank_count(config: Mapping[str, Any], logs: list[dict[str, Any]], chosen: int | None
+               ) -> int:
+    """How many ranks the filter offers: one per slot, or more if the lines show more."""
+    slots = int((config.get("resources") or {}).get("slots_per_trial") or 1)
+    seen = [int(entry["rank"]) + 1 for entry in logs if entry["rank"] is not None]
+    return max([1, slots, *seen, (chosen + 1) if chosen is not None else 0])
+
+
+def script_data(answer: dict[str, Any], metrics: dict[str, list[dict[str, Any]]],
+                searcher_metric: str | None, logs: list[dict[str, Any]],
+                chosen: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON trial.js starts from: the page's data and the API routes to follow."""
+    trial_id = answer["trial"]["id"]
+    return {
+        "trial_id": trial_id, "answer": answer, "metrics": metrics,
+        "searcher_metric": searcher_metric, "reasons": REASONS,
+        "last_log_id": logs[-1]["id"] if logs else 0, "log_filter": chosen,
+        "log_tail": LOG_TAIL, "max_log_lines": MAX_LOG_LINES, "log_seconds": LOG_SECONDS,
+        "facts_seconds": min(poll_seconds(), MAX_FACTS_SECONDS),
+        "urls": {"trial": url_for("api.describe_trial", trial_id=trial_id),
+                 "metrics": url_for("api.read_metrics", trial_id=trial_id),
+                 "logs": url_for("api.read_logs", trial_id=trial_id)},
+    }
+
+
+def metrics_text(metrics: Mapping[str, Any] | None, first: str | None) -> str:
+    """``validation_loss 0.25, accuracy 0.9``: the searcher metric first, then by name."""
+    values = metrics or {}
+    names = sorted(values, key=lambda name: (name != first, name))
+    return ", ".join(f"{name} {number_text(values[name])}" for name in names)
+
+
+def validation_text(validation: Mapping[str, Any] | None, first: str | None) -> str:
+    """``step 100: validation_loss 0.25, ...`` for a trial's best or latest validation."""
+    if not validation:
+        return ""
+    return (f"step {validation.get('steps_completed')}: "
+            + metrics_text(validation.get("metrics"), first))
+
+
+def hparams_text(hparams: Mapping[str, Any] | None) -> str:
+    """``hidden=32, lr=0.1``; nested values as JSON."""
+    return ", ".join(f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in sorted(
+        (hparams or {}).items()))
+
+
+def log_prefix(entry: Mapping[str, Any]) -> str:
+    """``[rank 0 node1 stdout]``: where a line came from (batch-script lines have no rank)."""
+    parts = [] if entry.get("rank") is None else [f"rank {entry['rank']}"]
+    parts += [entry["node"]] if entry.get("node") else []
+    return "[" + " ".join([*parts, str(entry.get("stream"))]) + "]"
