@@ -122,12 +122,14 @@ class SearchDriver:
         trials = self._trials_by_request(session, exp.id)
         by_id = {t.id: t for t in trials.values()}
         actions: list[Create | Stop] = []
+        stop_causes: dict[str, str] = {}
         for event in work.events:
-            actions += self._on_event(session, exp, searcher, by_id.get(event.trial_id), event)
+            actions += self._on_event(session, exp, searcher, by_id.get(event.trial_id), event,
+                                      stop_causes)
         for trial in work.exited:
             actions += searcher.on_trial_exited(str(trial.request_id), _exit_reason(trial))
             trial.searcher_closed = True
-        self._carry_out(session, exp, trials, actions, report)
+        self._carry_out(session, exp, trials, actions, report, stop_causes)
         self._mark_consumed(session, [e.id for e in work.events])
         report.events_consumed += len(work.events)
         self._save(exp, searcher)
@@ -137,7 +139,8 @@ class SearchDriver:
 
     @staticmethod
     def _on_event(session: Session, exp: Experiment, searcher: Searcher, trial: Trial | None,
-                  event: SearcherEvent) -> list[Create | Stop]:
+                  event: SearcherEvent, stop_causes: dict[str, str]) -> list[Create | Stop]:
+        """Feed one validation to the searcher; note why it stops this trial, if it does."""
         if trial is None or trial.request_id is None or trial.searcher_closed:
             return []
         values = _searcher_values(exp.config["searcher"], event)
@@ -149,16 +152,20 @@ class SearchDriver:
         for action in actions:
             if isinstance(action, Stop) and action.trial_id == trial.request_id:
                 trial.stop_reason = _stop_reason(searcher, time_units)
+                stop_causes[trial.request_id] = _stop_cause(exp.config["searcher"],
+                                                            trial.stop_reason, time_units)
         return actions
 
     def _carry_out(self, session: Session, exp: Experiment, trials: dict[str, Trial],
-                   actions: Iterable[Create | Stop], report: SearchReport) -> None:
+                   actions: Iterable[Create | Stop], report: SearchReport,
+                   stop_causes: dict[str, str]) -> None:
         creates = [a.request for a in actions if isinstance(a, Create)]
         self._create_trials(session, exp, creates)
         report.trials_created += len(creates)
         for action in actions:
             if isinstance(action, Stop) and action.trial_id in trials:
-                report.trials_stopped += _stop(session, trials[action.trial_id])
+                report.trials_stopped += _stop(session, trials[action.trial_id],
+                                               stop_causes.get(action.trial_id))
 
     # persistence --------------------------------------------------------------------
     def _create_trials(self, session: Session, exp: Experiment,
@@ -206,12 +213,17 @@ def _searcher_values(cfg: dict[str, Any], event: SearcherEvent) -> tuple[float, 
         return f"the validation metrics have no {name!r} (searcher.metric)"
     if cfg["name"] != "adaptive_asha":
         return float(metrics[name]), 0.0
-    time_metric = cfg.get("time_metric") or length_value(cfg["max_length"])[0]
+    time_metric = _time_metric(cfg)
     if time_metric in metrics:
         return float(metrics[name]), float(metrics[time_metric])
     if time_metric == "batches":  # legacy max_length in batches: the reported step counts
         return float(metrics[name]), float(event.steps_completed)
     return f"the validation metrics have no {time_metric!r} (searcher.time_metric)"
+
+
+def _time_metric(cfg: dict[str, Any]) -> str:
+    """The name of ASHA's time units: ``searcher.time_metric``, else max_length's unit."""
+    return str(cfg.get("time_metric") or length_value(cfg["max_length"])[0])
 
 
 def _stop_reason(searcher: Searcher, time_units: float) -> str:
@@ -220,13 +232,28 @@ def _stop_reason(searcher: Searcher, time_units: float) -> str:
     return "searcher_done"
 
 
-def _stop(session: Session, trial: Trial) -> int:
+def _stop_cause(cfg: dict[str, Any], reason: str, time_units: float) -> str:
+    """Why the searcher stops a trial, with the time units it decided at.
+
+    The trial trains on until it sees the stop, so the units it ends with may be more.
+    """
+    if reason != "early_stopped":
+        return _DONE_CAUSE
+    return (f"stopped early by the searcher: its {cfg['metric']} at {_time_metric(cfg)} "
+            f"{time_units:g} ranked outside its rung's top")
+
+
+_DONE_CAUSE = "the searcher has what it needs from this trial"
+
+
+def _stop(session: Session, trial: Trial, cause: str | None = None) -> int:
     """Ask a trial to stop gracefully: its code sees ``should_preempt()``, checkpoints, exits."""
     if State(trial.state).is_terminal or State(trial.state).is_stopping:
         return 0
     reason = trial.stop_reason or "searcher_done"
-    cause = ("stopped early by the searcher (ranked outside its rung's top)"
-             if reason == "early_stopped" else "the searcher has what it needs from this trial")
+    if cause is None:
+        cause = ("stopped early by the searcher (ranked outside its rung's top)"
+                 if reason == "early_stopped" else _DONE_CAUSE)
     transition(session, trial, State.STOPPING_COMPLETED, cause=cause)
     trial.stop_requested_at, trial.stop_reason = utcnow(), reason
     return 1

@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.db import make_session_factory
-from hpcdet.master.models import Experiment, Job, SearcherEvent, Trial, utcnow
+from hpcdet.master.models import Experiment, Job, SearcherEvent, StateChange, Trial, utcnow
 from hpcdet.master.reconciler import Reconciler
 from hpcdet.searcher import grid_points, make_searcher
 
@@ -66,6 +66,13 @@ def trials(app: Flask, exp_id: int) -> list[Trial]:
 def experiment(app: Flask, exp_id: int) -> Experiment:
     with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
         return session.get_one(Experiment, exp_id)
+
+
+def history_causes(app: Flask, trial_id: int) -> list[str]:
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        return list(session.scalars(select(StateChange.cause).where(
+            StateChange.entity_kind == "trial", StateChange.entity_id == trial_id)
+            .order_by(StateChange.id)))
 
 
 def job_of(app: Flask, trial_id: int) -> str:
@@ -167,6 +174,8 @@ def test_asha_stops_a_trial_outside_the_rung_top_and_it_ends_completed(
     assert (cycle.search.events_consumed, cycle.search.trials_stopped) == (2, 1)
     stopped = trials(app, exp_id)[1]
     assert (stopped.state, stopped.stop_reason) == ("STOPPING_COMPLETED", "early_stopped")
+    assert history_causes(app, b.id)[-1] == (
+        "stopped early by the searcher: its loss at epochs 1 ranked outside its rung's top")
     assert trials(app, exp_id)[0].state == "RUNNING"
     assert fake.cancelled == []  # it is running: asked through should_preempt, not scancel
     finish(app, fake, b.id)
