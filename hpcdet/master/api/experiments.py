@@ -55,6 +55,7 @@ def list_experiments() -> Any:
 
     Each has ``best_metric``: the searcher metric's best value over its trials, or null.
     """
+    current_user()
     try:
         filters = experiment_list.filters_from(request.args)
     except experiment_list.BadParameter as exc:
@@ -66,7 +67,13 @@ def list_experiments() -> Any:
 
 @bp.get("/experiments/<int:exp_id>")
 def describe_experiment(exp_id: int) -> Any:
-    """One experiment with its effective config, history and trials.
+    """One experiment with its effective config, history and trials (see experiment_detail)."""
+    current_user()
+    return experiment_detail(exp_id)
+
+
+def experiment_detail(exp_id: int) -> dict[str, Any]:
+    """``{"experiment", "trials"}``; 404 for an unknown id. Also what the web page shows.
 
     Trials in ERROR also carry ``last_log_lines``, their last lines (any rank).
     """
@@ -122,5 +129,7 @@ def history(kind: str, entity_id: int) -> list[dict[str, Any]]:
 
 @bp.get("/experiments/<int:exp_id>/trials")
 def list_trials(exp_id: int) -> Any:
+    """The experiment's trials, in id order."""
+    current_user()
     get_or_404(Experiment, exp_id, "experiment")
     return {"trials": _trials_of(exp_id)}

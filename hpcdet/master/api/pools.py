@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpcdet.master.api import bp
+from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.pools import pools_from_snapshot
 from hpcdet.master.serialize import _time as iso_time
@@ -19,6 +20,7 @@ from hpcdet.master.snapshots import POOLS, load_snapshot
 @bp.get("/resource-pools")
 def list_resource_pools() -> Any:
     """Every pool (partitions and custom pools), sorted by name, and when Slurm was read."""
+    current_user()
     found = load_snapshot(db(), POOLS)
     refresh = settings().resource_manager.pool_refresh_seconds
     if found is None:

@@ -53,6 +53,7 @@ def create_task() -> Any:
 @bp.get("/tasks")
 def list_tasks() -> Any:
     """Tasks, newest first; ``state``, ``owner`` and ``active=true`` narrow the list."""
+    current_user()
     query = select(CommandTask)
     if request.args.get("state"):
         query = query.where(CommandTask.state == request.args["state"].upper())
@@ -71,6 +72,7 @@ def list_tasks() -> Any:
 @bp.get("/tasks/<int:task_id>")
 def describe_task(task_id: int) -> Any:
     """One task with its state history and queue position."""
+    current_user()
     task = get_or_404(CommandTask, task_id, "task")
     body = tasks.task_json(task, tasks.queue_positions(db(), [task]).get(task.id))
     body["history"] = history("task", task_id)
@@ -91,6 +93,7 @@ def kill_task(task_id: int) -> Any:
 def task_logs(task_id: int) -> Any:
     """A chunk of the task's output (``stream=output``) or error file, from ``offset``
     (bytes), or its last ``tail`` lines."""
+    current_user()
     task = get_or_404(CommandTask, task_id, "task")
     tail = request.args.get("tail")
     return tasks.read_log(task, request.args.get("stream", "output"),

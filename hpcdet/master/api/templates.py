@@ -29,12 +29,15 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
 @bp.get("/templates")
 def list_templates() -> Any:
     """Every template, sorted by name (in Python, so SQLite and PostgreSQL agree)."""
+    current_user()
     rows = sorted(db().scalars(select(Template)).all(), key=lambda t: t.name)
     return {"templates": [template_json(t) for t in rows]}
 
 
 @bp.get("/templates/<name>")
 def describe_template(name: str) -> Any:
+    """One template by name."""
+    current_user()
     return {"template": template_json(_get_or_404(name))}
 
 

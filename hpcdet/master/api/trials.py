@@ -53,6 +53,7 @@ def trial_detail(trial: Trial) -> dict[str, Any]:
 @bp.get("/trials/<int:trial_id>/metrics")
 def read_metrics(trial_id: int) -> Any:
     """Reported metrics, one entry per (group, step); rows a later run rolled back are hidden."""
+    current_user()
     get_or_404(Trial, trial_id, "trial")
     group = request.args.get("group")
     return {"metrics": metric_reports(trial_id, [metric_group(group)] if group else None)}

@@ -18,7 +18,7 @@ from flask import render_template
 
 from hpcdet.master.api.common import db
 from hpcdet.master.api.experiment_metrics import metric_series, rungs_answer
-from hpcdet.master.api.experiments import describe_experiment
+from hpcdet.master.api.experiments import experiment_detail
 from hpcdet.master.models import Experiment
 from hpcdet.master.searcher_metric import SearcherMetric
 from hpcdet.master.web import bp
@@ -59,7 +59,7 @@ def page_context(exp: Experiment) -> dict[str, Any]:
 def page_data(exp: Experiment) -> dict[str, Any]:
     """The JSON embedded for the script: the answers it polls, as they are now."""
     # The API's own view, so the embedded shape is exactly what the script fetches later.
-    described = describe_experiment(exp.id)
+    described = experiment_detail(exp.id)
     body = {k: v for k, v in described["experiment"].items() if k != "config"}
     metric = SearcherMetric.of(exp.config)
     series = metric_series(db(), exp.id, "validation", metric.name) if metric.name else []

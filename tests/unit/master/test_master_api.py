@@ -115,6 +115,31 @@ def test_a_master_that_requires_users_refuses_anonymous_calls(app: Flask) -> Non
     assert create(client).status_code == 201
 
 
+# GET routes anyone may call on any master: the master's own facts (det finds its URL and
+# version there) and those a trial's harness calls with its bearer token.
+OPEN_READS = {"/api/v1/master", "/api/v1/trials/<int:trial_id>/preemption",
+              "/api/v1/trials/<int:trial_id>/experiment_best_validation"}
+
+
+def test_a_master_that_requires_users_refuses_anonymous_reads_of_every_route(
+        app: Flask) -> None:
+    app.config["HPCDET_SETTINGS"] = replace(app.config["HPCDET_SETTINGS"], require_user=True)
+    client = app.test_client()
+    trial = _trial(app, client)
+    reads = sorted(r.rule for r in app.url_map.iter_rules()
+                   if r.rule.startswith("/api/v1/") and "GET" in (r.methods or ())
+                   and r.rule not in OPEN_READS)
+    assert "/api/v1/experiments/<int:exp_id>" in reads and len(reads) > 15, reads
+    for rule in reads:
+        url = (rule.replace("<int:exp_id>", str(trial.experiment_id))
+               .replace("<int:trial_id>", str(trial.id)).replace("<int:task_id>", "1")
+               .replace("<uuid>", "no-such-uuid").replace("<name>", "no-such-template"))
+        assert "<" not in url, rule
+        assert_error(client.get(url), 401, "unauthorized")
+        answer = client.get(url, headers={"X-Hpcdet-User": "ada"})
+        assert answer.status_code in (200, 404), (rule, answer.get_json())
+
+
 def _trial(app: Flask, client: FlaskClient) -> Trial:
     exp_id = create(client).get_json()["experiment"]["id"]
     with app.app_context():
