@@ -40,7 +40,7 @@ from hpcdet.dispatcher.commands import CommandRunner, Runner
 from hpcdet.dispatcher.containers import launch_lines
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
 from hpcdet.dispatcher.safety import check_safe
-from hpcdet.dispatcher.sbatch_args import render_sbatch_args
+from hpcdet.dispatcher.sbatch_args import parse_sbatch_args, render_sbatch_args
 from hpcdet.errors import SchedulerError, ValidationError
 from hpcdet.jobfiles import write_atomically
 
@@ -301,7 +301,9 @@ def _directives(spec: JobSpec) -> dict[str, DirectiveValue]:
     # step then starts one rank per slot in it (see JobSpec).
     per_node = _or(spec.alloc_ntasks_per_node, spec.ntasks_per_node)
     cpus = _or(spec.alloc_cpus_per_task, spec.cpus_per_task)
-    if any(arg.strip().startswith("--cpus-per-gpu") for arg in spec.sbatch_args):
+    user_options = {arg.option for arg in parse_sbatch_args(spec.sbatch_args,
+                                                            path="spec.sbatch_args")}
+    if "--cpus-per-gpu" in user_options:
         cpus = None  # sbatch refuses --cpus-per-task together with the user's --cpus-per-gpu
     directives: dict[str, DirectiveValue] = {
         "job-name": spec.name, "chdir": spec.job_dir, "partition": spec.partition,

@@ -157,8 +157,6 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
     cpus_per_rank, user_args = split_cpus_per_task(user_args)
     mapping = slot_mapping(settings, config, pool, cpus_per_rank=cpus_per_rank)
     placement = place_config(settings, pool, config, run.owner)
-    # --cpus-per-gpu and --cpus-per-task exclude each other in sbatch: the user's wins.
-    per_gpu = any(_option_of(arg) == "--cpus-per-gpu" for arg in user_args)
     return JobSpec(
         name=run.job_name,
         job_dir=run.job_dir,
@@ -166,7 +164,7 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
         ntasks_per_node=mapping.ranks_per_node,
         cpus_per_task=mapping.cpus_per_rank,
         alloc_ntasks_per_node=1,
-        alloc_cpus_per_task=None if per_gpu else mapping.alloc_cpus_per_task,
+        alloc_cpus_per_task=mapping.alloc_cpus_per_task,
         resource_directives=mapping.directives,
         command=_harness_command(rm.container_run_type),
         partition=placement.partition,

@@ -159,8 +159,8 @@ def test_a_users_cpus_per_task_sizes_each_rank() -> None:
 
 
 def test_cpus_per_gpu_replaces_the_allocations_cpus_per_task() -> None:
-    spec = build_job_spec(TRES, config(4, sbatch_args=["--cpus-per-gpu=4"]), RUN, GPU_POOL)
-    assert spec.alloc_cpus_per_task is None and spec.cpus_per_task == 1
+    spec = build_job_spec(TRES, config(4, sbatch_args=["--cpus-per-gpu 4"]), RUN, GPU_POOL)
+    assert spec.cpus_per_task == 1
     script = SlurmBackend().render(spec).script.splitlines()
     assert "#SBATCH --cpus-per-gpu=4" in script
     assert not any(line.startswith("#SBATCH --cpus-per-task") for line in script)
