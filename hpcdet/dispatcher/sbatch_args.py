@@ -10,7 +10,7 @@ refused, matched as Determined does: by prefix on the option name, so the abbrev
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from hpcdet.dispatcher.render import directive_quote
@@ -69,7 +69,12 @@ def render_sbatch_args(
     args: Sequence[str], *, prefix: str = "#SBATCH", path: str = DEFAULT_PATH
 ) -> str:
     """Validate ``args`` and render them as directive lines (no trailing newline)."""
-    return "\n".join(arg.render(prefix) for arg in parse_sbatch_args(args, path=path))
+    return render_parsed(parse_sbatch_args(args, path=path), prefix=prefix)
+
+
+def render_parsed(args: Iterable[SbatchArg], *, prefix: str = "#SBATCH") -> str:
+    """Already parsed ``args`` as directive lines (no trailing newline)."""
+    return "\n".join(arg.render(prefix) for arg in args)
 
 
 def _parse_one(raw: object) -> tuple[str | None, SbatchArg | None]:

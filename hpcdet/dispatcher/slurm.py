@@ -40,7 +40,7 @@ from hpcdet.dispatcher.commands import CommandRunner, Runner
 from hpcdet.dispatcher.containers import launch_lines
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
 from hpcdet.dispatcher.safety import check_safe
-from hpcdet.dispatcher.sbatch_args import parse_sbatch_args, render_sbatch_args
+from hpcdet.dispatcher.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.errors import SchedulerError, ValidationError
 from hpcdet.jobfiles import write_atomically
 
@@ -282,9 +282,10 @@ def _check_counts(spec: JobSpec) -> None:
 def _template_context(spec: JobSpec) -> dict[str, object]:
     context_dir = posixpath.join(spec.job_dir, "context")
     container = _effective_container(spec)
+    user_args = parse_sbatch_args(spec.sbatch_args, path="spec.sbatch_args")
     return {
-        "directives": render_directives("#SBATCH", _directives(spec)),
-        "user_directives": render_sbatch_args(spec.sbatch_args, path="spec.sbatch_args"),
+        "directives": render_directives("#SBATCH", _directives(spec, user_args)),
+        "user_directives": render_parsed(user_args),
         "exit_file_prefix": posixpath.join(spec.job_dir, "exit-"),
         "environment": list(spec.environment.items()),
         "context_dir": context_dir,
@@ -293,17 +294,18 @@ def _template_context(spec: JobSpec) -> dict[str, object]:
     }
 
 
-def _directives(spec: JobSpec) -> dict[str, DirectiveValue]:
-    """The ``#SBATCH`` options hpcdet controls, plus the master's resource directives."""
+def _directives(spec: JobSpec, user_args: Sequence[SbatchArg]) -> dict[str, DirectiveValue]:
+    """The ``#SBATCH`` options hpcdet controls, plus the master's resource directives.
+
+    ``user_args``: ``spec.sbatch_args`` parsed, which some of these options give way to.
+    """
     # "%" starts a Slurm filename pattern in --output/--error; "%%" is a literal "%".
     logs = spec.job_dir.replace("%", "%%")
     # The allocation may hold one task per node with the CPUs of all its ranks; the srun
     # step then starts one rank per slot in it (see JobSpec).
     per_node = _or(spec.alloc_ntasks_per_node, spec.ntasks_per_node)
     cpus = _or(spec.alloc_cpus_per_task, spec.cpus_per_task)
-    user_options = {arg.option for arg in parse_sbatch_args(spec.sbatch_args,
-                                                            path="spec.sbatch_args")}
-    if "--cpus-per-gpu" in user_options:
+    if any(arg.option == "--cpus-per-gpu" for arg in user_args):
         cpus = None  # sbatch refuses --cpus-per-task together with the user's --cpus-per-gpu
     directives: dict[str, DirectiveValue] = {
         "job-name": spec.name, "chdir": spec.job_dir, "partition": spec.partition,
