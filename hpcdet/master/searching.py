@@ -39,6 +39,8 @@ EVENT_BATCH = 50_000
 _EXIT_REASON = {State.COMPLETED: "completed", State.ERROR: "errored", State.CANCELED: "errored"}
 _REPORTED_EXIT = {"invalid_hp": "invalid_hp", "errored": "errored",
                   "user_requested_stop": "completed"}
+# The history's cause for a stop that is not early (the trial gave what was asked of it).
+_DONE_CAUSE = "the searcher has what it needs from this trial"
 
 
 @dataclass
@@ -164,8 +166,8 @@ class SearchDriver:
         report.trials_created += len(creates)
         for action in actions:
             if isinstance(action, Stop) and action.trial_id in trials:
-                report.trials_stopped += _stop(session, trials[action.trial_id],
-                                               stop_causes.get(action.trial_id))
+                cause = stop_causes.get(action.trial_id, _DONE_CAUSE)
+                report.trials_stopped += _stop(session, trials[action.trial_id], cause)
 
     # persistence --------------------------------------------------------------------
     def _create_trials(self, session: Session, exp: Experiment,
@@ -243,19 +245,12 @@ def _stop_cause(cfg: dict[str, Any], reason: str, time_units: float) -> str:
             f"{time_units:g} ranked outside its rung's top")
 
 
-_DONE_CAUSE = "the searcher has what it needs from this trial"
-
-
-def _stop(session: Session, trial: Trial, cause: str | None = None) -> int:
+def _stop(session: Session, trial: Trial, cause: str) -> int:
     """Ask a trial to stop gracefully: its code sees ``should_preempt()``, checkpoints, exits."""
     if State(trial.state).is_terminal or State(trial.state).is_stopping:
         return 0
-    reason = trial.stop_reason or "searcher_done"
-    if cause is None:
-        cause = ("stopped early by the searcher (ranked outside its rung's top)"
-                 if reason == "early_stopped" else _DONE_CAUSE)
     transition(session, trial, State.STOPPING_COMPLETED, cause=cause)
-    trial.stop_requested_at, trial.stop_reason = utcnow(), reason
+    trial.stop_requested_at, trial.stop_reason = utcnow(), trial.stop_reason or "searcher_done"
     return 1
 
 
