@@ -33,7 +33,7 @@ def read_logs(trial_id: int) -> Any:
     if head and tail:
         raise ApiError(400, "bad_request", "query parameters head and tail: give one of them")
     if tail:
-        rows = list(reversed(db().scalars(query.order_by(TrialLog.id.desc()).limit(tail)).all()))
+        rows = last_rows(query, tail)
     else:
         limit = head or int_arg("limit", 5000, hi=MAX_LINES)
         rows = list(db().scalars(query.where(TrialLog.id > after).order_by(TrialLog.id)
@@ -41,6 +41,11 @@ def read_logs(trial_id: int) -> Any:
     last = rows[-1].id if rows else after
     return {"logs": [serialize.log_line(r) for r in rows], "last_id": last,
             "trial_state": trial.state}
+
+
+def last_rows(query: Select[Any], count: int) -> list[TrialLog]:
+    """The last ``count`` log lines ``query`` selects, oldest first."""
+    return list(reversed(db().scalars(query.order_by(TrialLog.id.desc()).limit(count)).all()))
 
 
 def _filtered(query: Select[Any]) -> Select[Any]:

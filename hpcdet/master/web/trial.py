@@ -17,7 +17,7 @@ from sqlalchemy import select
 from hpcdet.dispatcher.slurm_reasons import REASONS, reason_words
 from hpcdet.master import serialize
 from hpcdet.master.api.common import db
-from hpcdet.master.api.logs import STREAMS
+from hpcdet.master.api.logs import STREAMS, last_rows
 from hpcdet.master.api.trials import metric_reports, trial_detail
 from hpcdet.master.models import Experiment, Trial, TrialLog
 from hpcdet.master.searcher_metric import SearcherMetric
@@ -104,8 +104,7 @@ def tail_logs(trial_id: int, chosen: Mapping[str, Any]) -> list[dict[str, Any]]:
         query = query.where(TrialLog.rank == chosen["rank"])
     if chosen["stream"] is not None:
         query = query.where(TrialLog.stream == chosen["stream"])
-    rows = db().scalars(query.order_by(TrialLog.id.desc()).limit(LOG_TAIL)).all()
-    return [serialize.log_line(row) for row in reversed(rows)]
+    return [serialize.log_line(row) for row in last_rows(query, LOG_TAIL)]
 
 
 def rank_count(config: Mapping[str, Any], logs: list[dict[str, Any]], chosen: int | None
