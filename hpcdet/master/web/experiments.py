@@ -25,6 +25,7 @@ from hpcdet.master.experiment_list import (
     Listing,
     filters_from,
     list_experiments,
+    wants_archived,
 )
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
@@ -100,24 +101,24 @@ def whole_number(param: str, raw: str | None, default: int, lo: int, hi: int | N
     return value
 
 
+def filter_values(filters: ListFilters, **more: Any) -> dict[str, Any]:
+    """The filters (and ``more``) as query string values, those not given left out."""
+    values = {"state": filters.state, "owner": filters.owner, "label": filters.label,
+              "archived": "true" if filters.archived else None, **more}
+    return {key: value for key, value in values.items() if value is not None}
+
+
 def query_args(args: PageArgs, page: int) -> dict[str, Any]:
     """The page's query string values for ``page``, defaults left out (short links)."""
-    f = args.filters
-    values = {"state": f.state, "owner": f.owner, "label": f.label,
-              "archived": "true" if f.archived else None,
-              "per_page": args.per_page if args.per_page != DEFAULT_PER_PAGE else None,
-              "page": page if page != 1 else None}
-    return {key: value for key, value in values.items() if value is not None}
+    return filter_values(
+        args.filters, per_page=args.per_page if args.per_page != DEFAULT_PER_PAGE else None,
+        page=page if page != 1 else None)
 
 
 def api_url(args: PageArgs) -> str:
     """``GET /api/v1/experiments`` for the same rows, which the script polls."""
-    f = args.filters
-    values: dict[str, Any] = {"state": f.state, "owner": f.owner, "label": f.label,
-                              "archived": "true" if f.archived else None,
-                              "offset": args.offset, "limit": args.per_page}
     return url_for("api.list_experiments",
-                   **{key: value for key, value in values.items() if value is not None})
+                   **filter_values(args.filters, offset=args.offset, limit=args.per_page))
 
 
 def pager(args: PageArgs, listing: Listing) -> dict[str, Any]:
@@ -159,7 +160,7 @@ def _raw_form(args: Mapping[str, str]) -> dict[str, Any]:
     state = (args.get("state") or "").strip().upper()
     return {"state": state if state in EXPERIMENT_STATES else "",
             "owner": args.get("owner") or "", "label": args.get("label") or "",
-            "archived": (args.get("archived") or "").lower() in {"true", "1", "on", "yes"},
+            "archived": wants_archived(args.get("archived")),
             "per_page": args.get("per_page") or str(DEFAULT_PER_PAGE)}
 
 

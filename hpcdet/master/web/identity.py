@@ -15,7 +15,7 @@ from flask import redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from hpcdet.master.api.common import settings
-from hpcdet.master.permissions import may_modify
+from hpcdet.master.permissions import ANONYMOUS, may_modify
 from hpcdet.master.web import bp
 
 COOKIE = "hpcdet_user"
@@ -45,7 +45,7 @@ def _require_sign_in() -> Any:
 def _identity() -> dict[str, Any]:
     user = web_user()
     return {"web_user": user,
-            "may_modify": lambda owner: may_modify(settings(), user or "anonymous", owner)}
+            "may_modify": lambda owner: may_modify(settings(), user or ANONYMOUS, owner)}
 
 
 @bp.route("/login", methods=["GET", "POST"])
