@@ -70,6 +70,17 @@
       : String(Number(value.toPrecision(4)));
   }
 
+  // Slurm's pending reason in words, by the rule of hpcdet/dispatcher/slurm_reasons.py:
+  // `words` maps known codes to text; the code (and any detail after a comma) is kept.
+  function reasonWords(reason, words) {
+    if (!reason || reason === "None") { return ""; }
+    var comma = reason.indexOf(",");
+    var code = (comma < 0 ? reason : reason.slice(0, comma)).trim();
+    var detail = comma < 0 ? "" : reason.slice(comma + 1).trim();
+    if (!Object.prototype.hasOwnProperty.call(words || {}, code)) { return reason; }
+    return words[code] + " (" + code + (detail ? ", " + detail : "") + ")";
+  }
+
   function setStatus(text) {
     document.querySelectorAll("[data-poll-status]").forEach(function (node) {
       node.textContent = text;
@@ -138,6 +149,7 @@
     user: user, getJSON: function (url) { return request("GET", url); },
     postJSON: function (url, body) { return request("POST", url, body); },
     el: el, stateBadge: stateBadge, isTerminal: isTerminal, fmtTime: fmtTime,
-    fmtNumber: fmtNumber, poll: poll, setStatus: setStatus, showActions: showActions
+    fmtNumber: fmtNumber, reasonWords: reasonWords, poll: poll, setStatus: setStatus,
+    showActions: showActions
   };
 }());

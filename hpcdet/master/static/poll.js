@@ -34,16 +34,10 @@
     return tr;
   }
 
-  // Same rule as hpcdet/dispatcher/slurm_reasons.py: words for known codes, the code kept.
+  // The words for Slurm's reason codes, embedded by queue.html.
   function reasonWords(reason) {
-    if (!reason || reason === "None") { return ""; }
     var node = document.getElementById("reason-words");
-    var words = node ? JSON.parse(node.textContent) : {};
-    var comma = reason.indexOf(",");
-    var code = (comma < 0 ? reason : reason.slice(0, comma)).trim();
-    var detail = comma < 0 ? "" : reason.slice(comma + 1).trim();
-    if (!Object.prototype.hasOwnProperty.call(words, code)) { return reason; }
-    return words[code] + " (" + code + (detail ? ", " + detail : "") + ")";
+    return h.reasonWords(reason, node ? JSON.parse(node.textContent) : {});
   }
 
   function jobRow(job) {

@@ -29,15 +29,7 @@
     return "step " + validation.steps_completed + ": " + metricsText(validation.metrics, first);
   }
 
-  // Same rule as hpcdet/dispatcher/slurm_reasons.py: words for known codes, the code kept.
-  function reasonWords(reason) {
-    if (!reason || reason === "None") { return ""; }
-    var comma = reason.indexOf(",");
-    var code = (comma < 0 ? reason : reason.slice(0, comma)).trim();
-    var detail = comma < 0 ? "" : reason.slice(comma + 1).trim();
-    if (!Object.prototype.hasOwnProperty.call(data.reasons, code)) { return reason; }
-    return data.reasons[code] + " (" + code + (detail ? ", " + detail : "") + ")";
-  }
+  function reasonWords(reason) { return h.reasonWords(reason, data.reasons); }
 
   function logPrefix(entry) {
     var parts = entry.rank === null || entry.rank === undefined ? [] : ["rank " + entry.rank];
