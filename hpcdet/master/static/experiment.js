@@ -53,17 +53,9 @@
     return typeof value === "number" ? value : null;
   }
 
-  function percent(fraction) { return Math.round((fraction || 0) * 100) + "%"; }
-
   function setFact(name, children) {
     var node = document.querySelector('[data-fact="' + name + '"]');
     if (node) { node.replaceChildren.apply(node, children); }
-  }
-
-  function progressNodes(fraction) {
-    var bar = h.el("span");
-    bar.style.width = percent(fraction);
-    return [h.el("span", { className: "progress" }, [bar]), " " + percent(fraction)];
   }
 
   function labelNodes(labels) {
@@ -79,7 +71,7 @@
     }
     setFact("archived", [exp.archived ? "yes" : "no"]);
     setFact("labels", labelNodes(exp.labels));
-    setFact("progress", progressNodes(exp.progress));
+    setFact("progress", h.progressNodes(exp.progress));
     setFact("num_trials", [String(exp.num_trials)]);
     setFact("ended_at", [h.fmtTime(exp.ended_at) || "not yet"]);
     setFact("description", [exp.description || "none"]);

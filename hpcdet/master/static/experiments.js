@@ -20,19 +20,7 @@
       count(total);
   }
 
-  function percent(progress) {
-    return Math.min(100, Math.max(0, Math.round((progress || 0) * 100)));
-  }
-
-  function progressCell(progress) {
-    var pct = percent(progress);
-    var fill = h.el("span");
-    fill.style.width = pct + "%";
-    var bar = h.el("span", { className: "progress", "aria-valuemin": "0",
-      "aria-valuemax": "100", "aria-valuenow": pct }, [fill]);
-    bar.setAttribute("role", "progressbar");
-    return h.el("td", {}, [bar, " " + pct + "%"]);
-  }
+  function progressCell(progress) { return h.el("td", {}, h.progressNodes(progress)); }
 
   function bestCell(best) {
     if (!best) { return h.el("td"); }

@@ -70,6 +70,22 @@
       : String(Number(value.toPrecision(4)));
   }
 
+  // Progress 0..1 as a whole percent, as hpcdet/master/web/formatting.py's percent().
+  function percent(progress) {
+    return Math.min(100, Math.max(0, Math.round((progress || 0) * 100)));
+  }
+
+  // The progress bar and its text, as templates/_progress.html renders them.
+  function progressNodes(progress) {
+    var pct = percent(progress);
+    var fill = el("span");
+    fill.style.width = pct + "%";
+    var bar = el("span", { className: "progress", "aria-valuemin": "0",
+      "aria-valuemax": "100", "aria-valuenow": pct }, [fill]);
+    bar.setAttribute("role", "progressbar");
+    return [bar, " " + pct + "%"];
+  }
+
   // Slurm's pending reason in words, by the rule of hpcdet/dispatcher/slurm_reasons.py:
   // `words` maps known codes to text; the code (and any detail after a comma) is kept.
   function reasonWords(reason, words) {
@@ -149,7 +165,7 @@
     user: user, getJSON: function (url) { return request("GET", url); },
     postJSON: function (url, body) { return request("POST", url, body); },
     el: el, stateBadge: stateBadge, isTerminal: isTerminal, fmtTime: fmtTime,
-    fmtNumber: fmtNumber, reasonWords: reasonWords, poll: poll, setStatus: setStatus,
+    fmtNumber: fmtNumber, progressNodes: progressNodes, reasonWords: reasonWords, poll: poll, setStatus: setStatus,
     showActions: showActions
   };
 }());

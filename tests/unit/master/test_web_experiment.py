@@ -173,6 +173,9 @@ def test_facts_config_and_history_are_rendered_with_nasty_text_escaped(
     assert '<dd data-fact="owner">alice</dd>' in html
     assert "grid, metric <code>loss</code>\n(smaller is better)" in html
     assert '<dd data-fact="ended_at">not yet</dd>' in html
+    assert ('<dd data-fact="progress"><span class="progress" role="progressbar" '
+            'aria-valuemin="0" aria-valuemax="100" aria-valuenow="0">'
+            '<span style="width: 0%"></span></span> 0%</dd>') in html
     assert not EXTERNAL.search(html)
     config = re.search(r'<pre class="config">(.*?)</pre>', html, re.S)
     assert config
