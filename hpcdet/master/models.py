@@ -92,6 +92,7 @@ class Trial(Base):
     restarts: Mapped[int] = mapped_column(Integer, default=0)
     run_id: Mapped[int] = mapped_column(Integer, default=0)
     steps_completed: Mapped[int] = mapped_column(BigInteger, default=0)
+    # sha256 (hex) of the trial's bearer token; the token itself is only in the job's files.
     token: Mapped[str] = mapped_column(String(64))
     job_dir: Mapped[str] = mapped_column(Text, default="")
     latest_checkpoint: Mapped[str | None] = mapped_column(String(64))
@@ -319,6 +320,32 @@ class CommandTask(Base):
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 
-__all__ = ["Base", "Checkpoint", "ClusterSnapshot", "CommandTask", "Experiment", "Job", "Metric",
-           "ReportStream", "SearcherEvent", "StateChange", "Template", "Trial", "TrialLog",
-           "as_utc", "utcnow"]
+class AuthToken(Base):
+    """A user's session, API or one-time web-link token; only its sha256 is stored."""
+
+    __tablename__ = "auth_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(128), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # session | api | web_link | web
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    last_used_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class User(Base):
+    """A user the master has seen sign in (for ``det user list``)."""
+
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    first_seen: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+__all__ = ["AuthToken", "Base", "Checkpoint", "ClusterSnapshot", "CommandTask", "Experiment",
+           "Job", "Metric", "ReportStream", "SearcherEvent", "StateChange", "Template", "Trial",
+           "TrialLog", "User", "as_utc", "utcnow"]

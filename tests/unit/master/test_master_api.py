@@ -12,6 +12,7 @@ from master_helpers import CONFIG, create, make_context
 from sqlalchemy import func, select
 
 from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.tokens import hash_token
 from hpcdet.states import State
 
 
@@ -147,7 +148,7 @@ def _trial(app: Flask, client: FlaskClient) -> Trial:
         from hpcdet.master.transitions import transition
 
         session = db()
-        trial = Trial(experiment_id=exp_id, hparams={}, seed=1, token="secret-token")
+        trial = Trial(experiment_id=exp_id, hparams={}, seed=1, token=hash_token("secret-token"))
         session.add(trial)
         transition(session, trial, State.QUEUED, cause="test")
         session.commit()

@@ -6,6 +6,7 @@ real (SQLite and PostgreSQL), and validations arrive through the real HTTP route
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fake_scheduler import FakeSchedulerBackend
@@ -86,11 +87,16 @@ def finish(app: Flask, fake: FakeSchedulerBackend, trial_id: int,
     fake.phases[job_of(app, trial_id)] = phase
 
 
+def job_token(trial: Trial) -> str:
+    """The trial's token as its job got it (the database holds only its hash)."""
+    return (Path(trial.job_dir) / ".token").read_text().strip()
+
+
 def report(client: FlaskClient, trial: Trial, steps: int, metrics: dict[str, float]) -> None:
     response = client.post(f"/api/v1/trials/{trial.id}/metrics",
                            json={"group": "validation",
                                  "reports": [{"steps_completed": steps, "metrics": metrics}]},
-                           headers={"Authorization": f"Bearer {trial.token}"})
+                           headers={"Authorization": f"Bearer {job_token(trial)}"})
     assert response.status_code == 200, response.get_json()
 
 
@@ -298,7 +304,7 @@ def test_the_experiments_best_validation_is_served_to_its_trials(
 
     def best(trial: Trial, token: str | None = None) -> Any:
         return client.get(f"/api/v1/trials/{trial.id}/experiment_best_validation",
-                          headers={"Authorization": f"Bearer {token or trial.token}"})
+                          headers={"Authorization": f"Bearer {token or job_token(trial)}"})
 
     assert best(a).get_json() == {"best": None}
     report(client, a, 10, {"loss": 0.7, "epochs": 1})
