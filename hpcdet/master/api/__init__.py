@@ -20,4 +20,5 @@ from hpcdet.master.api import (  # noqa: E402,F401
     tasks,
     templates,
     trials,
+    workspaces,
 )

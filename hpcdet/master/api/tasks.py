@@ -12,10 +12,11 @@ from flask import current_app, request
 from sqlalchemy import func, select
 
 from hpcdet.dispatcher import Backend
-from hpcdet.master import task_submission, tasks
+from hpcdet.master import authz, task_submission, tasks
 from hpcdet.master.api import bp
+from hpcdet.master.api.access import CHANGE, task_for
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
+from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.api.experiments import history
 from hpcdet.master.models import CommandTask
 
@@ -52,9 +53,10 @@ def create_task() -> Any:
 
 @bp.get("/tasks")
 def list_tasks() -> Any:
-    """Tasks, newest first; ``state``, ``owner`` and ``active=true`` narrow the list."""
-    current_user()
-    query = select(CommandTask)
+    """Tasks the caller may see, newest first; ``state``, ``owner`` and ``active=true``
+    narrow the list."""
+    query = select(CommandTask).where(*authz.visible(
+        settings(), current_user(), CommandTask.owner, CommandTask.workspace_id))
     if request.args.get("state"):
         query = query.where(CommandTask.state == request.args["state"].upper())
     if request.args.get("owner"):
@@ -72,8 +74,7 @@ def list_tasks() -> Any:
 @bp.get("/tasks/<int:task_id>")
 def describe_task(task_id: int) -> Any:
     """One task with its state history and queue position."""
-    current_user()
-    task = get_or_404(CommandTask, task_id, "task")
+    task = task_for(task_id)
     body = tasks.task_json(task, tasks.queue_positions(db(), [task]).get(task.id))
     body["history"] = history("task", task_id)
     return {"task": body}
@@ -82,9 +83,8 @@ def describe_task(task_id: int) -> Any:
 @bp.post("/tasks/<int:task_id>/kill")
 def kill_task(task_id: int) -> Any:
     """Cancel the task's job (the reconciler runs scancel within a cycle)."""
-    actor = current_user()
-    task = get_or_404(CommandTask, task_id, "task")
-    tasks.request_kill(db(), task, actor)
+    task = task_for(task_id, CHANGE)
+    tasks.request_kill(db(), task, current_user())
     db().commit()
     return {"task": tasks.task_json(task)}
 
@@ -93,8 +93,7 @@ def kill_task(task_id: int) -> Any:
 def task_logs(task_id: int) -> Any:
     """A chunk of the task's output (``stream=output``) or error file, from ``offset``
     (bytes), or its last ``tail`` lines."""
-    current_user()
-    task = get_or_404(CommandTask, task_id, "task")
+    task = task_for(task_id)
     tail = request.args.get("tail")
     return tasks.read_log(task, request.args.get("stream", "output"),
                           offset=int_arg("offset", 0, hi=2**62),

@@ -14,7 +14,8 @@ from typing import Any
 from flask import redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
-from hpcdet.master.api.common import settings
+from hpcdet.master import authz
+from hpcdet.master.api.common import db, settings
 from hpcdet.master.permissions import ANONYMOUS, may_modify
 from hpcdet.master.web import bp
 
@@ -23,6 +24,17 @@ COOKIE = "hpcdet_user"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 YEAR_SECONDS = 365 * 24 * 3600
 OPEN_ENDPOINTS = {"web.login"}
+
+
+def page_user() -> str:
+    """Who the page acts for: the signed-in name, else ``anonymous`` (open masters only)."""
+    return web_user() or ANONYMOUS
+
+
+def page_sees(owner: str, workspace_id: int | None) -> bool:
+    """Whether the browser's user may see an object (:mod:`hpcdet.master.authz`)."""
+    return authz.access(db(), settings(), page_user(), owner, workspace_id) is not \
+        authz.Access.NONE
 
 
 def web_user() -> str | None:
@@ -44,8 +56,13 @@ def _require_sign_in() -> Any:
 @bp.app_context_processor
 def _identity() -> dict[str, Any]:
     user = web_user()
-    return {"web_user": user,
-            "may_modify": lambda owner: may_modify(settings(), user or ANONYMOUS, owner)}
+    return {"web_user": user, "may_modify": _may_modify}
+
+
+def _may_modify(owner: str, workspace_id: int | None = None) -> bool:
+    actor = page_user()
+    role = authz.role_in(db(), workspace_id, actor) if workspace_id is not None else None
+    return may_modify(settings(), actor, owner, role)
 
 
 @bp.route("/login", methods=["GET", "POST"])
