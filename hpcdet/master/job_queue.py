@@ -221,7 +221,8 @@ def redact(rows: list[dict[str, Any]], session: Session, settings: MasterSetting
     for row in rows:
         owner = owned.get(row["job_id"], Ownership())
         thing: Any = owner.experiment if owner.experiment is not None else owner.task
-        if owner.external or (thing is not None and sight.sees(thing.owner, thing.workspace_id)):
+        if owner.external or sight.admin or (
+                thing is not None and sight.sees(thing.owner, thing.workspace_id)):
             out.append(row)
             continue
         out.append({**row, "type": EXTERNAL, "name": "", "experiment_id": None,

@@ -48,21 +48,21 @@ def trial_for(trial_id: int, needed: Access = READ, actor: str | None = None) ->
 
 def task_for(task_id: int, needed: Access = READ) -> CommandTask:
     """The command task, if the caller may ``needed`` it."""
-    what = f"task {task_id}"
+    who, what = current_user(), f"task {task_id}"
     task = db().get(CommandTask, task_id)
     if task is None:
         raise authz.not_found(what)
-    authz.require(db(), settings(), current_user(), task, what, needed)
+    authz.require(db(), settings(), who, task, what, needed)
     return task
 
 
 def template_for(name: str, needed: Access = READ) -> Template:
     """The template, if the caller may ``needed`` it."""
-    what = f"template {name!r}"
+    who, what = current_user(), f"template {name!r}"
     template = db().get(Template, name)
     if template is None:
         raise authz.not_found(what)
-    authz.require(db(), settings(), current_user(), template, what, needed)
+    authz.require(db(), settings(), who, template, what, needed)
     return template
 
 

@@ -72,13 +72,13 @@ def _best(rows: list[Checkpoint], metric: SearcherMetric, count: int) -> list[Ch
 
 def _lookup(uuid: str) -> tuple[Checkpoint, Experiment]:
     """The checkpoint and its experiment, if the caller may see it (404 otherwise)."""
-    what = f"checkpoint {uuid}"
+    who, what = current_user(), f"checkpoint {uuid}"
     checkpoint = db().get(Checkpoint, uuid)
     if checkpoint is None:
         raise authz.not_found(what)
     exp = db().scalars(select(Experiment).join(Trial, Trial.experiment_id == Experiment.id)
                        .where(Trial.id == checkpoint.trial_id)).one()
-    authz.require(db(), settings(), current_user(), exp, what, authz.Access.READ)
+    authz.require(db(), settings(), who, exp, what, authz.Access.READ)
     return checkpoint, exp
 
 

@@ -19,6 +19,7 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.api.experiments import history
 from hpcdet.master.models import CommandTask
+from hpcdet.master.workspaces import placement_for
 
 
 def _backend() -> Backend:
@@ -31,10 +32,13 @@ def create_task() -> Any:
     """Submit a batch script (or ``wrap`` command) as a command task; 201 with the task.
 
     With ``test_only`` nothing is submitted: the answer holds the wrapper script and the
-    sbatch argv the master would run.
+    sbatch argv the master would run. ``"workspace": NAME`` shares the task with the
+    workspace's members (editor role needed; checked before anything is submitted).
     """
     owner = current_user()
-    parsed = task_submission.parse_request(json_body())
+    body = json_body()
+    workspace_id, _ = placement_for(db(), settings(), owner, body.get("workspace"), None)
+    parsed = task_submission.parse_request(body)
     plan = task_submission.plan_task(db(), settings(), parsed, owner)
     if parsed.test_only:
         preview = task_submission.preview(settings(), _backend(), plan)
@@ -43,6 +47,7 @@ def create_task() -> Any:
                 "account": plan.spec.account, "name": plan.spec.name,
                 "workdir": plan.spec.workdir}
     task = task_submission.submit(db(), settings(), _backend(), plan)
+    task.workspace_id = workspace_id
     try:
         db().commit()
     except Exception:  # the job must not run untracked
