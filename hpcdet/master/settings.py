@@ -91,6 +91,11 @@ class MasterSettings:
     state_dir: str = str(Path.home() / ".hpcdet")
 
     @property
+    def identifies_users(self) -> bool:
+        """Whether callers are told apart, so ownership and workspace roles apply."""
+        return self.require_user
+
+    @property
     def master_url(self) -> str:
         """The address compute nodes and users reach the master at."""
         rm = self.resource_manager

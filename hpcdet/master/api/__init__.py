@@ -21,4 +21,5 @@ from hpcdet.master.api import (  # noqa: E402,F401
     templates,
     trials,
     users,
+    workspaces,
 )

@@ -23,9 +23,9 @@ from typing import Any
 from flask import abort, current_app, g, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
-from hpcdet.master import tokens
+from hpcdet.master import authz, tokens
 from hpcdet.master.api.auth import CSRF_FIELD, SESSION_COOKIE, web_session_user
-from hpcdet.master.api.common import settings
+from hpcdet.master.api.common import db, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.permissions import ANONYMOUS, may_modify
 from hpcdet.master.web import bp
@@ -39,6 +39,17 @@ OPEN_ENDPOINTS = {"web.login", "web.link_login"}
 
 def munge_mode() -> bool:
     return settings().auth_mode == "munge"
+
+
+def page_user() -> str:
+    """Who the page acts for: the signed-in name, else ``anonymous`` (open masters only)."""
+    return web_user() or ANONYMOUS
+
+
+def page_sees(owner: str, workspace_id: int | None) -> bool:
+    """Whether the browser's user may see an object (:mod:`hpcdet.master.authz`)."""
+    return authz.access(db(), settings(), page_user(), owner, workspace_id) is not \
+        authz.Access.NONE
 
 
 def web_user() -> str | None:
@@ -83,7 +94,13 @@ def _require_sign_in() -> Any:
 def _identity() -> dict[str, Any]:
     user = web_user()
     return {"web_user": user, "csrf_token": csrf_for_page(), "munge_mode": munge_mode(),
-            "may_modify": lambda owner: may_modify(settings(), user or ANONYMOUS, owner)}
+            "may_modify": _may_modify}
+
+
+def _may_modify(owner: str, workspace_id: int | None = None) -> bool:
+    actor = page_user()
+    role = authz.role_in(db(), workspace_id, actor) if workspace_id is not None else None
+    return may_modify(settings(), actor, owner, role)
 
 
 @bp.route("/login", methods=["GET", "POST"])

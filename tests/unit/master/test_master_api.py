@@ -134,7 +134,8 @@ def test_a_master_that_requires_users_refuses_anonymous_reads_of_every_route(
     for rule in reads:
         url = (rule.replace("<int:exp_id>", str(trial.experiment_id))
                .replace("<int:trial_id>", str(trial.id)).replace("<int:task_id>", "1")
-               .replace("<uuid>", "no-such-uuid").replace("<name>", "no-such-template"))
+               .replace("<uuid>", "no-such-uuid").replace("<name>", "no-such-template")
+               .replace("<project>", "no-such-project"))
         assert "<" not in url, rule
         assert_error(client.get(url), 401, "unauthorized")
         answer = client.get(url, headers={"X-Hpcdet-User": "ada"})
