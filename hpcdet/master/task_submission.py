@@ -11,6 +11,7 @@ the answer carries sbatch's own message. See docs/sbatch.md.
 from __future__ import annotations
 
 import functools
+import logging
 import posixpath
 import shutil
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,9 @@ from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher import Backend, Submission
 from hpcdet.dispatcher.commands import NOT_EXECUTABLE, NOT_FOUND, TIMED_OUT
+from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import make_environment
+from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
 from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
 from hpcdet.dispatcher.sbatch_options import (
@@ -55,8 +58,11 @@ from hpcdet.master.models import CommandTask
 from hpcdet.master.placement import JobOwner, account_for
 from hpcdet.master.pools import Pool
 from hpcdet.master.settings import MasterSettings
+from hpcdet.master.settings_runas import owner_root
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
+
+log = logging.getLogger(__name__)
 
 MAX_ARGS = 1024
 OPEN_MODES = ("append", "truncate")
@@ -288,8 +294,9 @@ def _open_mode(options: Sequence[Setting]) -> str:
 # ---- submitting ----------------------------------------------------------------------------
 
 
-def job_dir_for(settings: MasterSettings, task_id: int | str) -> str:
-    root = Path(settings.resource_manager.job_storage_root).expanduser()
+def job_dir_for(settings: MasterSettings, task_id: int | str, owner: str = "") -> str:
+    """``<root>/tasks/task-N``; under ``<root>/<owner>/`` when jobs run as their owner."""
+    root = owner_root(settings.resource_manager.job_storage_root, settings.runas, owner)
     return str(root / "tasks" / f"task-{task_id}")
 
 
@@ -325,19 +332,32 @@ def submit(session: Session, settings: MasterSettings, backend: Backend,
     session.add(task)
     # The transition flushes the row, which gives the task the id its job is named after.
     transition(session, task, State.QUEUED, cause="submitted with det sbatch", actor=plan.owner)
-    task.job_dir = job_dir_for(settings, task.id)
+    task.job_dir = job_dir_for(settings, task.id, plan.owner)
     spec = replace(plan.spec, task_id=task.id, job_dir=task.job_dir,
                    comment=comment_for(settings, task.id))
     submission = _render(settings, backend, spec)
-    _write_job_dir(spec, plan.request)
+    runas: RunAs | None = getattr(backend, "runas", None)
+    owner = plan.owner if runas is not None else None
     try:
+        _write_job_dir(spec, plan.request, runas, owner)
         # A new owner's fair-share account must exist before sbatch names it.
         ensure_account(session, backend.runner, settings, spec.account)
-        task.job_id = backend.submit(submission)
+        task.job_id = backend.submit(replace(submission, owner=owner))
     except SchedulerError as exc:
-        shutil.rmtree(task.job_dir, ignore_errors=True)
+        _remove_job_dir(task.job_dir, runas, owner)
         raise sbatch_refused(exc) from exc
     return task
+
+
+def _remove_job_dir(job_dir: str, runas: RunAs | None, owner: str | None) -> None:
+    """Nothing half-done: a refused submission leaves no job directory."""
+    if runas is None or owner is None:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        return
+    try:
+        runas.remove(owner, job_dir)
+    except SchedulerError:
+        log.warning("could not remove %s as %s after a refused submission", job_dir, owner)
 
 
 def _new_task(plan: TaskPlan) -> CommandTask:
@@ -351,12 +371,21 @@ def _new_task(plan: TaskPlan) -> CommandTask:
     )  # fmt: skip
 
 
-def _write_job_dir(spec: TaskSpec, request: TaskRequest) -> None:
+def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = None,
+                   owner: str | None = None) -> None:
+    files = task_files(spec, request.script, request.environment)
+    if runas is not None and owner is not None:
+        # The owner's helper unpacks them: owned by the owner, private to them.
+        prefix = spec.job_dir.rstrip("/") + "/"
+        runas.prepare(owner, spec.job_dir, tar_of({
+            path[len(prefix):]: (text.encode("utf-8", "surrogateescape"), mode)
+            for path, (text, mode) in files.items()}))
+        return
     root = Path(spec.job_dir)
     if root.exists():  # left by a task id this database no longer knows
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    for path, (text, mode) in task_files(spec, request.script, request.environment).items():
+    for path, (text, mode) in files.items():
         write_atomically(Path(path), text.encode("utf-8", "surrogateescape"), mode=mode,
                          durable=False)
 
