@@ -306,7 +306,17 @@ def check_member(member: tarfile.TarInfo) -> str:
 def prepare(job_dir: str, stream: IO[bytes], config: Config, caller: Caller) -> None:
     """Create ``job_dir`` and unpack the tar stream into it; modes lose every 'other' bit."""
     ensure_user_root(config, caller)
+    fresh = not os.path.lexists(job_dir)
     os.makedirs(job_dir, 0o770, exist_ok=True)
+    try:
+        _unpack(job_dir, stream, config)
+    except BaseException:
+        if fresh:  # nothing half-done: a refused archive leaves no directory behind
+            shutil.rmtree(job_dir, ignore_errors=True)
+        raise
+
+
+def _unpack(job_dir: str, stream: IO[bytes], config: Config) -> None:
     limit, total = config.max_prepare_mb * 1024 * 1024, 0
     try:
         with tarfile.open(fileobj=stream, mode="r|") as tar:

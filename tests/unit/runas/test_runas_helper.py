@@ -186,8 +186,9 @@ def test_prepare_refuses_hostile_members(setup: tuple[Config, Caller, Path],
     config, caller, job_dir = setup
     config = Config(job_root=config.job_root, service_user="root")
     with pytest.raises(Refused):
-        helper.prepare(str(job_dir / "new"), _tar(member), config, caller)
+        helper.prepare(str(job_dir / "new"), _tar(_member("fine"), member), config, caller)
     assert not (Path(config.job_root) / "x").exists()
+    assert not (job_dir / "new").exists()  # nothing half-done
 
 
 def test_prepare_unpacks_files_without_any_other_bits(setup: tuple[Config, Caller, Path]) -> None:
