@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import posixpath
 import shutil
 from collections.abc import Mapping, Sequence
@@ -229,7 +230,8 @@ def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
     options = request.options
     pool = _pool(session, settings, value_of(options, "partition"))
     spec = TaskSpec(
-        task_id=0, name=_job_name(request), job_dir="", workdir=_workdir(request),
+        task_id=0, name=_job_name(request), job_dir="",
+        workdir=_workdir(request, settings.runas.owner_mode),
         submit_dir=request.cwd, comment="",
         args=request.args, options=(*_pool_settings(pool.sbatch_args), *_passed(options)),
         partition=pool.partition, account=value_of(options, "account")
@@ -248,16 +250,33 @@ def _job_name(request: TaskRequest) -> str:
     return name
 
 
-def _workdir(request: TaskRequest) -> str:
-    """--chdir (relative to where det sbatch ran) or that directory; it must exist here."""
+def _workdir(request: TaskRequest, owner_mode: bool = False) -> str:
+    """--chdir (relative to where det sbatch ran) or that directory; it must exist here.
+
+    In run-as-owner mode a directory the master may not look into (a user's 0700 home) is
+    taken on trust: the job runs as its owner, who can."""
     chdir = value_of(request.options, "chdir")
     workdir = posixpath.normpath(posixpath.join(request.cwd, chdir or "."))
-    if not Path(workdir).is_dir():
+    if not _is_dir(workdir, trust_hidden=owner_mode):
         flag = "--chdir" if chdir else "the directory det sbatch ran in"
         raise _bad(f"{flag}: {workdir} does not exist on the master's host, which runs "
                    "sbatch for you; run det sbatch from (or give --chdir=) a directory on "
                    "a filesystem the master and the compute nodes share")
     return workdir
+
+
+def _is_dir(path: str, *, trust_hidden: bool) -> bool:
+    return Path(path).is_dir() or (trust_hidden and _hidden(path))
+
+
+def _hidden(path: str) -> bool:
+    """True if an ancestor of ``path`` is one this process may not search."""
+    parent = posixpath.dirname(path)
+    while parent and parent != "/":
+        if Path(parent).exists():
+            return not os.access(parent, os.X_OK)
+        parent = posixpath.dirname(parent)
+    return False
 
 
 def _pool(session: Session, settings: MasterSettings, name: str | None) -> Pool:

@@ -261,3 +261,33 @@ def test_a_hostile_archive_leaves_nothing(tmp_path: Path) -> None:
                  stdin=archive)
     assert result.returncode == 65 and b"only files and directories" in result.stderr, result
     assert not target.exists()  # nothing half-done
+
+
+def test_det_sbatch_runs_as_its_user_from_a_private_home(owner_master: OwnerMaster) -> None:
+    directory = Path("/home/user_a") / f"task-{secrets.token_hex(4)}"
+    directory.mkdir()
+    (directory / "job.sh").write_text("#!/bin/bash\n#SBATCH --time=1\nid -un\necho $GREETING\n")
+    subprocess.run(["chown", "-R", "user_a:user_a", str(directory)], check=True)
+    try:
+        result = _as("user_a", "sh", "-c", f'cd "{directory}" && exec "$0" "$@"',
+                     str(BIN / "det"), "-m", owner_master.url, "sbatch", "--parsable",
+                     "--export=ALL", "job.sh",
+                     env={"DET_USER": "user_a", "PYTHONPATH": str(REPO), "GREETING": "hi"})
+        assert result.returncode == 0, result
+        job_id = result.stdout.decode().strip().split(";")[0]
+        assert _sacct_users([job_id]) == {"user_a"}
+        listed = load_json(owner_master.det_as("user_a", "task", "list", "--json").stdout)
+        task = next(t for t in listed["tasks"] if t["job_id"] == job_id)
+        job_dir = Path(task["job_dir"]) if task.get("job_dir") else None
+        if job_dir is not None:
+            assert str(job_dir).startswith(str(JOB_ROOT / "user_a")), job_dir
+            _assert_private(job_dir)
+        out = directory / f"slurm-{job_id}.out"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "hi" not in (out.read_text() if out.exists()
+                                                           else ""):
+            time.sleep(1)
+        assert out.read_text().split() == ["user_a", "hi"]
+        assert out.stat().st_uid == _uid("user_a")
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
