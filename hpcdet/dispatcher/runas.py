@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from hpcdet.dispatcher.commands import CommandRunner
+from hpcdet.dispatcher.commands import NOT_FOUND, CommandRunner
 from hpcdet.errors import SchedulerError, ValidationError
 
 DEFAULT_HELPER = "/usr/local/libexec/hpcdet-runas"
@@ -25,7 +25,7 @@ HELPER_EXIT_CODES = {64: "usage", 65: "invalid argument", 69: "scheduler unavail
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 # What sudo -n prints when no rule lets the service account run the helper.
 _SUDO_REFUSALS = ("a password is required", "is not allowed to execute",
-                  "may not run sudo", "is not in the sudoers file", "unknown user")
+                  "may not run sudo", "is not in the sudoers file")
 
 
 def sudoers_line(service_user: str, helper: str) -> str:
@@ -68,6 +68,12 @@ class RunAs:
 
     def _explain(self, exc: SchedulerError, user: str) -> SchedulerError:
         stderr = exc.stderr.strip()
+        if exc.returncode == NOT_FOUND and exc.argv[:1] == (self.sudo,):
+            return RunAsRefusedError(exc, f"{self.sudo} is not installed: jobs_run_as: owner "
+                                     "needs sudo and scripts/install-runas-helper")
+        if "unknown user" in stderr:
+            return RunAsRefusedError(exc, f"cannot run jobs as {user}: no such Unix user on "
+                                     "the master's host")
         if stderr.startswith("sudo:") or any(s in stderr for s in _SUDO_REFUSALS):
             return RunAsRefusedError(exc, f"sudo would not run {self.helper} as {user} "
                                      f"({stderr.splitlines()[0] if stderr else exc.returncode});"

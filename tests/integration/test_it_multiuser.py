@@ -271,7 +271,7 @@ def test_det_sbatch_runs_as_its_user_from_a_private_home(owner_master: OwnerMast
     try:
         result = _as("user_a", "sh", "-c", f'cd "{directory}" && exec "$0" "$@"',
                      str(BIN / "det"), "-m", owner_master.url, "sbatch", "--parsable",
-                     "--export=ALL", "job.sh",
+                     "job.sh",
                      env={"DET_USER": "user_a", "PYTHONPATH": str(REPO), "GREETING": "hi"})
         assert result.returncode == 0, result
         job_id = result.stdout.decode().strip().split(";")[0]

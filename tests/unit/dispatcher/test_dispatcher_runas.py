@@ -122,3 +122,14 @@ def test_job_dir_archive_is_private_and_has_no_links() -> None:
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         modes = {m.name: m.mode for m in tar.getmembers()}
     assert modes == {"context/train.py": 0o600, "trial.json": 0o600, ".token": 0o600}
+
+
+@pytest.mark.parametrize(("error", "message"), [
+    (SchedulerError(("sudo",), 127, "", "sudo: command not found on PATH"),
+     "sudo is not installed"),
+    (SchedulerError(("sudo",), 1, "", "sudo: unknown user ghost\n"),
+     "cannot run jobs as ghost: no such Unix user"),
+])
+def test_other_sudo_failures_say_what_is_wrong(error: SchedulerError, message: str) -> None:
+    with pytest.raises(RunAsRefusedError, match=message):
+        _runas(FakeSudo(error)).cancel("ghost", ["1"])
