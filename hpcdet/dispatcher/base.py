@@ -110,6 +110,8 @@ class JobSpec:
     environment: Mapping[str, str] = field(default_factory=dict)
     container: ContainerSpec = field(default_factory=ContainerSpec)
     script_name: str = "job.sh"
+    # The Unix user the job runs as (security.jobs_run_as: owner); None: the master's own.
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ class Submission:
     script: str
     script_path: str
     argv: tuple[str, ...]
+    # Submitted through the run-as helper as this user (None: as the master itself).
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,8 +168,8 @@ class Backend(abc.ABC):
         """Return a status for every job in ``jobs`` using a bounded number of commands."""
 
     @abc.abstractmethod
-    def cancel(self, job_ids: Sequence[str]) -> None:
-        """Cancel all of ``job_ids`` with one command."""
+    def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
+        """Cancel all of ``job_ids`` with one command (as ``owner`` in run-as-owner mode)."""
 
     @abc.abstractmethod
     def find(self, names: Sequence[str]) -> dict[str, str]:

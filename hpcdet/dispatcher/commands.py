@@ -39,15 +39,17 @@ class CommandRunner:
         self.count = 0
         self.calls: collections.deque[tuple[str, ...]] = collections.deque(maxlen=history)
 
-    def __call__(self, argv: Sequence[str], *, timeout: float = 60) -> str:
-        """Run ``argv`` (no shell) and return its stdout; raise on a non-zero exit."""
+    def __call__(self, argv: Sequence[str], *, timeout: float = 60,
+                 stdin: bytes | None = None) -> str:
+        """Run ``argv`` (no shell) and return its stdout; raise on a non-zero exit.
+
+        ``stdin``: bytes fed to the command (the run-as helper's ``prepare`` reads a tar).
+        """
         args = tuple(argv)
         self.count += 1
         self.calls.append(args)
         try:
-            proc = subprocess.run(
-                args, capture_output=True, text=True, timeout=timeout, check=False
-            )
+            proc = _run(args, timeout, stdin)
         except OSError as exc:
             raise _start_error(args, exc) from exc
         except subprocess.TimeoutExpired as exc:
@@ -57,6 +59,15 @@ class CommandRunner:
         if proc.returncode != 0:
             raise SchedulerError(args, proc.returncode, proc.stdout, proc.stderr)
         return proc.stdout
+
+
+def _run(args: tuple[str, ...], timeout: float,
+         stdin: bytes | None) -> subprocess.CompletedProcess[str]:
+    if stdin is None:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    raw = subprocess.run(args, capture_output=True, input=stdin, timeout=timeout, check=False)
+    return subprocess.CompletedProcess(args, raw.returncode, _text(raw.stdout), _text(raw.stderr))
 
 
 def _start_error(argv: tuple[str, ...], exc: OSError) -> SchedulerError:

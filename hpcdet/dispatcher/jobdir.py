@@ -25,10 +25,50 @@ def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,
     context = root / CONTEXT_DIR
     if context_tar is not None and not context.exists():
         _unpack(context_tar, context)
-    _write_atomic(root / TRIAL_INFO, json.dumps(dict(trial_info), indent=2, sort_keys=True), 0o644)
+    _write_atomic(root / TRIAL_INFO, json.dumps(dict(trial_info), indent=2, sort_keys=True), 0o600)
     if token is not None:
         _write_atomic(root / TOKEN_FILE, token, 0o600)
     return root
+
+
+def job_dir_archive(*, context_tar: bytes | None, trial_info: Mapping[str, Any],
+                    token: str | None) -> bytes:
+    """What :func:`prepare_job_dir` writes, as one tar for the run-as helper's ``prepare``.
+
+    The context's members move under ``context/``; trial.json and the token are 0600 (the
+    helper keeps only owner bits, plus the service account's read through the ACL mask).
+    """
+    files: dict[str, tuple[bytes, int]] = {
+        TRIAL_INFO: (json.dumps(dict(trial_info), indent=2, sort_keys=True).encode(), 0o600)}
+    if token is not None:
+        files[TOKEN_FILE] = (token.encode(), 0o600)
+    return tar_of(files, context_tar=context_tar)
+
+
+def tar_of(files: Mapping[str, tuple[bytes, int]], *, context_tar: bytes | None = None) -> bytes:
+    """A tar of ``{name: (content, mode)}``, plus ``context_tar``'s files under context/."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        if context_tar is not None:
+            _add_context(tar, context_tar)
+        for name, (data, mode) in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _add_context(tar: tarfile.TarFile, context_tar: bytes) -> None:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(context_tar), mode="r:*") as source:
+            for member in source.getmembers():
+                if not (member.isfile() or member.isdir()):
+                    continue  # the helper refuses links and devices; the "data" filter too
+                copy = tarfile.TarInfo(f"{CONTEXT_DIR}/{member.name.lstrip('/')}")
+                copy.type, copy.mode, copy.size = member.type, member.mode & 0o700, member.size
+                tar.addfile(copy, source.extractfile(member) if member.isfile() else None)
+    except tarfile.TarError as exc:
+        raise ValidationError(f"the experiment context is not a valid tar archive: {exc}") from exc
 
 
 def _unpack(context_tar: bytes, dest: Path) -> None:

@@ -38,7 +38,9 @@ from hpcdet.dispatcher.base import (
 )
 from hpcdet.dispatcher.commands import CommandRunner, Runner
 from hpcdet.dispatcher.containers import launch_lines
+from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
+from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.errors import SchedulerError, ValidationError
@@ -124,8 +126,11 @@ class SlurmBackend(Backend):
         squeue: str = "squeue",
         sacct: str = "sacct",
         scancel: str = "scancel",
+        runas: RunAs | None = None,
     ) -> None:
         self.runner: Runner = runner if runner is not None else CommandRunner()
+        # Set in run-as-owner mode: jobs with an owner are submitted/cancelled through it.
+        self.runas = runas
         self.template_name = template_name
         self.sbatch, self.squeue, self.sacct, self.scancel = sbatch, squeue, sacct, scancel
         self._templates = make_environment(template_dir)
@@ -136,10 +141,17 @@ class SlurmBackend(Backend):
         template = self._templates.get_template(self.template_name)
         script = template.render(**_template_context(spec))
         script_path = posixpath.join(spec.job_dir, spec.script_name)
-        return Submission(script, script_path, (self.sbatch, "--parsable", script_path))
+        return Submission(script, script_path, (self.sbatch, "--parsable", script_path),
+                          owner=spec.owner)
 
     def submit(self, submission: Submission) -> str:
-        """Write the script (mode 0755, atomically) and ``sbatch`` it; return the job id."""
+        """Write the script (mode 0700, atomically) and ``sbatch`` it; return the job id.
+
+        With an owner and a run-as helper, the helper writes the script (0700, the owner's)
+        and submits it as the owner.
+        """
+        if self.runas is not None and submission.owner:
+            return submit_as(self.runas, submission.owner, submission)
         write_script(Path(submission.script_path), submission.script)
         stdout = self.runner(submission.argv)
         return parse_sbatch_output(submission.argv, stdout)
@@ -155,13 +167,16 @@ class SlurmBackend(Backend):
             found.update(self._sacct(unknown))
         return {job.job_id: _resolve(found.get(job.job_id), job) for job in jobs}
 
-    def cancel(self, job_ids: Sequence[str]) -> None:
+    def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
         """``scancel`` all of ``job_ids`` at once; jobs already gone are not an error."""
         if not job_ids:
             return
-        argv = (self.scancel, *dict.fromkeys(_checked_id(job_id) for job_id in job_ids))
+        ids = tuple(dict.fromkeys(_checked_id(job_id) for job_id in job_ids))
         try:
-            self.runner(argv)
+            if self.runas is not None and owner:
+                self.runas.cancel(owner, ids)
+            else:
+                self.runner((self.scancel, *ids))
         except SchedulerError as exc:
             if not _only_already_gone(exc.stderr):
                 raise
@@ -357,8 +372,19 @@ def _effective_container(spec: JobSpec) -> ContainerSpec:
 
 
 def write_script(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` with mode 0755 via a temporary file and a rename."""
-    write_atomically(path, text.encode("utf-8"), mode=0o755, durable=False)
+    """Write ``text`` to ``path`` with mode 0700 via a temporary file and a rename.
+
+    Owner-only: the script holds the experiment's ``environment_variables`` (secrets).
+    """
+    write_atomically(path, text.encode("utf-8"), mode=0o700, durable=False)
+
+
+def submit_as(runas: RunAs, owner: str, submission: Submission) -> str:
+    """Write the script into the job directory and submit it, both as ``owner``."""
+    job_dir, name = posixpath.split(submission.script_path)
+    runas.prepare(owner, job_dir, tar_of({name: (submission.script.encode("utf-8"), 0o700)}))
+    argv = runas.argv(owner, "submit", job_dir, name)
+    return parse_sbatch_output(argv, runas.run(owner, "submit", job_dir, name))
 
 
 def parse_sbatch_output(argv: Sequence[str], stdout: str) -> str:

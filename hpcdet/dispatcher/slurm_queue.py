@@ -30,6 +30,7 @@ from typing import Any
 
 from hpcdet.dispatcher.base import JobPhase
 from hpcdet.dispatcher.commands import Runner
+from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.slurm import phase_of
 from hpcdet.errors import SchedulerError, ValidationError
@@ -262,3 +263,18 @@ def _local_time(value: str) -> str | None:
         return dt.datetime.fromisoformat(value).astimezone().isoformat()
     except ValueError:
         return value
+
+
+def update_job_as(runas: RunAs, user: str, job_id: str, update: JobUpdate) -> None:
+    """:func:`update_job` through the run-as helper, as the job's owner ``user``.
+
+    Only partition, QOS and nice reach the helper; values are checked as for
+    :func:`update_argv`. Slurm's refusal is raised as a :class:`JobUpdateRefusedError`.
+    """
+    update_argv(job_id, update)  # the same checks as the service account's update
+    values = {"partition": update.partition, "qos": update.qos,
+              "nice": None if update.nice is None else str(update.nice)}
+    try:
+        runas.update(user, job_id, {k: v for k, v in values.items() if v is not None})
+    except SchedulerError as exc:
+        raise JobUpdateRefusedError(exc) from exc

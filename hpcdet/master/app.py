@@ -10,6 +10,7 @@ from hpcdet.dispatcher import Backend, get_backend
 from hpcdet.master.db import make_engine, make_session_factory
 from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.settings import MasterSettings, load_settings
+from hpcdet.master.settings_runas import make_runas
 
 
 def create_app(settings: MasterSettings | None = None, *, backend: Backend | None = None) -> Flask:
@@ -31,7 +32,8 @@ def create_app(settings: MasterSettings | None = None, *, backend: Backend | Non
     # A 95 MiB context grows by a third in base64; refuse bodies far beyond that early.
     app.config["MAX_CONTENT_LENGTH"] = 160 * 1024 * 1024
     app.config["HPCDET_BACKEND"] = backend or get_backend(
-        settings.resource_manager.type, template_dir=settings.resource_manager.template_dir)
+        settings.resource_manager.type, template_dir=settings.resource_manager.template_dir,
+        runas=make_runas(settings.runas))
     _register(app)
     return app
 

@@ -22,18 +22,21 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher import Backend
+from hpcdet.dispatcher.commands import Runner
+from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.slurm_queue import (
     NICE_LIMIT,
     JobUpdate,
     JobUpdateRefusedError,
     QueueEntry,
     update_job,
+    update_job_as,
 )
 from hpcdet.errors import ConfigError, SchedulerError
 from hpcdet.master import authz
@@ -383,10 +386,27 @@ def _scontrol(action: _Action, job_id: str, update: JobUpdate, result: dict[str,
     """One ``scontrol update``; the queue is stale afterwards."""
     slurm = slurm_backend(action.backend)
     action.queue.stale = True
-    update_job(slurm.runner, job_id, update)
+    entry = action.queue.by_id.get(job_id)
+    if slurm.runas is None or entry is None or not entry.user:
+        update_job(slurm.runner, job_id, update)
+    else:
+        _update_as_owner(slurm.runas, entry.user, job_id, update, slurm.runner)
     result["changes"].append({"job_id": job_id, "partition": update.partition,
                               "qos": update.qos, "nice": update.nice})
     log.info("%s updated Slurm job %s: %s", action.actor, job_id, update)
+
+
+def _update_as_owner(runas: RunAs, user: str, job_id: str, update: JobUpdate,
+                     runner: Runner) -> None:
+    """Partition, QOS and a nice >= 0 as the job's owner; a negative nice (raising the
+    job above others) only Slurm operators may set, so the service account (a Slurm
+    operator, docs/admin/security.md) sets that part itself."""
+    raise_it = update.nice is not None and update.nice < 0
+    own = replace(update, nice=None) if raise_it else update
+    if not own.empty:
+        update_job_as(runas, user, job_id, own)
+    if raise_it:
+        update_job(runner, job_id, JobUpdate(nice=update.nice))
 
 
 def _apply_order(action: _Action, request: UpdateRequest, result: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from hpcdet.expconf import environment_variables
 from hpcdet.master.placement import JobOwner, Placement, place
 from hpcdet.master.pools import GPU_SLOT_TYPES, Pool, settings_pool
 from hpcdet.master.settings import MasterSettings
+from hpcdet.master.settings_runas import owner_root
 
 # CPUs each rank (slot) gets in the srun step; the allocation holds them all per node.
 CPUS_PER_RANK = 1
@@ -45,8 +46,10 @@ class TrialRun:
         return f"{name}-{self.tag}" if self.tag else name
 
 
-def job_dir_for(settings: MasterSettings, experiment_id: int, trial_id: int) -> str:
-    root = Path(settings.resource_manager.job_storage_root).expanduser()
+def job_dir_for(settings: MasterSettings, experiment_id: int, trial_id: int,
+                owner: str = "") -> str:
+    """``<root>/exp-N/trial-M``; under ``<root>/<owner>/`` when jobs run as their owner."""
+    root = owner_root(settings.resource_manager.job_storage_root, settings.runas, owner)
     return str(root / f"exp-{experiment_id}" / f"trial-{trial_id}")
 
 
@@ -182,6 +185,7 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
         environment=_environment(settings, config, run, pool.slot_type),
         container=_container(settings, config, run, pool.slot_type),
         script_name=f"job-{run.run_id}.sh",
+        owner=run.owner if settings.runas.owner_mode else None,
     )
 
 

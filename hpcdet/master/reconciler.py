@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
-from hpcdet.dispatcher.jobdir import prepare_job_dir
+from hpcdet.dispatcher.jobdir import job_dir_archive, prepare_job_dir
 from hpcdet.errors import HpcdetError
 from hpcdet.master import job_outcomes, tasks
 from hpcdet.master.checkpoint_gc import CheckpointCollector
@@ -171,8 +171,14 @@ class Reconciler:
         return _SubmitPlan(job.id, run, dict(exp.config), info, context, token)
 
     def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
-        prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
-                        token=plan.token)
+        runas = getattr(self.backend, "runas", None)
+        if runas is not None and self.settings.runas.owner_mode:
+            # The owner's helper writes the files: owned by the owner, private to them.
+            runas.prepare(plan.run.owner, plan.run.job_dir, job_dir_archive(
+                context_tar=plan.context, trial_info=plan.info, token=plan.token))
+        else:
+            prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
+                            token=plan.token)
         pool = pool_for_config(self.sessions, self.settings, plan.config)
         spec = build_job_spec(self.settings, plan.config, plan.run, pool)
         submission = self.backend.render(spec)
@@ -230,7 +236,9 @@ class Reconciler:
             to_cancel = [j for j in jobs if j.job_id and not j.cancel_requested
                          and _must_cancel(by_id[j.trial_id], j, timeouts)]
             if to_cancel:
-                self.backend.cancel([str(j.job_id) for j in to_cancel])
+                owners = _owners(session, {j.trial_id for j in to_cancel}, self.settings)
+                for owner, ids in _by_owner(to_cancel, owners).items():
+                    self.backend.cancel(ids, owner=owner)
                 for j in to_cancel:
                     j.cancel_requested = True
             return len(to_cancel)
@@ -370,3 +378,20 @@ def _must_cancel(trial: Trial, job: Job, timeouts: dict[int, float]) -> bool:
         return True
     waited = (utcnow() - as_utc(trial.stop_requested_at)).total_seconds()
     return waited > timeouts.get(trial.experiment_id, DEFAULT_PREEMPTION_TIMEOUT)
+
+
+def _owners(session: Session, trial_ids: set[int], settings: MasterSettings) -> dict[int, str]:
+    """``{trial id: experiment owner}`` in run-as-owner mode; empty otherwise."""
+    if not settings.runas.owner_mode or not trial_ids:
+        return {}
+    rows = session.execute(select(Trial.id, Experiment.owner).join(
+        Experiment, Experiment.id == Trial.experiment_id).where(Trial.id.in_(trial_ids)))
+    return {trial_id: owner for trial_id, owner in rows}
+
+
+def _by_owner(jobs: Sequence[Job], owners: Mapping[int, str]) -> dict[str | None, list[str]]:
+    """Job ids grouped by the owner they are cancelled as (None: the service account)."""
+    groups: dict[str | None, list[str]] = {}
+    for job in jobs:
+        groups.setdefault(owners.get(job.trial_id), []).append(str(job.job_id))
+    return groups

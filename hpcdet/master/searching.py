@@ -181,7 +181,7 @@ class SearchDriver:
             session.add(trial)
             transition(session, trial, State.QUEUED,
                        cause=f"created by the {exp.config['searcher']['name']} searcher")
-            trial.job_dir = job_dir_for(self.settings, exp.id, trial.id)
+            trial.job_dir = job_dir_for(self.settings, exp.id, trial.id, exp.owner)
 
     @staticmethod
     def _trials_by_request(session: Session, experiment_id: int) -> dict[str, Trial]:

@@ -166,8 +166,11 @@ def run_reconciler(settings: MasterSettings) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     _stop_when_orphaned(stop)
+    from hpcdet.master.settings_runas import make_runas
+
     backend = get_backend(settings.resource_manager.type,
-                          template_dir=settings.resource_manager.template_dir)
+                          template_dir=settings.resource_manager.template_dir,
+                          runas=make_runas(settings.runas))
     sessions = make_session_factory(make_engine(settings.db_url))
     Reconciler(settings, sessions, backend).run_forever(stop)
 

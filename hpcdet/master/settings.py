@@ -32,6 +32,7 @@ from hpcdet.master.settings_pools import (
     build_slurm_defaults,
 )
 from hpcdet.master.settings_read import Getter, unknown_keys
+from hpcdet.master.settings_runas import RunAsSettings, build_runas
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "none")
@@ -89,6 +90,8 @@ class MasterSettings:
     checkpoint_storage: Mapping[str, Any] = field(default_factory=dict)
     resource_manager: ResourceManagerSettings = field(default_factory=ResourceManagerSettings)
     state_dir: str = str(Path.home() / ".hpcdet")
+    # security.jobs_run_as / security.runas_helper (hpcdet.master.settings_runas).
+    runas: RunAsSettings = field(default_factory=RunAsSettings)
 
     @property
     def identifies_users(self) -> bool:
@@ -140,7 +143,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 _TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoint_storage",
-             "resource_manager", "state_dir"}
+             "resource_manager", "state_dir", "security"}
 _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
             "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
             "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
@@ -175,6 +178,7 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         checkpoint_storage=get.section("checkpoint_storage"),
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
         state_dir=state_dir,
+        runas=build_runas(get.section("security"), f"{ROOT}.security", errors),
     )
 
 

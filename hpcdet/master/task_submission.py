@@ -11,6 +11,8 @@ the answer carries sbatch's own message. See docs/sbatch.md.
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import posixpath
 import shutil
 from collections.abc import Mapping, Sequence
@@ -23,7 +25,9 @@ from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher import Backend, Submission
 from hpcdet.dispatcher.commands import NOT_EXECUTABLE, NOT_FOUND, TIMED_OUT
+from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import make_environment
+from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
 from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
 from hpcdet.dispatcher.sbatch_options import (
@@ -55,8 +59,11 @@ from hpcdet.master.models import CommandTask
 from hpcdet.master.placement import JobOwner, account_for
 from hpcdet.master.pools import Pool
 from hpcdet.master.settings import MasterSettings
+from hpcdet.master.settings_runas import owner_root
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
+
+log = logging.getLogger(__name__)
 
 MAX_ARGS = 1024
 OPEN_MODES = ("append", "truncate")
@@ -223,7 +230,8 @@ def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
     options = request.options
     pool = _pool(session, settings, value_of(options, "partition"))
     spec = TaskSpec(
-        task_id=0, name=_job_name(request), job_dir="", workdir=_workdir(request),
+        task_id=0, name=_job_name(request), job_dir="",
+        workdir=_workdir(request, settings.runas.owner_mode),
         submit_dir=request.cwd, comment="",
         args=request.args, options=(*_pool_settings(pool.sbatch_args), *_passed(options)),
         partition=pool.partition, account=value_of(options, "account")
@@ -242,16 +250,33 @@ def _job_name(request: TaskRequest) -> str:
     return name
 
 
-def _workdir(request: TaskRequest) -> str:
-    """--chdir (relative to where det sbatch ran) or that directory; it must exist here."""
+def _workdir(request: TaskRequest, owner_mode: bool = False) -> str:
+    """--chdir (relative to where det sbatch ran) or that directory; it must exist here.
+
+    In run-as-owner mode a directory the master may not look into (a user's 0700 home) is
+    taken on trust: the job runs as its owner, who can."""
     chdir = value_of(request.options, "chdir")
     workdir = posixpath.normpath(posixpath.join(request.cwd, chdir or "."))
-    if not Path(workdir).is_dir():
+    if not _is_dir(workdir, trust_hidden=owner_mode):
         flag = "--chdir" if chdir else "the directory det sbatch ran in"
         raise _bad(f"{flag}: {workdir} does not exist on the master's host, which runs "
                    "sbatch for you; run det sbatch from (or give --chdir=) a directory on "
                    "a filesystem the master and the compute nodes share")
     return workdir
+
+
+def _is_dir(path: str, *, trust_hidden: bool) -> bool:
+    return Path(path).is_dir() or (trust_hidden and _hidden(path))
+
+
+def _hidden(path: str) -> bool:
+    """True if an ancestor of ``path`` is one this process may not search."""
+    parent = posixpath.dirname(path)
+    while parent and parent != "/":
+        if Path(parent).exists():
+            return not os.access(parent, os.X_OK)
+        parent = posixpath.dirname(parent)
+    return False
 
 
 def _pool(session: Session, settings: MasterSettings, name: str | None) -> Pool:
@@ -288,8 +313,9 @@ def _open_mode(options: Sequence[Setting]) -> str:
 # ---- submitting ----------------------------------------------------------------------------
 
 
-def job_dir_for(settings: MasterSettings, task_id: int | str) -> str:
-    root = Path(settings.resource_manager.job_storage_root).expanduser()
+def job_dir_for(settings: MasterSettings, task_id: int | str, owner: str = "") -> str:
+    """``<root>/tasks/task-N``; under ``<root>/<owner>/`` when jobs run as their owner."""
+    root = owner_root(settings.resource_manager.job_storage_root, settings.runas, owner)
     return str(root / "tasks" / f"task-{task_id}")
 
 
@@ -325,19 +351,32 @@ def submit(session: Session, settings: MasterSettings, backend: Backend,
     session.add(task)
     # The transition flushes the row, which gives the task the id its job is named after.
     transition(session, task, State.QUEUED, cause="submitted with det sbatch", actor=plan.owner)
-    task.job_dir = job_dir_for(settings, task.id)
+    task.job_dir = job_dir_for(settings, task.id, plan.owner)
     spec = replace(plan.spec, task_id=task.id, job_dir=task.job_dir,
                    comment=comment_for(settings, task.id))
     submission = _render(settings, backend, spec)
-    _write_job_dir(spec, plan.request)
+    runas: RunAs | None = getattr(backend, "runas", None)
+    owner = plan.owner if runas is not None else None
     try:
+        _write_job_dir(spec, plan.request, runas, owner)
         # A new owner's fair-share account must exist before sbatch names it.
         ensure_account(session, backend.runner, settings, spec.account)
-        task.job_id = backend.submit(submission)
+        task.job_id = backend.submit(replace(submission, owner=owner))
     except SchedulerError as exc:
-        shutil.rmtree(task.job_dir, ignore_errors=True)
+        _remove_job_dir(task.job_dir, runas, owner)
         raise sbatch_refused(exc) from exc
     return task
+
+
+def _remove_job_dir(job_dir: str, runas: RunAs | None, owner: str | None) -> None:
+    """Nothing half-done: a refused submission leaves no job directory."""
+    if runas is None or owner is None:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        return
+    try:
+        runas.remove(owner, job_dir)
+    except SchedulerError:
+        log.warning("could not remove %s as %s after a refused submission", job_dir, owner)
 
 
 def _new_task(plan: TaskPlan) -> CommandTask:
@@ -351,12 +390,21 @@ def _new_task(plan: TaskPlan) -> CommandTask:
     )  # fmt: skip
 
 
-def _write_job_dir(spec: TaskSpec, request: TaskRequest) -> None:
+def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = None,
+                   owner: str | None = None) -> None:
+    files = task_files(spec, request.script, request.environment)
+    if runas is not None and owner is not None:
+        # The owner's helper unpacks them: owned by the owner, private to them.
+        prefix = spec.job_dir.rstrip("/") + "/"
+        runas.prepare(owner, spec.job_dir, tar_of({
+            path[len(prefix):]: (text.encode("utf-8", "surrogateescape"), mode)
+            for path, (text, mode) in files.items()}))
+        return
     root = Path(spec.job_dir)
     if root.exists():  # left by a task id this database no longer knows
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    for path, (text, mode) in task_files(spec, request.script, request.environment).items():
+    for path, (text, mode) in files.items():
         write_atomically(Path(path), text.encode("utf-8", "surrogateescape"), mode=mode,
                          durable=False)
 

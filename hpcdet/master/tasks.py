@@ -104,6 +104,16 @@ def request_kill(session: Session, task: CommandTask, actor: str) -> None:
     task.cancel_requested = True
 
 
+def _cancel_groups(backend: Backend, tasks: Sequence[CommandTask]) -> dict[str | None, list[str]]:
+    """Job ids by the user that cancels them: each owner in run-as-owner mode, else one."""
+    if getattr(backend, "runas", None) is None:
+        return {None: [str(task.job_id) for task in tasks]}
+    groups: dict[str | None, list[str]] = {}
+    for task in tasks:
+        groups.setdefault(task.owner, []).append(str(task.job_id))
+    return groups
+
+
 def cancel_killed_tasks(sessions: sessionmaker[Session], backend: Backend) -> int:
     """``scancel`` the jobs of killed tasks not cancelled yet, with one command for all."""
     with session_scope(sessions) as session:
@@ -114,7 +124,8 @@ def cancel_killed_tasks(sessions: sessionmaker[Session], backend: Backend) -> in
         if not tasks:
             return 0
         try:
-            backend.cancel([str(task.job_id) for task in tasks])
+            for owner, ids in _cancel_groups(backend, tasks).items():
+                backend.cancel(ids, owner=owner)
         except SchedulerError:  # the next cycle tries again
             log.exception("cancelling the jobs of killed tasks failed")
             return 0

@@ -65,7 +65,7 @@ class FakeSchedulerBackend(SlurmBackend):
         self.find_calls.append(list(names))
         return {name: self.names[name] for name in names if name in self.names}
 
-    def cancel(self, job_ids: Sequence[str]) -> None:
+    def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
         self.cancelled += job_ids
         for job_id in job_ids if self.cancel_ends_jobs else ():
             self.phases[job_id] = JobPhase.CANCELLED

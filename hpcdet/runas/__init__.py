@@ -1,0 +1,6 @@
+"""The run-as-owner helper (``helper.py``), installed by root as ``hpcdet-runas``.
+
+Nothing in hpcdet imports the helper at run time: the master starts it through ``sudo``
+(see :mod:`hpcdet.dispatcher.runas`). It lives in the package so that tests and the install
+script find it.
+"""

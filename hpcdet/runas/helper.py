@@ -1,0 +1,469 @@
+#!/usr/bin/env python3
+"""hpcdet-runas: run one scheduler verb as the calling Unix user, for the hpcdet master.
+
+Installed by root as a root-owned file (``scripts/install-runas-helper``, by default
+``/usr/local/libexec/hpcdet-runas``) and started by the master's service account through
+``sudo -n -u USER hpcdet-runas VERB ARGS...``. It uses the Python standard library only and
+imports nothing from hpcdet, so that what runs as every user is this one short file.
+
+Verbs (scheduler-neutral; :data:`SCHEDULERS` maps them to one scheduler's argv)::
+
+    submit  JOB_DIR SCRIPT_NAME       submit JOB_DIR/SCRIPT_NAME; prints the job id
+    cancel  JOB_ID...                 cancel jobs
+    hold    JOB_ID                    hold a queued job
+    release JOB_ID                    release a held job
+    requeue JOB_ID                    requeue a job
+    update  JOB_ID KEY=VALUE...       change partition, qos, account, nice or time_limit
+    prepare JOB_DIR                   unpack a tar stream (stdin) of plain files and dirs
+    remove  JOB_DIR                   delete a job directory
+
+Every JOB_DIR must resolve (realpath) to a directory strictly below the user's own root,
+``<job_root>/<user>``; settings come from the root-owned ``/etc/hpcdet/runas.conf``.
+A refusal prints one line ``hpcdet-runas: <why>`` on stderr and exits with one of the
+``EXIT_*`` codes below; a scheduler command's own exit status and output pass through.
+"""
+
+from __future__ import annotations
+
+import configparser
+import grp
+import os
+import pwd
+import re
+import shutil
+import stat
+import struct
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, NoReturn
+
+CONFIG_PATH = "/etc/hpcdet/runas.conf"
+
+EXIT_USAGE = 64  # unknown verb, wrong number of arguments
+EXIT_INVALID = 65  # an argument failed validation
+EXIT_UNAVAILABLE = 69  # the scheduler command could not be started
+EXIT_NOPERM = 77  # the caller or target user is not allowed
+EXIT_CONFIG = 78  # runas.conf missing, unsafe or invalid
+
+_JOB_ID = re.compile(r"^[0-9]{1,18}(?:_[0-9]{1,9})?$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+_TIME = re.compile(r"^[0-9][0-9:-]{0,15}$")
+_UNSAFE = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL byte"}
+_MAX_ARG = 4096
+# Scheduler options in a submitted script that would change who the job runs as.
+_DENIED_DIRECTIVES = ("--uid", "--gid", "--get-user-env")
+_DIRECTIVE_PREFIX = {"slurm": "#SBATCH", "pbs": "#PBS"}
+
+
+class Refused(Exception):
+    """A request the helper will not carry out; ``code`` is its exit status."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Config:
+    """``/etc/hpcdet/runas.conf`` section ``[runas]``."""
+
+    job_root: str
+    service_user: str = "hpcdet"
+    allowed_group: str = ""
+    min_uid: int = 1000
+    scheduler: str = "slurm"
+    path: str = "/usr/local/bin:/usr/bin:/bin"
+    scheduler_conf: str = ""
+    max_prepare_mb: int = 1024
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who the helper runs as (the job's owner) and who asked (sudo's SUDO_USER)."""
+
+    uid: int
+    user: str
+    groups: frozenset[str]
+    sudo_user: str | None
+
+
+# ---- the per-scheduler table --------------------------------------------------------------
+
+UPDATE_KEYS = ("partition", "qos", "account", "nice", "time_limit")
+_Argv = Callable[[Sequence[str]], list[str]]
+
+
+def _slurm_update(args: Sequence[str]) -> list[str]:
+    names = {"partition": "Partition", "qos": "QOS", "account": "Account", "nice": "Nice",
+             "time_limit": "TimeLimit"}
+    return ["scontrol", "update", f"JobId={args[0]}",
+            *(f"{names[k]}={v}" for k, v in (a.split("=", 1) for a in args[1:]))]
+
+
+# verb -> argv builder; args are validated before they get here.
+SCHEDULERS: Mapping[str, Mapping[str, _Argv]] = {
+    "slurm": {
+        "submit": lambda a: ["sbatch", "--parsable", a[0]],
+        "cancel": lambda a: ["scancel", *a],
+        "hold": lambda a: ["scontrol", "hold", a[0]],
+        "release": lambda a: ["scontrol", "release", a[0]],
+        "requeue": lambda a: ["scontrol", "requeue", a[0]],
+        "update": _slurm_update,
+    },
+}
+
+
+# ---- settings and caller ------------------------------------------------------------------
+
+
+def load_config(path: str = CONFIG_PATH, *, require_root_owned: bool = True) -> Config:
+    """Read ``path``; refuse a file anyone but root could have written."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise Refused(EXIT_CONFIG, f"cannot read {path}: {exc.strerror}") from exc
+    if require_root_owned and (info.st_uid != 0 or info.st_mode & 0o022):
+        raise Refused(EXIT_CONFIG, f"{path} must be owned by root and not group/other-writable")
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+        section = parser["runas"]
+        config = Config(
+            job_root=section["job_root"],
+            service_user=section.get("service_user", Config.service_user),
+            allowed_group=section.get("allowed_group", Config.allowed_group),
+            min_uid=section.getint("min_uid", Config.min_uid),
+            scheduler=section.get("scheduler", Config.scheduler),
+            path=section.get("path", Config.path),
+            scheduler_conf=section.get("scheduler_conf", Config.scheduler_conf),
+            max_prepare_mb=section.getint("max_prepare_mb", Config.max_prepare_mb),
+        )
+    except (configparser.Error, KeyError, ValueError) as exc:
+        raise Refused(EXIT_CONFIG, f"{path}: invalid: {exc}") from exc
+    if not os.path.isabs(config.job_root) or config.scheduler not in SCHEDULERS:
+        raise Refused(EXIT_CONFIG, f"{path}: job_root must be absolute and scheduler one of "
+                      f"{', '.join(sorted(SCHEDULERS))}")
+    return config
+
+
+def current_caller() -> Caller:
+    """The real user this process runs as, its groups, and sudo's record of who asked."""
+    uid = os.getuid()
+    entry = pwd.getpwuid(uid)
+    groups = {g.gr_name for g in grp.getgrall() if entry.pw_name in g.gr_mem}
+    try:
+        groups.add(grp.getgrgid(entry.pw_gid).gr_name)
+    except KeyError:
+        pass
+    return Caller(uid, entry.pw_name, frozenset(groups), os.environ.get("SUDO_USER"))
+
+
+def check_caller(caller: Caller, config: Config, *, euid: int) -> None:
+    """Never run as root, as a system account, or as a user outside the allowed group."""
+    if caller.uid == 0 or euid == 0:
+        raise Refused(EXIT_NOPERM, "refusing to run as root")
+    if caller.uid < config.min_uid:
+        raise Refused(EXIT_NOPERM, f"refusing to run as {caller.user}: uid {caller.uid} is "
+                      f"below min_uid {config.min_uid}")
+    if caller.user == config.service_user:
+        raise Refused(EXIT_NOPERM, f"refusing to run as the service account {caller.user}")
+    if config.allowed_group and config.allowed_group not in caller.groups:
+        raise Refused(EXIT_NOPERM, f"refusing to run as {caller.user}: not in group "
+                      f"{config.allowed_group}")
+    if caller.sudo_user is not None and caller.sudo_user not in (config.service_user,
+                                                                 caller.user):
+        raise Refused(EXIT_NOPERM, f"only {config.service_user} may use this helper through "
+                      f"sudo, not {caller.sudo_user}")
+
+
+# ---- argument checks ----------------------------------------------------------------------
+
+
+def check_text(value: str, what: str) -> str:
+    """No line breaks, NUL, leading '-' (an option) or absurd length in any argument."""
+    for char, description in _UNSAFE.items():
+        if char in value:
+            raise Refused(EXIT_INVALID, f"{what} contains {description}")
+    if value.startswith("-"):
+        raise Refused(EXIT_INVALID, f"{what} must not start with '-': {value!r}")
+    if not value or len(value) > _MAX_ARG:
+        raise Refused(EXIT_INVALID, f"{what} must hold 1 to {_MAX_ARG} characters")
+    return value
+
+
+def check_job_id(value: str) -> str:
+    if not _JOB_ID.match(check_text(value, "job id")):
+        raise Refused(EXIT_INVALID, f"invalid job id {value!r}: digits only")
+    return value
+
+
+def user_root(config: Config, caller: Caller) -> str:
+    """``<job_root>/<user>``, resolved."""
+    return os.path.join(os.path.realpath(config.job_root), caller.user)
+
+
+def check_job_dir(value: str, config: Config, caller: Caller, *, must_exist: bool) -> str:
+    """The resolved ``value``, which must lie strictly below the caller's own root."""
+    check_text(value, "job directory")
+    if not os.path.isabs(value):
+        raise Refused(EXIT_INVALID, f"job directory must be absolute: {value!r}")
+    real = os.path.realpath(value)
+    root = user_root(config, caller)
+    if os.path.commonpath([real, root]) != root or real == root:
+        raise Refused(EXIT_INVALID, f"job directory {value!r} is not below {root}")
+    if must_exist and not os.path.isdir(real):
+        raise Refused(EXIT_INVALID, f"job directory {value!r} does not exist")
+    return real
+
+
+def check_update(args: Sequence[str]) -> list[str]:
+    """``KEY=VALUE`` pairs with allowlisted keys and plain values."""
+    if not args:
+        raise Refused(EXIT_USAGE, "update needs at least one KEY=VALUE")
+    for arg in args:
+        key, sep, value = check_text(arg, "update argument").partition("=")
+        if not sep or key not in UPDATE_KEYS:
+            raise Refused(EXIT_INVALID, f"update: {arg!r} is not KEY=VALUE with KEY one of "
+                          f"{', '.join(UPDATE_KEYS)}")
+        if not _update_value_ok(key, value):
+            raise Refused(EXIT_INVALID, f"update: invalid value for {key}: {value!r}")
+    return list(args)
+
+
+def _update_value_ok(key: str, value: str) -> bool:
+    if key == "nice":
+        return re.fullmatch(r"-?[0-9]{1,5}", value) is not None and abs(int(value)) <= 10000
+    if key == "time_limit":
+        return _TIME.match(value) is not None
+    return _NAME.match(value) is not None
+
+
+# ---- file verbs ---------------------------------------------------------------------------
+
+
+def ensure_user_root(config: Config, caller: Caller) -> str:
+    """Create ``<job_root>/<user>`` (0770 + ACL: the user and the service account only)."""
+    root = user_root(config, caller)
+    try:
+        os.mkdir(root, 0o770)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise Refused(EXIT_CONFIG, f"cannot create {root}: {exc.strerror} (job_root must "
+                      "exist, owned by root, mode 1733)") from exc
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != caller.uid:
+        raise Refused(EXIT_NOPERM, f"{root} exists but is not a directory owned by "
+                      f"{caller.user}; ask the administrator to remove it")
+    os.chmod(root, 0o770)
+    set_private_acl(root, service_uid(config))
+    return root
+
+
+def service_uid(config: Config) -> int:
+    try:
+        return pwd.getpwnam(config.service_user).pw_uid
+    except KeyError as exc:
+        raise Refused(EXIT_CONFIG, f"service_user {config.service_user} does not exist") from exc
+
+
+def acl_blob(entries: Sequence[tuple[int, int, int]]) -> bytes:
+    """The kernel's POSIX ACL xattr format: version 2, then (tag, perm, id) entries."""
+    body = b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
+    return struct.pack("<I", 2) + body
+
+
+def set_private_acl(path: str, service: int) -> None:
+    """Owner rwx, the service account rwx, owning group and others nothing; inherited."""
+    undefined = 0xFFFFFFFF
+    entries = [(0x01, 7, undefined), (0x02, 7, service), (0x04, 0, undefined),
+               (0x10, 7, undefined), (0x20, 0, undefined)]
+    blob = acl_blob(entries)
+    try:
+        os.setxattr(path, "system.posix_acl_access", blob)
+        os.setxattr(path, "system.posix_acl_default", blob)
+    except OSError as exc:
+        raise Refused(EXIT_CONFIG, f"cannot set the ACL of {path}: {exc.strerror} (the job "
+                      "root must be on a filesystem with POSIX ACLs)") from exc
+
+
+def check_member(member: tarfile.TarInfo) -> str:
+    """A relative name without '..', of a regular file or a directory only."""
+    name = member.name
+    check_text(name, "archive member name")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if name.startswith("/") or ".." in parts or not parts:
+        raise Refused(EXIT_INVALID, f"archive member {name!r}: absolute or '..' path")
+    if not (member.isreg() or member.isdir()):
+        raise Refused(EXIT_INVALID, f"archive member {name!r}: only files and directories")
+    return "/".join(parts)
+
+
+def prepare(job_dir: str, stream: IO[bytes], config: Config, caller: Caller) -> None:
+    """Create ``job_dir`` and unpack the tar stream into it; modes lose every 'other' bit."""
+    ensure_user_root(config, caller)
+    fresh = not os.path.lexists(job_dir)
+    os.makedirs(job_dir, 0o770, exist_ok=True)
+    try:
+        _unpack(job_dir, stream, config)
+    except BaseException:
+        if fresh:  # nothing half-done: a refused archive leaves no directory behind
+            shutil.rmtree(job_dir, ignore_errors=True)
+        raise
+
+
+def _unpack(job_dir: str, stream: IO[bytes], config: Config) -> None:
+    limit, total = config.max_prepare_mb * 1024 * 1024, 0
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                name = check_member(member)
+                total += member.size
+                if total > limit:
+                    raise Refused(EXIT_INVALID, f"archive larger than {config.max_prepare_mb} MB")
+                _extract(tar, member, os.path.join(job_dir, name), job_dir)
+    except tarfile.TarError as exc:
+        raise Refused(EXIT_INVALID, f"not a valid tar stream: {exc}") from exc
+
+
+def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: str, job_dir: str) -> None:
+    parent = os.path.dirname(dest)
+    os.makedirs(parent, 0o770, exist_ok=True)
+    if os.path.commonpath([os.path.realpath(parent), job_dir]) != job_dir:
+        raise Refused(EXIT_INVALID, f"archive member {member.name!r} leaves the job directory")
+    owner_bits = member.mode & 0o700
+    if member.isdir():
+        os.makedirs(dest, 0o770, exist_ok=True)
+        os.chmod(dest, owner_bits | 0o700 | 0o070)
+        return
+    # Group bits are the ACL mask: the service account may read what the owner may read.
+    mode = owner_bits | (owner_bits >> 3)
+    tmp = f"{dest}.hpcdet-tmp"
+    source = tar.extractfile(member)
+    assert source is not None
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o660)
+    with os.fdopen(fd, "wb") as out:
+        shutil.copyfileobj(source, out)
+    os.chmod(tmp, mode)
+    os.replace(tmp, dest)
+
+
+def remove(job_dir: str) -> None:
+    """Delete ``job_dir`` (links inside are removed, never followed)."""
+    if os.path.islink(job_dir) or not os.path.isdir(job_dir):
+        return
+    shutil.rmtree(job_dir)
+
+
+def check_script(job_dir: str, script_name: str, scheduler: str) -> str:
+    """The script path; refuse directives that would change the job's identity."""
+    if not _NAME.match(check_text(script_name, "script name")) or script_name.startswith("."):
+        raise Refused(EXIT_INVALID, f"script name must be a plain file name: {script_name!r}")
+    path = os.path.join(job_dir, script_name)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise Refused(EXIT_INVALID, f"cannot open {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
+        lines = handle.read(1024 * 1024).splitlines()
+    prefix = _DIRECTIVE_PREFIX[scheduler]
+    for line in lines:
+        words = line.split()
+        if words[:1] == [prefix] and len(words) > 1:
+            option = words[1].split("=", 1)[0]
+            if option in _DENIED_DIRECTIVES:
+                raise Refused(EXIT_INVALID, f"{path}: {prefix} {option} is not allowed")
+    return path
+
+
+# ---- dispatch -----------------------------------------------------------------------------
+
+_ARITY = {"submit": (2, 2), "cancel": (1, 1000), "hold": (1, 1), "release": (1, 1),
+          "requeue": (1, 1), "update": (2, 16), "prepare": (1, 1), "remove": (1, 1)}
+
+
+def plan(verb: str, args: Sequence[str], config: Config, caller: Caller) -> tuple[str, list[str]]:
+    """Validate one request; return ``("run", argv)``, ``("prepare"|"remove", [dir])``."""
+    if verb not in _ARITY:
+        raise Refused(EXIT_USAGE, f"unknown verb {verb!r} (known: {', '.join(_ARITY)})")
+    low, high = _ARITY[verb]
+    if not low <= len(args) <= high:
+        raise Refused(EXIT_USAGE, f"{verb} takes {low}..{high} arguments, not {len(args)}")
+    table = SCHEDULERS[config.scheduler]
+    if verb in ("prepare", "remove"):
+        job_dir = check_job_dir(args[0], config, caller, must_exist=verb == "remove")
+        return verb, [job_dir]
+    if verb == "submit":
+        job_dir = check_job_dir(args[0], config, caller, must_exist=True)
+        return "run", table[verb]([check_script(job_dir, args[1], config.scheduler)])
+    if verb == "update":
+        return "run", table[verb]([check_job_id(args[0]), *check_update(args[1:])])
+    return "run", table[verb]([check_job_id(arg) for arg in args])
+
+
+def scheduler_env(config: Config) -> dict[str, str]:
+    """A clean environment: PATH from the config, the scheduler's config file, the user."""
+    env = {"PATH": config.path, "LANG": "C.UTF-8"}
+    for name in ("USER", "LOGNAME", "HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    if config.scheduler_conf:
+        env["SLURM_CONF" if config.scheduler == "slurm" else "PBS_CONF_FILE"] = \
+            config.scheduler_conf
+    return env
+
+
+def run_scheduler(argv: Sequence[str], config: Config, cwd: str | None) -> int:
+    """Run ``argv`` (no shell); its output and exit status pass through."""
+    env = scheduler_env(config)
+    program = shutil.which(argv[0], path=config.path)
+    if program is None:
+        raise Refused(EXIT_UNAVAILABLE, f"{argv[0]}: not found on {config.path}")
+    try:
+        proc = subprocess.run([program, *argv[1:]], env=env, cwd=cwd, check=False,
+                              stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise Refused(EXIT_UNAVAILABLE, f"{argv[0]}: cannot run: {exc.strerror}") from exc
+    return proc.returncode
+
+
+def main(argv: Sequence[str] | None = None, *, config_path: str = CONFIG_PATH) -> int:
+    """Entry point; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if not args:
+            raise Refused(EXIT_USAGE, f"usage: hpcdet-runas VERB ARGS... ({', '.join(_ARITY)})")
+        config = load_config(config_path)
+        caller = current_caller()
+        check_caller(caller, config, euid=os.geteuid())
+        action, values = plan(args[0], args[1:], config, caller)
+        if action == "prepare":
+            os.umask(0o077)
+            prepare(values[0], sys.stdin.buffer, config, caller)
+            return 0
+        if action == "remove":
+            remove(values[0])
+            return 0
+        cwd = os.path.dirname(values[-1]) if args[0] == "submit" else None
+        return run_scheduler(values, config, cwd)
+    except Refused as exc:
+        return _fail(exc.code, str(exc))
+    except OSError as exc:
+        return _fail(EXIT_INVALID, f"{exc.strerror}: {exc.filename}")
+
+
+def _fail(code: int, message: str) -> int:
+    print(f"hpcdet-runas: {message.splitlines()[0] if message else 'refused'}", file=sys.stderr)
+    return code
+
+
+def _exit() -> NoReturn:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    _exit()

@@ -1,0 +1,293 @@
+"""Jobs run as their owner: a master running as the service account ``hpcdet`` submits
+user_a's jobs as user_a through ``sudo`` and the run-as helper (docs/admin/security.md).
+
+Needs root (runuser) and ``scripts/dev-cluster users`` (run here if missing). Users run the
+real ``det`` as themselves (``runuser -u user_a -- det ...``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import free_port
+from it_helpers import BIN, REPO, LiveMaster, load_json, wait_until_up
+
+pytestmark = [pytest.mark.multiuser, pytest.mark.slurm]
+
+SERVICE = "hpcdet"
+JOB_ROOT = Path("/srv/hpcdet-dev/jobs")
+HELPER = "/usr/local/libexec/hpcdet-runas"
+SLURM_CONF = "/etc/hpcdet/dev-cluster/slurm.conf"
+PATH = f"{BIN}:/usr/local/bin:/usr/bin:/bin"
+HOSTILE = [";id", "1;id", "$(id)", "`id`", "../../../etc", "--uid=0", "-u0", "1\nid", "/etc",
+           f"{JOB_ROOT}/user_a/../user_b", "/home/user_a"]
+
+TRAIN = """\
+import hpcdet.core
+
+with hpcdet.core.init() as core:
+    with core.checkpoint.store_path({"steps_completed": 1}) as (path, uuid):
+        (path / "weights.txt").write_text("secret weights")
+    core.train.report_validation_metrics(steps_completed=1, metrics={"loss": 0.5})
+    print("API_KEY seen:", __import__("os").environ.get("API_KEY") == "s3cret", flush=True)
+"""
+
+
+def _as(user: str, *argv: str, env: dict[str, str] | None = None,
+        stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run ``argv`` as ``user`` with a clean environment (plus ``env``)."""
+    clean = {"PATH": PATH, "HOME": f"/home/{user}" if user != SERVICE else f"/var/lib/{SERVICE}",
+             "SLURM_CONF": SLURM_CONF, "LANG": "C.UTF-8", **(env or {})}
+    return subprocess.run(["runuser", "-u", user, "--", "env", "-i",
+                           *(f"{k}={v}" for k, v in clean.items()), *argv],
+                          input=stdin, capture_output=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def users(slurm: dict[str, str]) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the multi-user tests run det as several Unix users: they need root")
+    result = subprocess.run([str(REPO / "scripts" / "dev-cluster"), "users"],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+class OwnerMaster(LiveMaster):
+    """det-master as ``hpcdet``; ``det_as`` runs det as a given user against it."""
+
+    def det_as(self, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+        result = _as(user, str(BIN / "det"), "-m", self.url, *args,
+                     env={"DET_USER": user, "PYTHONPATH": str(REPO)})
+        return subprocess.CompletedProcess(result.args, result.returncode,
+                                           result.stdout.decode(), result.stderr.decode())
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, 15)
+            self.process.wait(30)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def owner_master(request: pytest.FixtureRequest, users: None) -> Iterator[OwnerMaster]:
+    state = Path(f"/var/lib/{SERVICE}/it-{secrets.token_hex(4)}")
+    state.mkdir(mode=0o700)
+    shutil.chown(state, SERVICE, SERVICE)
+    db_url = (f"sqlite:///{state / 'master.sqlite'}" if request.param == "sqlite"
+              else request.getfixturevalue("postgres_url"))
+    port = free_port()
+    config: dict[str, Any] = {
+        "port": port, "host": "127.0.0.1", "db": {"url": db_url}, "state_dir": str(state),
+        "reconciler": {"interval_seconds": 1}, "webserver": {"workers": 1, "threads": 4},
+        # An open master for now (the identity part switches this test to munge).
+        "auth": {"require_user": True},
+        "security": {"jobs_run_as": "owner", "runas_helper": HELPER},
+        "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "it-multiuser",
+                             "job_storage_root": str(JOB_ROOT), "slot_type": "cpu"},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(JOB_ROOT / "user_a"),
+                               "storage_path": "checkpoints"},
+    }
+    (state / "master.yaml").write_text(yaml.safe_dump(config))
+    log = Path(f"/tmp/hpcdet-it-multiuser-{port}.log")
+    env = {"PATH": PATH, "HOME": f"/var/lib/{SERVICE}", "SLURM_CONF": SLURM_CONF,
+           "PYTHONPATH": str(REPO), "LANG": "C.UTF-8"}
+    argv = ("runuser", "-u", SERVICE, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+            str(BIN / "det-master"), "--config", str(state / "master.yaml"))
+    live = OwnerMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=JOB_ROOT, log=log,
+                       db_url=db_url, argv=argv)
+    try:
+        live.start()
+        wait_until_up(live.url, live.process, log)  # type: ignore[arg-type]
+        yield live
+    finally:
+        live.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def _experiment(tmp_name: str) -> Path:
+    """user_a's experiment directory in user_a's home (0700), owned by user_a."""
+    directory = Path("/home/user_a") / tmp_name
+    directory.mkdir()
+    (directory / "train.py").write_text(TRAIN)
+    (directory / "config.yaml").write_text(yaml.safe_dump({
+        "name": "private", "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
+        "environment": {"environment_variables": ["API_KEY=s3cret"]},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(JOB_ROOT / "user_a"),
+                               "storage_path": "checkpoints"},
+    }))
+    subprocess.run(["chown", "-R", "user_a:user_a", str(directory)], check=True)
+    return directory
+
+
+def _wait_ended(master: OwnerMaster, exp_id: int, timeout: float = 300) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = load_json(master.det_as("user_a", "experiment", "describe", str(exp_id),
+                                         "--json").stdout)
+        if answer["experiment"]["ended_at"]:
+            return dict(answer)
+        time.sleep(2)
+    raise AssertionError(f"experiment {exp_id} did not end:\n{master.log.read_text()[-3000:]}")
+
+
+def _sacct_users(job_ids: list[str]) -> set[str]:
+    for _ in range(30):
+        out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "User", "-j", ",".join(job_ids)],
+                             env={**os.environ, "SLURM_CONF": SLURM_CONF}, capture_output=True,
+                             text=True, check=False).stdout.split()
+        if len(out) == len(job_ids):
+            return set(out)
+        time.sleep(1)
+    return set(out)
+
+
+def test_user_as_experiment_runs_as_user_a_and_its_files_are_private(
+        owner_master: OwnerMaster) -> None:
+    directory = _experiment(f"exp-{secrets.token_hex(4)}")
+    try:
+        created = owner_master.det_as("user_a", "experiment", "create",
+                                      str(directory / "config.yaml"), str(directory))
+        assert created.returncode == 0, created.stdout + created.stderr
+        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+        answer = _wait_ended(owner_master, exp_id)
+        trial = answer["trials"][0]
+        logs = owner_master.det_as("user_a", "trial", "logs", str(trial["id"])).stdout
+        assert answer["experiment"]["state"] == "COMPLETED", (
+            f"{answer}\n{logs}\n{owner_master.log.read_text()[-3000:]}")
+        assert "API_KEY seen: True" in logs  # the master read the job's log
+        detail = load_json(owner_master.det_as("user_a", "trial", "describe", str(trial["id"]),
+                                               "--json").stdout)
+        assert _sacct_users(detail["trial"]["job_ids"]) == {"user_a"}
+        _assert_private(Path(detail["trial"].get("job_dir") or _job_dir(exp_id, trial["id"])))
+        assert detail["checkpoints"], "a checkpoint was registered"
+        _assert_private(JOB_ROOT / "user_a" / "checkpoints")
+        _assert_master_not_root(owner_master)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _job_dir(exp_id: int, trial_id: int) -> str:
+    return str(JOB_ROOT / "user_a" / f"exp-{exp_id}" / f"trial-{trial_id}")
+
+
+def _assert_private(root: Path) -> None:
+    paths = [root, *root.rglob("*")]
+    assert len(paths) > 1, f"nothing under {root}"
+    for path in paths:
+        info = path.lstat()
+        assert (info.st_uid, info.st_mode & 0o007) == (_uid("user_a"), 0), path
+        if path.is_file():
+            denied = _as("user_b", "cat", str(path))
+            assert denied.returncode != 0 and b"Permission denied" in denied.stderr, path
+    assert _as("user_b", "ls", str(JOB_ROOT / "user_a")).returncode != 0
+
+
+def _uid(user: str) -> int:
+    import pwd
+
+    return pwd.getpwnam(user).pw_uid
+
+
+def _assert_master_not_root(master: OwnerMaster) -> None:
+    assert master.process is not None
+    out = subprocess.run(["ps", "-o", "user=", "--ppid", str(master.process.pid)],
+                         capture_output=True, text=True, check=False).stdout.split()
+    assert out and set(out) == {SERVICE}, out
+
+
+# ---- the helper cannot be turned against anyone ------------------------------------------
+
+
+def _helper(caller: str, target: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return _as(caller, "sudo", "-n", "-u", target, "--", HELPER, *args)
+
+
+@pytest.mark.usefixtures("users")
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_hostile_arguments_are_refused_in_every_position(bad: str) -> None:
+    own = str(JOB_ROOT / "user_a" / "exp-x")
+    for args in [("cancel", bad), ("cancel", "1", bad), ("hold", bad), ("release", bad),
+                 ("requeue", bad), ("update", bad, "nice=1"), ("update", "1", bad),
+                 ("update", "1", f"partition={bad}"), ("update", "1", f"qos={bad}"),
+                 ("prepare", bad), ("remove", bad), ("submit", bad, "job.sh"),
+                 ("submit", own, bad), (bad,), (bad, "1")]:
+        result = _helper(SERVICE, "user_a", *args)
+        assert result.returncode in (64, 65), (args, result)
+        assert result.stderr.decode().startswith("hpcdet-runas: "), (args, result)
+        assert result.stderr.decode().count("\n") == 1, (args, result)
+
+
+@pytest.mark.usefixtures("users")
+def test_the_helper_runs_as_nobody_else_and_only_for_the_service_account() -> None:
+    for caller, target in [(SERVICE, "root"), ("intruder", "user_a"), ("intruder", "root"),
+                           ("user_a", "user_b")]:
+        result = _helper(caller, target, "cancel", "1")
+        assert result.returncode == 1 and b"sudo:" in result.stderr, (caller, target, result)
+    for target in ["slurm", "munge", "daemon", SERVICE]:  # system accounts, itself
+        result = _helper(SERVICE, target, "cancel", "1")
+        assert result.returncode in (1, 77), (target, result)
+    # The service account may not run anything but the helper as a user.
+    for argv in [("/bin/sh", "-c", "id"), ("/usr/bin/id",), ("sbatch", "--wrap=id")]:
+        result = _as(SERVICE, "sudo", "-n", "-u", "user_a", "--", *argv)
+        assert result.returncode == 1 and b"sudo:" in result.stderr, (argv, result)
+
+
+@pytest.mark.usefixtures("users")
+def test_intruder_running_the_helper_directly_acts_only_as_itself() -> None:
+    result = _as("intruder", HELPER, "remove", str(JOB_ROOT / "user_a" / "exp-1"))
+    assert result.returncode == 65, result
+    archive = subprocess.run(["tar", "-cf", "-", "-C", "/etc", "hostname"], capture_output=True,
+                             check=True).stdout
+    result = _as("intruder", HELPER, "prepare", str(JOB_ROOT / "user_a" / "x"), stdin=archive)
+    assert result.returncode == 65 and not (JOB_ROOT / "user_a" / "x").exists(), result
+
+
+@pytest.mark.usefixtures("users")
+def test_a_hostile_archive_leaves_nothing(tmp_path: Path) -> None:
+    target = JOB_ROOT / "user_a" / f"hostile-{secrets.token_hex(4)}"
+    (tmp_path / "link").symlink_to("/etc/shadow")
+    archive = subprocess.run(["tar", "-cf", "-", "-C", str(tmp_path), "link"],
+                             capture_output=True, check=True).stdout
+    result = _as(SERVICE, "sudo", "-n", "-u", "user_a", "--", HELPER, "prepare", str(target),
+                 stdin=archive)
+    assert result.returncode == 65 and b"only files and directories" in result.stderr, result
+    assert not target.exists()  # nothing half-done
+
+
+def test_det_sbatch_runs_as_its_user_from_a_private_home(owner_master: OwnerMaster) -> None:
+    directory = Path("/home/user_a") / f"task-{secrets.token_hex(4)}"
+    directory.mkdir()
+    (directory / "job.sh").write_text("#!/bin/bash\n#SBATCH --time=1\nid -un\necho $GREETING\n")
+    subprocess.run(["chown", "-R", "user_a:user_a", str(directory)], check=True)
+    try:
+        result = _as("user_a", "sh", "-c", f'cd "{directory}" && exec "$0" "$@"',
+                     str(BIN / "det"), "-m", owner_master.url, "sbatch", "--parsable",
+                     "job.sh",
+                     env={"DET_USER": "user_a", "PYTHONPATH": str(REPO), "GREETING": "hi"})
+        assert result.returncode == 0, result
+        job_id = result.stdout.decode().strip().split(";")[0]
+        assert _sacct_users([job_id]) == {"user_a"}
+        listed = load_json(owner_master.det_as("user_a", "task", "list", "--json").stdout)
+        task = next(t for t in listed["tasks"] if t["job_id"] == job_id)
+        job_dir = Path(task["job_dir"]) if task.get("job_dir") else None
+        if job_dir is not None:
+            assert str(job_dir).startswith(str(JOB_ROOT / "user_a")), job_dir
+            _assert_private(job_dir)
+        out = directory / f"slurm-{job_id}.out"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "hi" not in (out.read_text() if out.exists()
+                                                           else ""):
+            time.sleep(1)
+        assert out.read_text().split() == ["user_a", "hi"]
+        assert out.stat().st_uid == _uid("user_a")
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
