@@ -96,9 +96,9 @@ def create(state: CliState, config_file: str, context_dir: str, template: str | 
         run_local_experiment(config_file, context_dir, overrides)
         return
     _check_create_flags(follow=follow, dry_run=dry_run, as_json=as_json)
-    body = create_body(config_file, context_dir, dry_run=dry_run, overrides=overrides)
     if project is not None and workspace is None:
         raise click.UsageError("--project needs --workspace (projects live in a workspace)")
+    body = create_body(config_file, context_dir, dry_run=dry_run, overrides=overrides)
     extra = {"template": template, "workspace": workspace, "project": project}
     body.update({key: value for key, value in extra.items() if value is not None})
     answer = state.client().post("/experiments", body)
