@@ -315,17 +315,21 @@ def _job_details(trial_state: str | None, job: Mapping[str, Any] | None) -> list
 @experiment.command("list")
 @click.option("-a", "--all", "show_all", is_flag=True,
               help="Show every user's experiments, not only yours.")
+@click.option("-w", "--workspace", metavar="NAME",
+              help="Only workspace NAME's experiments (every member's).")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, metavar="N",
               help="Show at most this many experiments.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
               help="Skip this many experiments first.")
 @JSON_OPTION
 @pass_state
-def list_experiments(state: CliState, show_all: bool, limit: int, offset: int,
-                     as_json: bool) -> None:
-    """List your experiments (everyone's with --all)."""
+def list_experiments(state: CliState, show_all: bool, workspace: str | None, limit: int,
+                     offset: int, as_json: bool) -> None:
+    """List your experiments (everyone's you may see with --all or --workspace)."""
     params: dict[str, Any] = {"limit": limit, "offset": offset}
-    if not show_all and state.user:
+    if workspace is not None:
+        params["workspace"] = workspace
+    elif not show_all and state.user:
         params["owner"] = state.user
     answer = state.client().get("/experiments", params=params)
     if as_json:

@@ -71,6 +71,9 @@ def test_workspaces_projects_and_members(named_master: httpx.WSGITransport,
     ok(named_master, "alice", "experiment", "create", "-w", "team", "-p", "vision",
        str(tmp_path / "exp.yaml"), str(tmp_path / "ctx"))
     assert "shared" in ok(named_master, "bob", "experiment", "list", "--all")
+    assert "shared" in ok(named_master, "bob", "experiment", "list", "-w", "team")
+    other = run(named_master, "carol", "experiment", "list", "-w", "team")
+    assert other.exit_code == 1 and "workspace 'team' not found" in other.stderr
     assert "shared" not in ok(named_master, "carol", "experiment", "list", "--all")
 
     unseen = run(named_master, "carol", "workspace", "describe", "team")

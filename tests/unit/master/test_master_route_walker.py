@@ -293,6 +293,8 @@ def test_listings_show_the_owner_her_objects(walker_app: Flask,
     assert mine["total"] == 1 and mine["experiments"][0]["id"] == ids["exp"]
     theirs = client.get("/api/v1/experiments", headers=as_user(INTRUDER)).get_json()
     assert theirs == {"experiments": [], "total": 0}
+    unseen = client.get("/api/v1/experiments?workspace=team-a", headers=as_user(INTRUDER))
+    assert unseen.status_code == 404 and OWNER not in unseen.get_data(as_text=True)
     jobs = client.get("/api/v1/jobs", headers=as_user(INTRUDER)).get_json()["jobs"]
     assert {row["job_id"]: row["hidden"] for row in jobs} == {"301": True, "302": True}
     shown = client.get("/api/v1/jobs", headers=as_user(OWNER)).get_json()["jobs"]
