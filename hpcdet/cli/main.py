@@ -44,9 +44,11 @@ _SUBCOMMANDS = {
     "sbatch": "hpcdet.cli.sbatch:sbatch",
     "task": "hpcdet.cli.task:task",
     "user": "hpcdet.cli.user:user",
+    "workspace": "hpcdet.cli.workspace:workspace",
+    "project": "hpcdet.cli.workspace:project",
 }
 _ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint",
-            "rp": "resource-pool", "j": "job"}
+            "rp": "resource-pool", "j": "job", "w": "workspace", "p": "project"}
 
 
 @dataclasses.dataclass

@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from flask import current_app, request
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 
 from hpcdet.master import experiment_list, serialize
 from hpcdet.master.api import bp
@@ -18,7 +18,7 @@ from hpcdet.master.authz import visible
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, StateChange, Trial, TrialLog
 from hpcdet.master.submission import accept
-from hpcdet.master.workspaces import placement_for
+from hpcdet.master.workspaces import placement_for, project_in, workspace_for
 from hpcdet.states import State
 
 # How many of its last log lines an ERROR trial shows in the experiment's description.
@@ -60,17 +60,33 @@ def list_experiments() -> Any:
     """Experiments, newest first, filtered by state, owner and label; archived on request.
 
     Each has ``best_metric``: the searcher metric's best value over its trials, or null.
-    Only the experiments the caller may see are listed (and counted).
+    Only the experiments the caller may see are listed (and counted); ``workspace`` (and
+    ``project``) narrow the list to one workspace (project).
     """
     actor = current_user()
+    seen = visible(settings(), actor, Experiment.owner, Experiment.workspace_id)
+    seen += _in_workspace(actor, request.args.get("workspace"), request.args.get("project"))
     try:
         filters = experiment_list.filters_from(request.args)
     except experiment_list.BadParameter as exc:
         raise ApiError(400, "bad_request", f"query parameter {exc}") from None
     listing = experiment_list.list_experiments(
         db(), filters, offset=int_arg("offset", 0), limit=int_arg("limit", 100, hi=1000),
-        visible=visible(settings(), actor, Experiment.owner, Experiment.workspace_id))
+        visible=seen)
     return {"experiments": listing.experiments, "total": listing.total}
+
+
+def _in_workspace(actor: str, workspace: str | None,
+                  project: str | None) -> list[ColumnElement[bool]]:
+    """The conditions for ``?workspace=W&project=P``; 404 for one the caller cannot see."""
+    if not workspace:
+        if project:
+            raise ApiError(400, "bad_request", "query parameter project: needs workspace")
+        return []
+    found = workspace_for(db(), settings(), actor, workspace)
+    if not project:
+        return [Experiment.workspace_id == found.id]
+    return [Experiment.project_id == project_in(db(), found, project).id]
 
 
 @bp.get("/experiments/<int:exp_id>")

@@ -131,21 +131,27 @@ def as_user(name: str) -> dict[str, str]:
     return {"X-Hpcdet-User": name}
 
 
-def seed(app: Flask, slurm_queue: FakeSlurmQueue) -> dict[str, Any]:
+def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> dict[str, Any]:
     """alice's workspace, project, experiment (trial, job, log, metric, checkpoint), task
-    and template; her jobs in Slurm's queue and in the stored queue snapshot."""
+    and template; her jobs in Slurm's queue and in the stored queue snapshot. ``shared``:
+    the experiment, task and template are in her workspace, where the intruder is a viewer.
+    """
     client = app.test_client()
     alice = as_user(OWNER)
+    where = {"workspace": "team-a"} if shared else {}
     assert client.post("/api/v1/workspaces", json={"name": "team-a"},
                        headers=alice).status_code == 201
     assert client.post("/api/v1/workspaces/team-a/projects", headers=alice, json={
         "name": "proj-a", "description": "s3cret-project-text"}).status_code == 201
+    if shared:
+        assert client.put(f"/api/v1/workspaces/team-a/members/{INTRUDER}", headers=alice,
+                          json={"role": "viewer"}).status_code == 200
     created = client.post("/api/v1/experiments", headers=alice, json={
-        "config": CONFIG, "context": make_context()})
+        "config": CONFIG, "context": make_context(), **where})
     assert created.status_code == 201, created.get_json()
     exp_id = created.get_json()["experiment"]["id"]
     assert client.post("/api/v1/templates", headers=alice, json={
-        "name": "tpl-a", "config": TEMPLATE}).status_code == 201
+        "name": "tpl-a", "config": TEMPLATE, **where}).status_code == 201
     factory = app.config["HPCDET_SESSION_FACTORY"]
     with session_scope(factory) as session:
         trial = Trial(experiment_id=exp_id, state="QUEUED", hparams={"lr": 0.1}, seed=1,
@@ -161,7 +167,8 @@ def seed(app: Flask, slurm_queue: FakeSlurmQueue) -> dict[str, Any]:
                        metadata_={"note": "s3cret-meta"}, resources={}, state="ACTIVE")])
         task = CommandTask(owner=OWNER, name="s3cret-task", state="QUEUED", job_id="302",
                            job_dir="/nonexistent", options=[], args=[], cwd="/", workdir="/",
-                           output_pattern="out.txt")
+                           output_pattern="out.txt",
+                           workspace_id=created.get_json()["experiment"]["workspace_id"])
         session.add(task)
         session.flush()
         ids = {"exp": exp_id, "trial": trial.id, "task": task.id,
@@ -253,7 +260,30 @@ def test_a_non_member_gets_403_or_404_and_none_of_the_owners_data(
     assert_nothing_changed(walker_app, ids, slurm_queue)
 
 
-def assert_nothing_changed(app: Flask, ids: dict[str, Any], slurm_queue: FakeSlurmQueue) -> None:
+def test_a_viewer_reads_but_every_change_is_a_403(walker_app: Flask,
+                                                  slurm_queue: FakeSlurmQueue) -> None:
+    """In alice's workspace as a viewer: the same walk; reads answer, changes are 403."""
+    ids = seed(walker_app, slurm_queue, shared=True)
+    client = walker_app.test_client()
+    for endpoint, method, rule in routes(walker_app):
+        if ROUTES[(endpoint, method)] != "own":
+            continue
+        for url in urls(rule, ids):
+            answer = call(client, method, url, endpoint, INTRUDER)
+            body = answer.get_data(as_text=True)
+            answer.close()
+            if method == "GET" and endpoint != "api.download_checkpoint":
+                assert answer.status_code == 200, (method, url, body[:500])
+            elif method != "GET":
+                assert answer.status_code == 403, (method, url, body[:500])
+    assert_nothing_changed(walker_app, ids, slurm_queue, viewer=True)
+    made = client.post("/api/v1/experiments", headers=as_user(INTRUDER),
+                       json=BODIES["api.create_experiment"])
+    assert made.status_code == 403
+
+
+def assert_nothing_changed(app: Flask, ids: dict[str, Any], slurm_queue: FakeSlurmQueue,
+                           viewer: bool = False) -> None:
     """alice's objects are as she left them, and no scontrol ran for the intruder."""
     assert slurm_queue.commands("scontrol") == []
     with session_scope(app.config["HPCDET_SESSION_FACTORY"]) as session:
@@ -264,7 +294,8 @@ def assert_nothing_changed(app: Flask, ids: dict[str, Any], slurm_queue: FakeSlu
         template = session.get(Template, "tpl-a")
         assert template is not None and template.config.get("description") is None
         members = session.scalars(select(WorkspaceMember)).all()
-        assert [(m.user, m.role) for m in members] == [(OWNER, "admin")]
+        expected = [(OWNER, "admin")] + ([(INTRUDER, "viewer")] if viewer else [])
+        assert sorted((m.user, m.role) for m in members) == expected
         assert session.get(Experiment, ids["exp"] + 1) is None  # none made in her workspace
 
 
@@ -293,6 +324,8 @@ def test_listings_show_the_owner_her_objects(walker_app: Flask,
     assert mine["total"] == 1 and mine["experiments"][0]["id"] == ids["exp"]
     theirs = client.get("/api/v1/experiments", headers=as_user(INTRUDER)).get_json()
     assert theirs == {"experiments": [], "total": 0}
+    unseen = client.get("/api/v1/experiments?workspace=team-a", headers=as_user(INTRUDER))
+    assert unseen.status_code == 404 and OWNER not in unseen.get_data(as_text=True)
     jobs = client.get("/api/v1/jobs", headers=as_user(INTRUDER)).get_json()["jobs"]
     assert {row["job_id"]: row["hidden"] for row in jobs} == {"301": True, "302": True}
     shown = client.get("/api/v1/jobs", headers=as_user(OWNER)).get_json()["jobs"]

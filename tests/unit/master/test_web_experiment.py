@@ -236,7 +236,7 @@ def test_actions_are_shown_to_the_owner_only_on_a_master_that_names_users(
     client.set_cookie("hpcdet_user", "bob")
     other = page(client, f"/experiments/{exp_id}")
     assert "data-actions" not in other and "data-action=" not in other
-    assert "Only alice or an admin may pause" in other
+    assert "Only alice, an editor of its workspace or an admin may pause" in other
     client.set_cookie("hpcdet_user", "carol")  # not in the workspace: as if it did not exist
     page(client, f"/experiments/{exp_id}", status=404)
 
