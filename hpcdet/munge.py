@@ -10,6 +10,7 @@ nothing from the master: the CLI uses :func:`encode`, the master :func:`decode`.
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 
 PURPOSE = "hpcdet-login"
@@ -58,20 +59,25 @@ def decode(credential: str, *, binary: str = "unmunge", timeout: float = 10.0) -
     """Decode ``credential`` with the local ``munged``; :class:`MungeError` if it is invalid,
     replayed or expired (``status`` then holds munge's word for it)."""
     try:
-        done = subprocess.run([binary, "--numeric", "--input=-"], input=credential.encode(),
+        done = subprocess.run([binary, "--input=-"], input=credential.encode(),
                               capture_output=True, timeout=timeout, check=False)
     except FileNotFoundError:
         raise MungeError("unmunge was not found on the master's host") from None
     except subprocess.TimeoutExpired:
         raise MungeError(f"unmunge did not answer in {timeout:g} s") from None
     meta, payload = _parse(done.stdout.decode(errors="replace"))
+    status = meta.get("STATUS", "")
     if done.returncode != 0:
-        raise MungeError(f"the MUNGE credential was refused: {_last_line(done.stderr)}",
-                         status=meta.get("STATUS", ""))
-    try:
-        return Credential(uid=int(meta["UID"]), gid=int(meta["GID"]), payload=payload)
-    except (KeyError, ValueError):
-        raise MungeError("unmunge answered without a UID and GID") from None
+        why = _NUMBER.sub("", status).strip() or _last_line(done.stderr)
+        raise MungeError(f"the MUNGE credential was refused: {why}", status=status)
+    uid, gid = _NUMBER.search(meta.get("UID", "")), _NUMBER.search(meta.get("GID", ""))
+    if uid is None or gid is None:
+        raise MungeError("unmunge answered without a UID and GID")
+    return Credential(uid=int(uid.group(1)), gid=int(gid.group(1)), payload=payload)
+
+
+# unmunge writes ``UID: name (1002)`` and ``STATUS: Replayed credential (17)``.
+_NUMBER = re.compile(r"\s*\((\d+)\)\s*$")
 
 
 def _parse(text: str) -> tuple[dict[str, str], str]:
