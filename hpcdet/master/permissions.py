@@ -1,10 +1,11 @@
 """Who may change an experiment: on a master that names its users, the owner and admins.
 
-Determined lets an experiment's owner and admins pause, kill or archive it. hpcdet's users
-are names (``X-Hpcdet-User`` from ``det``, or the web page's sign-in), so this guards
-against mistakes between colleagues, not against impostors. A master with
-``auth.require_user: true`` applies the rule; an open master (the default, meant for one
-person or a trusted group) cannot tell people apart and lets every caller change everything.
+Determined lets an experiment's owner and admins pause, kill or archive it. A master that
+identifies its users applies the rule: with ``auth.mode: munge`` users are proven (MUNGE
+login, tokens); with ``auth.mode: open`` and ``auth.require_user: true`` they are names
+(``X-Hpcdet-User``), which guards against mistakes between colleagues, not impostors. An
+open master without ``require_user`` (meant for one person or a trusted group) cannot tell
+people apart and lets every caller change everything.
 An experiment created without a name (owner ``anonymous``) may be changed by anybody.
 """
 
@@ -18,7 +19,7 @@ ANONYMOUS = "anonymous"
 
 def may_modify(settings: MasterSettings, actor: str, owner: str) -> bool:
     """Whether ``actor`` may pause, activate, cancel, kill or archive ``owner``'s experiment."""
-    if not settings.require_user or owner == ANONYMOUS:
+    if not settings.identifies_users or owner == ANONYMOUS:
         return True
     return actor == owner or actor in settings.admins
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import pwd
-import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -20,10 +18,10 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-from it_helpers import BIN, REPO, LiveMaster, wait_for, write_experiment
+from it_helpers import LiveMaster, wait_for
+from it_users import USERS, as_user, check_users, fresh_home, ok, sleeper_experiment
 
 pytestmark = pytest.mark.multiuser
-USERS = ("user_a", "user_b", "intruder")
 
 
 @pytest.fixture
@@ -33,48 +31,13 @@ def master_settings() -> dict[str, Any]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _users_exist() -> None:
-    missing = [u for u in USERS if not _exists(u)]
-    if missing:
-        pytest.fail(f"users {', '.join(missing)} are missing: run scripts/dev-cluster users")
-    if os.geteuid() != 0:
-        pytest.fail("these tests run det as other users with runuser: run them as root")
-    if shutil.which("munge") is None or subprocess.run(
-            ["munge", "-n"], capture_output=True, check=False).returncode != 0:
-        pytest.fail("munged is not running: scripts/dev-cluster up starts it")
-
-
-def _exists(user: str) -> bool:
-    try:
-        pwd.getpwnam(user)
-        return True
-    except KeyError:
-        return False
-
-
-def as_user(master: LiveMaster, user: str, *args: str,
-            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``det -m URL ARGS`` run as Unix user ``user`` with that user's HOME."""
-    home = pwd.getpwnam(user).pw_dir
-    env = {"PATH": "/usr/bin:/bin", "HOME": home, "PYTHONPATH": str(REPO),
-           "DET_MASTER": master.url, **(extra_env or {})}
-    argv = ["runuser", "-u", user, "--", "env", "-i",
-            *[f"{k}={v}" for k, v in env.items()], str(BIN / "det"), "-m", master.url, *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-
-
-def fresh_home(user: str) -> None:
-    shutil.rmtree(Path(pwd.getpwnam(user).pw_dir) / ".hpcdet", ignore_errors=True)
+    check_users()
 
 
 @pytest.fixture(autouse=True)
 def _clean_homes() -> None:
     for user in USERS:
         fresh_home(user)
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 def test_whoami_is_the_unix_user(master: LiveMaster) -> None:
@@ -146,7 +109,7 @@ def test_a_stored_session_is_renewed_after_it_expires(master: LiveMaster) -> Non
 
 
 def test_the_owner_is_the_proven_user(master: LiveMaster) -> None:
-    path = _sleeper("intruder", "owned")
+    path = sleeper_experiment("intruder", "owned")
     created = as_user(master, "intruder", "-u", "user_a", "experiment", "create", str(path),
                       str(path.parent))
     exp_id = int(ok(created).split()[-1])
@@ -161,25 +124,11 @@ def master_get(master: LiveMaster, user: str, path: str) -> Any:
     return answer.json()
 
 
-def _sleeper(user: str, name: str) -> Path:
-    """An experiment directory in ``user``'s home, owned by ``user`` (pytest's tmp_path is
-    root's and 0700)."""
-    entry = pwd.getpwnam(user)
-    directory = Path(entry.pw_dir) / "hpcdet-it" / name
-    shutil.rmtree(directory, ignore_errors=True)
-    config = {"name": name, "entrypoint": "python3 sleeper.py", "max_restarts": 0,
-              "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}
-    path = write_experiment(directory, config, {"sleeper.py": "import time\ntime.sleep(60)\n"})
-    for item in (directory.parent, directory, *directory.iterdir()):
-        os.chown(item, entry.pw_uid, entry.pw_gid)
-    return path
-
-
 @pytest.mark.slurm
 def test_a_trial_token_works_for_its_own_trial_only(master: LiveMaster) -> None:
     ids = []
     for name in ("one", "two"):
-        path = _sleeper("user_a", name)
+        path = sleeper_experiment("user_a", name)
         ids.append(int(ok(as_user(master, "user_a", "experiment", "create", str(path),
                                   str(path.parent))).split()[-1]))
 
