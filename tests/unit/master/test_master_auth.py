@@ -307,3 +307,15 @@ def test_every_read_refuses_a_forged_name_header(mc: FlaskClient, munge_app: Fla
         assert_error(mc.get(url, headers={"X-Hpcdet-User": "user_a"}), 401, "login_required")
         answer = mc.get(url, headers=bearer(token))
         assert answer.status_code in (200, 404), (rule, answer.get_json())
+
+
+def test_a_master_without_munged_answers_503(mc: FlaskClient, fake_munge: FakeMunge,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    def down(credential: str) -> munge.Credential:
+        raise munge.MungeError("unmunge cannot reach munged: Failed to access", unavailable=True)
+
+    monkeypatch.setattr(munge, "decode", down)
+    message = assert_error(mc.post("/api/v1/auth/login", json={
+        "credential": fake_munge.encode(munge.login_payload("http://localhost:8080"))}),
+        503, "munge_unavailable")
+    assert "systemctl status munge" in message

@@ -71,3 +71,12 @@ def test_missing_binaries(tmp_path: Path) -> None:
 def test_encode_returns_the_credential(tmp_path: Path) -> None:
     assert munge.encode("x", binary=fake_binary(tmp_path, "munge", "MUNGE:abc:\n")) \
         == "MUNGE:abc:"
+
+
+def test_munged_unreachable_is_not_a_refused_credential(tmp_path: Path) -> None:
+    binary = fake_binary(tmp_path, "unmunge", "", 6, 'unmunge: Error: Failed to access '
+                         '"/run/munge/munge.socket.2": No such file or directory '
+                         '(Did you start munged?)\n')
+    with pytest.raises(munge.MungeError) as info:
+        munge.decode("MUNGE:x", binary=binary)
+    assert info.value.unavailable and "cannot reach munged" in str(info.value)
