@@ -10,6 +10,7 @@ nothing from the master: the CLI uses :func:`encode`, the master :func:`decode`.
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 
 PURPOSE = "hpcdet-login"
@@ -20,9 +21,11 @@ CHECK_HINT = ("check it with `systemctl status munge` and `munge -n | unmunge` "
 class MungeError(Exception):
     """MUNGE could not encode or decode; the message says why in one line."""
 
-    def __init__(self, message: str, *, status: str = "") -> None:
+    def __init__(self, message: str, *, status: str = "", unavailable: bool = False) -> None:
         super().__init__(message)
-        self.status = status
+        # unavailable: munged (or the binary) could not be used at all, as opposed to a
+        # credential it refused.
+        self.status, self.unavailable = status, unavailable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,20 +61,31 @@ def decode(credential: str, *, binary: str = "unmunge", timeout: float = 10.0) -
     """Decode ``credential`` with the local ``munged``; :class:`MungeError` if it is invalid,
     replayed or expired (``status`` then holds munge's word for it)."""
     try:
-        done = subprocess.run([binary, "--numeric", "--input=-"], input=credential.encode(),
+        done = subprocess.run([binary, "--input=-"], input=credential.encode(),
                               capture_output=True, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise MungeError("unmunge was not found on the master's host") from None
+        raise MungeError("unmunge was not found on the master's host",
+                         unavailable=True) from None
     except subprocess.TimeoutExpired:
-        raise MungeError(f"unmunge did not answer in {timeout:g} s") from None
+        raise MungeError(f"unmunge did not answer in {timeout:g} s", unavailable=True) from None
     meta, payload = _parse(done.stdout.decode(errors="replace"))
+    status = meta.get("STATUS", "")
     if done.returncode != 0:
-        raise MungeError(f"the MUNGE credential was refused: {_last_line(done.stderr)}",
-                         status=meta.get("STATUS", ""))
-    try:
-        return Credential(uid=int(meta["UID"]), gid=int(meta["GID"]), payload=payload)
-    except (KeyError, ValueError):
-        raise MungeError("unmunge answered without a UID and GID") from None
+        stderr = _last_line(done.stderr)
+        if _UNREACHABLE in stderr:
+            raise MungeError(f"unmunge cannot reach munged: {stderr}", unavailable=True)
+        why = _NUMBER.sub("", status).strip() or stderr
+        raise MungeError(f"the MUNGE credential was refused: {why}", status=status)
+    uid, gid = _NUMBER.search(meta.get("UID", "")), _NUMBER.search(meta.get("GID", ""))
+    if uid is None or gid is None:
+        raise MungeError("unmunge answered without a UID and GID")
+    return Credential(uid=int(uid.group(1)), gid=int(gid.group(1)), payload=payload)
+
+
+# What munge and unmunge say when munged's socket is missing or refuses connections.
+_UNREACHABLE = "Failed to access"
+# unmunge writes ``UID: name (1002)`` and ``STATUS: Replayed credential (17)``.
+_NUMBER = re.compile(r"\s*\((\d+)\)\s*$")
 
 
 def _parse(text: str) -> tuple[dict[str, str], str]:

@@ -170,7 +170,8 @@ def _default_user() -> str | None:
               help="Address of the master (host:port or URL).")
 @click.option("-u", "--user", "user", envvar="DET_USER", show_envvar=True,
               default=_default_user, show_default="your login name",
-              help="Who you are to the master; recorded as the owner of what you create.")
+              help="Who you are to an open master (auth.mode: open). A munge master "
+              "ignores it: det user login proves your Unix user.")
 @click.option("--debug", is_flag=True, help="Show the full traceback when something fails.")
 @click.version_option(__version__, "-v", "--version", prog_name="det",
                       message="%(prog)s %(version)s")

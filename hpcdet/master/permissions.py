@@ -2,6 +2,14 @@
 
 A page shows its Pause/Kill buttons only to those who may press them; the API checks again
 (:func:`hpcdet.master.authz.require`).
+
+Determined lets an experiment's owner and admins pause, kill or archive it. A master that
+identifies its users applies the rule: with ``auth.mode: munge`` users are proven (MUNGE
+login, tokens); with ``auth.mode: open`` and ``auth.require_user: true`` they are names
+(``X-Hpcdet-User``), which guards against mistakes between colleagues, not impostors. An
+open master without ``require_user`` (meant for one person or a trusted group) cannot tell
+people apart and lets every caller change everything.
+An experiment created without a name (owner ``anonymous``) may be changed by anybody.
 """
 
 from __future__ import annotations

@@ -94,11 +94,6 @@ class MasterSettings:
     runas: RunAsSettings = field(default_factory=RunAsSettings)
 
     @property
-    def identifies_users(self) -> bool:
-        """Whether callers are told apart, so ownership and workspace roles apply."""
-        return self.require_user
-
-    @property
     def master_url(self) -> str:
         """The address compute nodes and users reach the master at."""
         rm = self.resource_manager

@@ -42,6 +42,10 @@ def login() -> Any:
     try:
         decoded = munge.decode(credential)
     except munge.MungeError as exc:
+        if exc.unavailable:
+            raise ApiError(503, "munge_unavailable", f"the master cannot check MUNGE "
+                           f"credentials ({exc}); its admins should check `systemctl status "
+                           "munge` on the master's host") from None
         raise ApiError(401, "unauthorized", f"{exc}; run det user login again") from None
     if not _payload_for_this_master(decoded.payload):
         raise ApiError(401, "unauthorized", "the MUNGE credential was made for another "

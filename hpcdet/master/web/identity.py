@@ -82,7 +82,7 @@ def csrf_for_page() -> str:
 
 @bp.before_request
 def _require_sign_in() -> Any:
-    """On a master with ``auth.require_user``, pages send an unnamed browser to /login."""
+    """On a master that identifies users, pages send an unknown browser to /login."""
     if request.endpoint in OPEN_ENDPOINTS:
         return None
     if settings().identifies_users and web_user() is None:

@@ -37,6 +37,9 @@ EXPECTED_COMMANDS = {
     ("workspace",), ("workspace", "create"), ("workspace", "list"), ("workspace", "describe"),
     ("workspace", "add-member"), ("workspace", "remove-member"),
     ("project",), ("project", "create"), ("project", "list"), ("project", "describe"),
+    ("user",), ("user", "login"), ("user", "logout"), ("user", "whoami"), ("user", "list"),
+    ("user", "web-login"), ("user", "token"), ("user", "token", "create"),
+    ("user", "token", "list"), ("user", "token", "revoke"),
 }
 
 

@@ -285,3 +285,37 @@ def test_csrf_token_derivation_is_not_the_stored_hash() -> None:
 def test_an_open_master_still_takes_the_header(client: FlaskClient) -> None:
     who = client.get("/api/v1/auth/whoami", headers={"X-Hpcdet-User": "ada"}).get_json()
     assert who == {"username": "ada", "auth_mode": "open", "admin": False}
+
+
+OPEN_READS = {"/api/v1/master", "/api/v1/trials/<int:trial_id>/preemption",
+              "/api/v1/trials/<int:trial_id>/experiment_best_validation"}
+
+
+def test_every_read_refuses_a_forged_name_header(mc: FlaskClient, munge_app: Flask,
+                                                 fake_munge: FakeMunge) -> None:
+    """Finding 2 on every GET route: a name header alone is 401 on a munge master."""
+    token = login(mc, fake_munge)["token"]
+    reads = sorted(r.rule for r in munge_app.url_map.iter_rules()
+                   if r.rule.startswith("/api/v1/") and "GET" in (r.methods or ())
+                   and r.rule not in OPEN_READS)
+    assert len(reads) > 15, reads
+    for rule in reads:
+        url = (rule.replace("<int:exp_id>", "1").replace("<int:trial_id>", "1")
+               .replace("<int:task_id>", "1").replace("<uuid>", "no-such-uuid")
+               .replace("<name>", "no-such-template"))
+        assert "<" not in url, rule
+        assert_error(mc.get(url, headers={"X-Hpcdet-User": "user_a"}), 401, "login_required")
+        answer = mc.get(url, headers=bearer(token))
+        assert answer.status_code in (200, 404), (rule, answer.get_json())
+
+
+def test_a_master_without_munged_answers_503(mc: FlaskClient, fake_munge: FakeMunge,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    def down(credential: str) -> munge.Credential:
+        raise munge.MungeError("unmunge cannot reach munged: Failed to access", unavailable=True)
+
+    monkeypatch.setattr(munge, "decode", down)
+    message = assert_error(mc.post("/api/v1/auth/login", json={
+        "credential": fake_munge.encode(munge.login_payload("http://localhost:8080"))}),
+        503, "munge_unavailable")
+    assert "systemctl status munge" in message

@@ -6,13 +6,12 @@ real (SQLite and PostgreSQL), and validations arrive through the real HTTP route
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
-from master_helpers import create
+from master_helpers import create, job_token
 from sqlalchemy import select, update
 
 from hpcdet.dispatcher import JobPhase
@@ -85,11 +84,6 @@ def job_of(app: Flask, trial_id: int) -> str:
 def finish(app: Flask, fake: FakeSchedulerBackend, trial_id: int,
            phase: JobPhase = JobPhase.COMPLETED) -> None:
     fake.phases[job_of(app, trial_id)] = phase
-
-
-def job_token(trial: Trial) -> str:
-    """The trial's token as its job got it (the database holds only its hash)."""
-    return (Path(trial.job_dir) / ".token").read_text().strip()
 
 
 def report(client: FlaskClient, trial: Trial, steps: int, metrics: dict[str, float]) -> None:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from flask import Flask
 from flask.testing import FlaskClient
-from master_helpers import assert_error, create
+from master_helpers import assert_error, create, job_token
 from sqlalchemy import event, select, update
 
 from hpcdet.master.db import make_session_factory
@@ -69,7 +69,7 @@ def report(client: FlaskClient, trial: Trial, group: str, steps: int,
            metrics: dict[str, float]) -> None:
     response = client.post(f"/api/v1/trials/{trial.id}/metrics", json={
         "group": group, "reports": [{"steps_completed": steps, "metrics": metrics}]},
-        headers={"Authorization": f"Bearer {trial.token}"})
+        headers={"Authorization": f"Bearer {job_token(trial)}"})
     assert response.status_code == 200, response.get_json()
 
 

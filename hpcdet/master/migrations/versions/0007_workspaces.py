@@ -1,16 +1,14 @@
 """workspaces, their members and projects; experiments, tasks and templates may belong to one
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-25 17:15:00.000000
 """
 from alembic import op
 import sqlalchemy as sa
 
 revision = '0007'
-# The authorization part of issue 14 branched from 0005; 0006 (auth) comes in parallel and
-# the branches are re-chained on merge.
-down_revision = '0005'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 
