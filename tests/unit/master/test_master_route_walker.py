@@ -26,6 +26,7 @@ from hpcdet.master.app import create_app
 from hpcdet.master.db import session_scope
 from hpcdet.master.job_queue import read_queue_snapshot
 from hpcdet.master.models import (
+    AuthToken,
     Checkpoint,
     CommandTask,
     Experiment,
@@ -41,7 +42,7 @@ from hpcdet.master.snapshots import QUEUE, store_snapshot
 
 OWNER, INTRUDER = "alice", "mallory"
 # Words only alice's objects contain: none may reach the intruder (the owner's name included).
-SECRETS = (OWNER, "s3cret-exp", "s3cret-label", "s3cret-log", "s3cret-meta", "s3cret-task",
+SECRETS = (OWNER, "s3cret-token", "s3cret-exp", "s3cret-label", "s3cret-log", "s3cret-meta", "s3cret-task",
            "S3CRET_ENV", "s3cret-project-text")
 CONFIG = """\
 name: s3cret-exp
@@ -57,6 +58,7 @@ TEMPLATE = "environment: {environment_variables: [S3CRET_ENV=1]}\n"
 #   token    - the harness's routes: a trial's bearer token, never a user (401)
 #   listing  - 200, but alice's objects are left out (and not counted)
 #   create   - creates the caller's own object; naming alice's workspace is a 404
+#   self     - the caller's own identity, sessions and tokens (nothing of alice's)
 #   own      - alice's object: 403 or 404, nothing of hers in the body, nothing changed
 ROUTES: dict[tuple[str, str], str] = {
     ("api.master_info", "GET"): "public",
@@ -66,6 +68,16 @@ ROUTES: dict[tuple[str, str], str] = {
     ("web.login", "POST"): "public",
     ("web.logout", "POST"): "public",
     ("static", "GET"): "public",
+    ("api.login", "POST"): "public",
+    # User names are public on a cluster (getent passwd); Determined lists them to everyone.
+    ("api.list_users", "GET"): "public",
+    ("web.link_login", "GET"): "public",
+    ("api.logout", "POST"): "self",
+    ("api.whoami", "GET"): "self",
+    ("api.list_tokens", "GET"): "self",
+    ("api.create_token", "POST"): "self",
+    ("api.web_link", "POST"): "self",
+    ("api.revoke_token", "DELETE"): "own",
     ("api.trial_preemption", "GET"): "token",
     ("api.experiment_best_validation", "GET"): "token",
     ("api.report_early_exit", "POST"): "token",
@@ -110,6 +122,8 @@ ROUTES: dict[tuple[str, str], str] = {
     ("web.experiment", "GET"): "own",
     ("web.trial", "GET"): "own",
 }
+# Objects of a person rather than of a workspace (her tokens): a workspace viewer sees none.
+PERSONAL = {"api.revoke_token"}
 LIFECYCLE_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
 
@@ -152,6 +166,8 @@ def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> di
     exp_id = created.get_json()["experiment"]["id"]
     assert client.post("/api/v1/templates", headers=alice, json={
         "name": "tpl-a", "config": TEMPLATE, **where}).status_code == 201
+    made = client.post("/api/v1/auth/tokens", headers=alice, json={"name": "s3cret-token"})
+    assert made.status_code == 201, made.get_json()
     factory = app.config["HPCDET_SESSION_FACTORY"]
     with session_scope(factory) as session:
         trial = Trial(experiment_id=exp_id, state="QUEUED", hparams={"lr": 0.1}, seed=1,
@@ -171,7 +187,7 @@ def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> di
                            workspace_id=created.get_json()["experiment"]["workspace_id"])
         session.add(task)
         session.flush()
-        ids = {"exp": exp_id, "trial": trial.id, "task": task.id,
+        ids = {"exp": exp_id, "trial": trial.id, "task": task.id, "token": made.get_json()["id"],
                "comment": trial_comment(session, "301")}
     task_comment = f"hpcdet:unit:task-{ids['task']}"
     slurm_queue.add(FakeJob("301", 900, name="det-x", comment=ids["comment"]),
@@ -191,7 +207,8 @@ def urls(rule: str, ids: dict[str, Any]) -> list[str]:
            .replace("<int:task_id>", str(ids["task"])).replace("<uuid>", "ckpt-a")
            .replace("<name>", name).replace("<user>", INTRUDER)
            .replace("<project>", "proj-a").replace("<job_id>", "301")
-           .replace("<path:filename>", "hpcdet.css"))
+           .replace("<path:filename>", "hpcdet.css")
+           .replace("<int:token_id>", str(ids["token"])).replace("<token>", "not-a-link"))
     if "<action>" in url:
         return [url.replace("<action>", action) for action in LIFECYCLE_ACTIONS]
     assert "<" not in url, rule
@@ -272,7 +289,9 @@ def test_a_viewer_reads_but_every_change_is_a_403(walker_app: Flask,
             answer = call(client, method, url, endpoint, INTRUDER)
             body = answer.get_data(as_text=True)
             answer.close()
-            if method == "GET" and endpoint != "api.download_checkpoint":
+            if endpoint in PERSONAL:  # a person's, in no workspace: unseen by members
+                assert answer.status_code == 404, (method, url, body[:500])
+            elif method == "GET" and endpoint != "api.download_checkpoint":
                 assert answer.status_code == 200, (method, url, body[:500])
             elif method != "GET":
                 assert answer.status_code == 403, (method, url, body[:500])
@@ -297,6 +316,8 @@ def assert_nothing_changed(app: Flask, ids: dict[str, Any], slurm_queue: FakeSlu
         expected = [(OWNER, "admin")] + ([(INTRUDER, "viewer")] if viewer else [])
         assert sorted((m.user, m.role) for m in members) == expected
         assert session.get(Experiment, ids["exp"] + 1) is None  # none made in her workspace
+        token = session.get(AuthToken, ids["token"])
+        assert token is not None and token.revoked_at is None
 
 
 def test_the_owner_reads_every_route_the_intruder_was_refused(
