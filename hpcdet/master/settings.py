@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from hpcdet.errors import ConfigError
+from hpcdet.master.settings_hardening import HardeningSettings, build_hardening
 from hpcdet.master.settings_pools import (
     SLOT_TYPES,
     CustomPool,
@@ -86,6 +87,8 @@ class MasterSettings:
     checkpoint_storage: Mapping[str, Any] = field(default_factory=dict)
     resource_manager: ResourceManagerSettings = field(default_factory=ResourceManagerSettings)
     state_dir: str = str(Path.home() / ".hpcdet")
+    # security.storage_roots and security.max_body_mb (hpcdet.master.settings_hardening).
+    hardening: HardeningSettings = field(default_factory=HardeningSettings)
 
     @property
     def master_url(self) -> str:
@@ -127,7 +130,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 _TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoint_storage",
-             "resource_manager", "state_dir"}
+             "resource_manager", "state_dir", "security"}
 _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
             "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
             "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
@@ -160,6 +163,7 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         checkpoint_storage=get.section("checkpoint_storage"),
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
         state_dir=state_dir,
+        hardening=build_hardening(get.section("security"), f"{ROOT}.security", errors),
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from sqlalchemy.orm import Session
 
-from hpcdet import expconf
+from hpcdet import expconf, safe_yaml
 from hpcdet.dispatcher import Backend, Submission
 from hpcdet.dispatcher.jobdir import context_size, prepare_job_dir
 from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
@@ -44,9 +44,12 @@ class Accepted:
 
 
 def parse_config(text: str) -> dict[str, Any]:
-    """Parse YAML text; syntax errors name line and column."""
+    """Parse YAML text within :mod:`hpcdet.safe_yaml`'s limits; errors name line and column."""
     try:
-        doc = yaml.safe_load(text)
+        doc = safe_yaml.load(text)
+    except safe_yaml.YamlLimitError as exc:
+        raise ConfigError([f"<config>: {exc}"],
+                          title="the experiment config is over a YAML limit") from exc
     except yaml.YAMLError as exc:
         raise ConfigError([yaml_error_line(exc, "<config>")],
                           title="the experiment config is not valid YAML") from exc

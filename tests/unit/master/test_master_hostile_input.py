@@ -1,0 +1,88 @@
+"""Issue 14 hostile-testing findings, at the API: each answers 4xx and stores nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from master_helpers import CONFIG, assert_error, create
+from sqlalchemy import func, select
+
+from hpcdet.master.models import Experiment
+
+USER = {"X-Hpcdet-User": "alice"}
+
+
+def experiment_count(app: Flask) -> int:
+    with app.app_context():
+        from hpcdet.master.api.common import db
+
+        return int(db().scalar(select(func.count()).select_from(Experiment)) or 0)
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ["data:", '  l0: &l0 ["aaaaaaaaaaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaaaaaaaaaa"]']
+    for level in range(1, levels):
+        refs = ", ".join([f"*l{level - 1}"] * 9)
+        lines.append(f"  l{level}: &l{level} [{refs}]")
+    return CONFIG + "\n".join(lines) + "\n"
+
+
+# Finding 1: --uid/--gid/--comment reached #SBATCH in the dry-run and the submitted script.
+@pytest.mark.parametrize("arg", ["--uid=0", "--gid 0", "--comment=hpcdet:x:trial-1", "-ox"])
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_identity_and_bookkeeping_sbatch_args_are_refused_at_create(
+        app: Flask, client: FlaskClient, arg: str, dry_run: bool) -> None:
+    config = CONFIG.replace("slurm: {slots_per_node: 1}",
+                            f"slurm: {{slots_per_node: 1, sbatch_args: [{json.dumps(arg)}]}}")
+    message = assert_error(create(client, config, dry_run=dry_run), 400, "invalid_config")
+    assert "sbatch_args" in message
+    assert experiment_count(app) == 0
+
+
+# Finding 6: YAML alias bombs, recursive aliases and deep nesting.
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("config", [
+    _alias_bomb(), CONFIG + "data: &a {x: *a}\n", CONFIG + "data: " + "[" * 5000 + "]" * 5000,
+    CONFIG + "data:\n" + "".join("  " * depth + f"k{depth}:\n" for depth in range(1, 400)),
+], ids=["alias-bomb", "recursive-alias", "deep-flow", "deep-block"])
+def test_hostile_yaml_is_refused_with_a_4xx(app: Flask, client: FlaskClient, config: str,
+                                            dry_run: bool) -> None:
+    assert_error(create(client, config, dry_run=dry_run), 400, "invalid_config")
+    assert experiment_count(app) == 0
+
+
+@pytest.mark.parametrize("config", [_alias_bomb(), "data: &a {x: *a}\n",
+                                    "a: " + "[" * 5000 + "]" * 5000])
+def test_hostile_yaml_templates_are_refused(client: FlaskClient, config: str) -> None:
+    response = client.post("/api/v1/templates", json={"name": "t", "config": config},
+                           headers=USER)
+    assert 400 <= response.status_code < 500
+    assert set(response.get_json()["error"]) == {"code", "message", "details"}
+
+
+def test_deep_json_bodies_are_refused(client: FlaskClient) -> None:
+    for depth in (200, 100_000):
+        body = '{"config": ' + "[" * depth + "]" * depth + "}"
+        response = client.post("/api/v1/experiments", data=body, headers=USER,
+                               content_type="application/json")
+        message = assert_error(response, 400, "bad_request")
+        assert "levels deep" in message
+
+
+# Finding 8: a 64 MB metrics body was parsed and accepted.
+def test_bodies_over_the_route_limit_are_refused_before_parsing(
+        client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    def never_parsed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the body was parsed")
+
+    monkeypatch.setattr("flask.wrappers.Request.get_json", never_parsed)
+    big = b"{" + b" " * (17 * 1024 * 1024) + b"}"
+    response = client.post("/api/v1/trials/1/metrics", data=big, content_type="application/json",
+                           headers={"Authorization": "Bearer x"})
+    assert_error(response, 413, "payload_too_large")
+    small_route = client.put("/api/v1/templates/t", data=b" " * (2 * 1024 * 1024),
+                             content_type="application/json", headers=USER)
+    assert_error(small_route, 413, "payload_too_large")
