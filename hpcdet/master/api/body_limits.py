@@ -1,9 +1,10 @@
 """Request body size limits per route, enforced before the body is read.
 
-Each request gets ``request.max_content_length`` from the route it is for: werkzeug then
-answers 413 (``payload_too_large`` in the common error shape) when ``Content-Length`` is
-over the limit (before the view runs), or stops reading a body without one at the limit, before anything parses
-it. Routes without an entry get ``security.max_body_mb`` (1 MiB by default).
+Each request gets ``request.max_content_length`` from the route it is for. A
+``Content-Length`` over it is answered 413 (``payload_too_large`` in the common error
+shape) before the view runs; a body without one stops being read at the limit (werkzeug
+answers 413 too), before anything parses it. Routes without an entry get
+``security.max_body_mb`` (1 MiB by default).
 """
 
 from __future__ import annotations
