@@ -20,6 +20,7 @@ from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
 from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.jobspec import TrialRun, build_job_spec, checkpoint_dir, slot_layout
+from hpcdet.master.log_policies import check_patterns
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.pools import Pool, pool_for_config
 from hpcdet.master.settings import MasterSettings
@@ -85,6 +86,7 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     if errors:
         raise ConfigError(errors, title="the experiment config is incomplete")
     parse_sbatch_args((config.get("slurm") or {}).get("sbatch_args") or [])
+    check_patterns(config)
     slot_layout(config)
     return dict(config)
 

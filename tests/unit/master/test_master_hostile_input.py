@@ -86,3 +86,17 @@ def test_bodies_over_the_route_limit_are_refused_before_parsing(
     small_route = client.put("/api/v1/templates/t", data=b" " * (2 * 1024 * 1024),
                              content_type="application/json", headers=USER)
     assert_error(small_route, 413, "payload_too_large")
+
+
+# Finding 5: a pattern RE2 cannot run is refused when the experiment is created.
+@pytest.mark.parametrize("pattern", [r"(a)\\1", "(?=lookahead)", "(unclosed"])
+def test_log_policy_patterns_re2_cannot_compile_are_refused(
+        app: Flask, client: FlaskClient, pattern: str) -> None:
+    config = CONFIG + f'log_policies:\n  - {{name: mine, pattern: "{pattern}", action: ' \
+                      "cancel_retries}\n"
+    message = assert_error(create(client, config, dry_run=True), 400, "invalid_config")
+    assert message == "invalid log_policies"
+    response = create(client, config)
+    assert response.status_code == 400
+    assert 'log_policies[0] "mine"' in response.get_json()["error"]["details"][0]
+    assert experiment_count(app) == 0
