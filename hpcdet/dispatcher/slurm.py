@@ -42,7 +42,7 @@ from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_di
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.errors import SchedulerError, ValidationError
-from hpcdet.jobfiles import write_atomically
+from hpcdet.jobfiles import open_regular, write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -357,8 +357,9 @@ def _effective_container(spec: JobSpec) -> ContainerSpec:
 
 
 def write_script(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` with mode 0755 via a temporary file and a rename."""
-    write_atomically(path, text.encode("utf-8"), mode=0o755, durable=False)
+    """Write ``text`` to ``path`` with mode 0700 via a temporary file and a rename (it holds
+    the experiment's ``environment_variables``: for the job's user only)."""
+    write_atomically(path, text.encode("utf-8"), mode=0o700, durable=False)
 
 
 def parse_sbatch_output(argv: Sequence[str], stdout: str) -> str:
@@ -472,7 +473,8 @@ def read_exit_file(job: JobRef) -> int | None:
     """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any."""
     path = Path(job.job_dir) / f"exit-{job.job_id}"
     try:
-        return int(path.read_text(encoding="utf-8").strip())
+        with open_regular(path) as handle:  # never a link the job put there
+            return int(handle.read(64).decode("utf-8").strip())
     except (OSError, ValueError):
         return None
 

@@ -221,7 +221,7 @@ def _template_context(spec: TaskSpec) -> dict[str, object]:
 def task_files(spec: TaskSpec, script: str,
                environment: Mapping[str, str] | None) -> dict[str, tuple[str, int]]:
     """``{path: (text, mode)}`` the job directory holds besides the wrapper."""
-    files = {spec.script_path: (script, 0o755)}
+    files = {spec.script_path: (script, 0o700)}
     if spec.export_environment:
         files[spec.environment_path] = (environment_file(environment or {}), 0o600)
     return files
