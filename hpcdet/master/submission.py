@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
+import shutil
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,9 @@ from hpcdet.states import State
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTEXT_LIMIT = 95 * 1024 * 1024
+# Scratch job directories of --dry-run, under the job storage root; removed after rendering.
+DRY_RUN_DIR = "dry-run"
+DRY_RUN_MAX_AGE = 3600.0
 # Determined's master names unnamed experiments "Experiment (<adjective>-<noun>)"; one
 # fixed name keeps hpcdet's submissions reproducible.
 DEFAULT_EXPERIMENT_NAME = "Experiment"
@@ -174,20 +179,42 @@ def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
 
 def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, Any],
                  context: bytes, pool: Pool, owner: str) -> Submission:
-    """Render the first trial's job in a scratch job directory, runnable with plain sbatch.
+    """Render the first trial's job in a scratch job directory, then remove the directory.
 
-    The directory holds the context and an *unmanaged* trial.json (trial 0, no token):
-    the harness then trains with local stand-ins for metrics and checkpoint registration.
+    Preparing it checks the context unpacks and the first trial's ``trial.json`` can be
+    written, as a real submission would; nothing stays behind (each dry-run could leave up
+    to 95 MiB), and scratch directories older than :data:`DRY_RUN_MAX_AGE` seconds that a
+    crash left are removed too.
     """
-    root = Path(settings.resource_manager.job_storage_root).expanduser()
-    job_dir = str(root / "dry-run" / secrets.token_hex(6))
+    scratch = Path(settings.resource_manager.job_storage_root).expanduser() / DRY_RUN_DIR
+    expire_dry_runs(scratch)
+    job_dir = str(scratch / secrets.token_hex(6))
     run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir, owner=owner)
     submission = backend.render(build_job_spec(settings, config, run, pool))
     first = first_trial(config)
     info = trial_info(settings, config, run, hparams=first.hparams, seed=first.seed,
                       latest_checkpoint=None, unmanaged=True)
-    prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None)
+    try:
+        prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None)
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
     return submission
+
+
+def expire_dry_runs(scratch: Path, max_age: float = DRY_RUN_MAX_AGE) -> None:
+    """Remove the entries of ``scratch`` last changed more than ``max_age`` seconds ago."""
+    if not scratch.is_dir() or scratch.is_symlink():
+        return
+    cutoff = time.time() - max_age
+    for entry in scratch.iterdir():
+        try:
+            old = entry.lstat().st_mtime < cutoff
+        except FileNotFoundError:
+            continue
+        if old and (entry.is_symlink() or not entry.is_dir()):
+            entry.unlink(missing_ok=True)
+        elif old:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def first_trial(config: Mapping[str, Any]) -> TrialRequest:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from flask import Flask
@@ -100,3 +101,17 @@ def test_log_policy_patterns_re2_cannot_compile_are_refused(
     assert response.status_code == 400
     assert 'log_policies[0] "mine"' in response.get_json()["error"]["details"][0]
     assert experiment_count(app) == 0
+
+
+# Finding 7: each --dry-run left its unpacked context under <job_storage_root>/dry-run/.
+def test_dry_run_scratch_is_removed_and_leftovers_expire(app: Flask, client: FlaskClient) -> None:
+    import os
+
+    scratch = Path(app.config["HPCDET_SETTINGS"].resource_manager.job_storage_root, "dry-run")
+    stale = scratch / "left-by-a-crash"
+    stale.mkdir(parents=True)
+    (stale / "big").write_bytes(b"x")
+    os.utime(stale, (0, 0))
+    for _ in range(3):
+        assert create(client, dry_run=True).status_code == 200
+    assert list(scratch.iterdir()) == []
