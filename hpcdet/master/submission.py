@@ -26,6 +26,7 @@ from hpcdet.master.log_policies import check_patterns
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.pools import Pool, pool_for_config
 from hpcdet.master.settings import MasterSettings
+from hpcdet.master.storage_roots import check_storage
 from hpcdet.master.transitions import transition
 from hpcdet.searcher import TrialRequest, make_searcher
 from hpcdet.states import State
@@ -92,6 +93,7 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
         raise ConfigError(errors, title="the experiment config is incomplete")
     parse_sbatch_args((config.get("slurm") or {}).get("sbatch_args") or [])
     check_patterns(config)
+    check_storage(settings, config)
     slot_layout(config)
     return dict(config)
 
