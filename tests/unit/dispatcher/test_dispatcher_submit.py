@@ -27,7 +27,7 @@ def test_submit_writes_the_script_and_returns_the_job_id(
     assert runner.calls == [submission.argv]
     script = Path(submission.script_path)
     assert script.read_text() == submission.script
-    assert script.stat().st_mode & 0o777 == 0o755
+    assert script.stat().st_mode & 0o777 == 0o700
     assert [p.name for p in script.parent.iterdir()] == ["job-1.sh"]  # no temporary left
 
 
