@@ -106,7 +106,18 @@ def _sane_merged(user_doc: Mapping[str, Any],
         errors += expconf.validate(template, phase="sanity", root="<template>")
     if errors:
         raise ConfigError(errors, title="the experiment config is invalid")
+    check_sbatch_args(user_doc, "<config>")  # each named where it came from
+    if template is not None:
+        check_sbatch_args(template, "<template>")
     return dict(expconf.merge(user_doc, template) if template is not None else user_doc)
+
+
+def check_sbatch_args(doc: Mapping[str, Any], root: str) -> None:
+    """Refuse ``doc``'s ``slurm.sbatch_args`` options hpcdet controls, errors naming ``root``."""
+    slurm = doc.get("slurm")
+    args = slurm.get("sbatch_args") if isinstance(slurm, Mapping) else None
+    if isinstance(args, list):
+        parse_sbatch_args(args, path=f"{root}.slurm.sbatch_args")
 
 
 def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any]) -> dict[str, Any]:

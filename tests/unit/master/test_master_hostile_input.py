@@ -115,3 +115,13 @@ def test_dry_run_scratch_is_removed_and_leftovers_expire(app: Flask, client: Fla
     for _ in range(3):
         assert create(client, dry_run=True).status_code == 200
     assert list(scratch.iterdir()) == []
+
+
+def test_refused_sbatch_args_name_the_template_they_came_from(app: Flask,
+                                                              client: FlaskClient) -> None:
+    stored = client.post("/api/v1/templates", headers=USER, json={
+        "name": "evil", "config": "slurm: {sbatch_args: ['--uid=0']}\n"})
+    assert_error(stored, 400, "invalid_config")
+    assert stored.get_json()["error"]["details"][0].startswith(
+        "<template>.slurm.sbatch_args[0]: option --uid is controlled by hpcdet")
+    assert client.get("/api/v1/templates/evil", headers=USER).status_code == 404
