@@ -33,7 +33,9 @@ def _ensure_sqlite_dir(url: str) -> None:
     """Create the SQLite file's directory (0700) and the file itself (0600), and take
     group and other permissions off an existing file and its ``-wal``/``-shm``: it holds
     every trial's token."""
-    path = url.split("///", 1)[-1].split("?", 1)[0]
+    if "///" not in url:  # sqlite:// is an in-memory database
+        return
+    path = url.split("///", 1)[1].split("?", 1)[0]
     if not path or path == ":memory:" or path.startswith("file:"):
         return
     file = Path(path).expanduser()
