@@ -12,17 +12,21 @@ these files outlive both the job and an unreachable master:
   against ``max_restarts``, from a failure, which does.
 
 Every write goes through a temporary file and a rename, so a reader never sees half a file.
+Every read (:func:`open_regular`) refuses a symbolic link and anything but a regular file:
+the job owns its directory and could otherwise point the master at any file it can read.
 This module imports nothing from hpcdet: the harness, the core API and the master share it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 LATEST_CHECKPOINT_FILE = "latest_checkpoint.json"
 PREEMPTED = "preempted"
@@ -62,10 +66,44 @@ def read_latest_checkpoint(job_dir: str | os.PathLike[str]) -> str | None:
     return uuid if isinstance(uuid, str) and uuid else None
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None if it is missing or not a JSON object."""
+class UnsafeFileError(OSError):
+    """A job-directory file that is a symbolic link, or not a regular file: not read."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """``path`` opened for reading in binary, without following a symbolic link there.
+
+    ``O_NOFOLLOW`` refuses a link as the last component, ``O_NONBLOCK`` keeps a FIFO from
+    blocking the open, and ``fstat`` on the opened descriptor refuses anything but a
+    regular file. Raises :class:`UnsafeFileError` (an :class:`OSError`) naming the path.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(errno.ELOOP, "is a symbolic link; hpcdet does not follow "
+                                  "links in job directories", str(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeFileError(errno.EINVAL, "is not a regular file; not read", str(path))
+    return os.fdopen(fd, "rb")
+
+
+def is_real_dir(path: str | os.PathLike[str]) -> bool:
+    """True if ``path`` is a directory and not a symbolic link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None if it is missing, a link or not a JSON object."""
+    try:
+        with open_regular(path) as handle:
+            data = json.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -55,12 +55,16 @@ def _read_text(name: str) -> str:
 
 
 def parse_yaml(text: str, name: str) -> Any:
-    """``yaml.safe_load(text)``, with a syntax error turned into one located line."""
+    """``yaml.safe_load(text)`` within :mod:`hpcdet.safe_yaml`'s limits (aliases, nesting,
+    expanded size), with a syntax error turned into one located line."""
     import yaml
 
+    from hpcdet import safe_yaml
     from hpcdet.yaml_errors import yaml_error_line
 
     try:
-        return yaml.safe_load(text)
+        return safe_yaml.load(text)
+    except safe_yaml.YamlLimitError as exc:
+        raise ConfigError([f"{name}: {exc}"], title="YAML over a limit") from None
     except yaml.YAMLError as exc:
         raise ConfigError([yaml_error_line(exc, name)], title="malformed YAML") from None

@@ -19,9 +19,14 @@ CONTEXT_DIR = "context"
 
 def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,
                     trial_info: Mapping[str, Any], token: str | None) -> Path:
-    """Create ``job_dir``, unpack the context (once) and write trial.json and the token."""
+    """Create ``job_dir``, unpack the context (once) and write trial.json and the token.
+
+    Everything is for the job's user only (0700 directories, 0600 files): ``trial.json``
+    holds the experiment's ``environment_variables``, where people put API keys.
+    """
     root = Path(job_dir)
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    root.chmod(0o700)
     context = root / CONTEXT_DIR
     if context_tar is not None and not context.exists():
         _unpack(context_tar, context)
@@ -73,15 +78,25 @@ def _add_context(tar: tarfile.TarFile, context_tar: bytes) -> None:
 
 def _unpack(context_tar: bytes, dest: Path) -> None:
     partial = dest.with_name(dest.name + ".partial")
-    partial.mkdir(parents=True, exist_ok=True)
+    partial.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         with tarfile.open(fileobj=io.BytesIO(context_tar), mode="r:*") as tar:
             # The "data" filter refuses absolute paths, "..", device files and links that
             # point outside the destination: the tarball came over the network.
-            tar.extractall(partial, filter="data")
+            tar.extractall(partial, filter=_private)
     except (tarfile.TarError, OSError) as exc:
         raise ValidationError(f"the experiment context is not a valid tar archive: {exc}") from exc
     partial.rename(dest)
+
+
+def _private(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+    """The "data" filter, then no group or other permissions (the owner keeps read/write,
+    and execute where the archive had it)."""
+    safe = tarfile.data_filter(member, dest)
+    if safe.mode is None:
+        return safe
+    owner = safe.mode & 0o700 | (0o700 if safe.isdir() else 0o600)
+    return safe.replace(mode=owner, deep=False)
 
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:

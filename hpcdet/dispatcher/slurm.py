@@ -44,7 +44,7 @@ from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.errors import SchedulerError, ValidationError
-from hpcdet.jobfiles import write_atomically
+from hpcdet.jobfiles import open_regular, write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -498,7 +498,8 @@ def read_exit_file(job: JobRef) -> int | None:
     """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any."""
     path = Path(job.job_dir) / f"exit-{job.job_id}"
     try:
-        return int(path.read_text(encoding="utf-8").strip())
+        with open_regular(path) as handle:  # never a link the job put there
+            return int(handle.read(64).decode("utf-8").strip())
     except (OSError, ValueError):
         return None
 

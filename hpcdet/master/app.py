@@ -7,6 +7,7 @@ from typing import Any
 from flask import Flask, g
 
 from hpcdet.dispatcher import Backend, get_backend
+from hpcdet.master.api import body_limits
 from hpcdet.master.db import make_engine, make_session_factory
 from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.settings import MasterSettings, load_settings
@@ -29,8 +30,8 @@ def create_app(settings: MasterSettings | None = None, *, backend: Backend | Non
     app.config["HPCDET_ENGINE"] = engine
     app.config["HPCDET_SESSION_FACTORY"] = make_session_factory(engine)
     app.config["HPCDET_METRIC_WRITER"] = MetricWriter(engine)
-    # A 95 MiB context grows by a third in base64; refuse bodies far beyond that early.
-    app.config["MAX_CONTENT_LENGTH"] = 160 * 1024 * 1024
+    # The largest body any route takes; each route has its own (api.body_limits).
+    app.config["MAX_CONTENT_LENGTH"] = body_limits.EXPERIMENT_CREATE_BYTES
     app.config["HPCDET_BACKEND"] = backend or get_backend(
         settings.resource_manager.type, template_dir=settings.resource_manager.template_dir,
         runas=make_runas(settings.runas))
@@ -46,6 +47,7 @@ def _register(app: Flask) -> None:
     app.register_blueprint(api_bp)
     app.register_blueprint(web_bp)
     register_error_handlers(app)
+    body_limits.install(app)
     app.teardown_appcontext(_close_session)
 
 

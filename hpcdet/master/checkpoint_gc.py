@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import shutil
 import time
 from collections import defaultdict
@@ -40,9 +39,10 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.master.db import session_scope
-from hpcdet.master.jobspec import checkpoint_dir
 from hpcdet.master.models import Checkpoint, Experiment, Metric, StateChange, Trial, as_utc
 from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.master.settings import MasterSettings
+from hpcdet.master.storage_roots import StorageError, confined_dir, is_uuid
 from hpcdet.states import TERMINAL_STATES
 
 log = logging.getLogger("hpcdet.checkpoint_gc")
@@ -52,8 +52,6 @@ ACTIVE, DELETED = "ACTIVE", "DELETED"
 STORAGE_TYPES = ("shared_fs", "directory")
 SWEEP_INTERVAL = 3600.0
 RETRY_FIRST, RETRY_MAX = 30.0, 3600.0
-# What a checkpoint directory may be called: one path component, never "." or "..".
-_UUID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _TERMINAL = [s.value for s in TERMINAL_STATES]
 
 
@@ -121,10 +119,11 @@ def _latest(checkpoints: Iterable[CheckpointFacts], count: int) -> set[str]:
 def remove_checkpoint_dir(root: Path, uuid: str) -> bool:
     """Delete ``root/uuid``; True once it is gone (also when it never existed).
 
-    Refuses (False, logged) a uuid that is not a single plain path component, so nothing
-    outside ``root`` is ever touched. A symlink is removed, never followed.
+    Refuses (False, logged) a uuid that is not a UUID, so nothing outside ``root`` is
+    ever touched. A symlink is removed, never followed; ``shutil.rmtree`` does not follow
+    links inside the directory either.
     """
-    if not _UUID.match(uuid) or set(uuid) == {"."}:
+    if not is_uuid(uuid):
         log.error("checkpoint %r: not a valid checkpoint id; nothing deleted", uuid)
         return False
     path = root / uuid
@@ -151,9 +150,9 @@ class GcReport:
 class CheckpointCollector:
     """Runs garbage collection for the reconciler, once per cycle (:meth:`collect`)."""
 
-    def __init__(self, sessions: sessionmaker[Session],
+    def __init__(self, sessions: sessionmaker[Session], settings: MasterSettings,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.sessions, self.clock = sessions, clock
+        self.sessions, self.settings, self.clock = sessions, settings, clock
         self._watermark = 0  # the newest state change seen
         self._next_sweep = 0.0  # a sweep is due at start
         self._retry_at: dict[int, float] = {}
@@ -215,7 +214,7 @@ class CheckpointCollector:
     def collect_experiment(self, exp_id: int) -> tuple[list[str], list[str]]:
         """Delete what the policy does not keep of one experiment: (deleted, failed) uuids."""
         with session_scope(self.sessions) as session:
-            plan = _plan(session, exp_id)
+            plan = _plan(session, self.settings, exp_id)
         if plan is None or not plan[1]:
             return [], []
         root, doomed = plan
@@ -237,12 +236,22 @@ def _experiments_with_collectable(session: Session) -> set[int]:
         .where(Checkpoint.state == ACTIVE, Trial.state.in_(_TERMINAL)).distinct()))
 
 
-def _plan(session: Session, exp_id: int) -> tuple[Path, list[str]] | None:
-    """(checkpoint directory, ACTIVE uuids of ended trials the policy does not keep)."""
+def _plan(session: Session, settings: MasterSettings,
+          exp_id: int) -> tuple[Path, list[str]] | None:
+    """(checkpoint directory, ACTIVE uuids of ended trials the policy does not keep).
+
+    None (nothing is deleted) when the directory is not under an allowed storage root
+    (:mod:`hpcdet.master.storage_roots`), e.g. an experiment created before the roots.
+    """
     config: dict[str, Any] = session.scalar(
         select(Experiment.config).where(Experiment.id == exp_id)) or {}
     storage = config.get("checkpoint_storage") or {}
     if storage.get("type") not in STORAGE_TYPES:
+        return None
+    try:
+        root = confined_dir(settings, config)
+    except StorageError as exc:
+        log.error("experiment %d: checkpoint storage %s; nothing deleted", exp_id, exc)
         return None
     rows = session.execute(
         select(Checkpoint, Trial.state).join(Trial, Trial.id == Checkpoint.trial_id)
@@ -253,7 +262,7 @@ def _plan(session: Session, exp_id: int) -> tuple[Path, list[str]] | None:
                                smaller_is_better=metric.smaller_is_better)
     doomed = [c.uuid for c, trial_state in rows
               if c.state == ACTIVE and trial_state in _TERMINAL and c.uuid not in keep]
-    return Path(checkpoint_dir(config)), doomed
+    return root, doomed
 
 
 def _facts(session: Session, checkpoints: Sequence[Checkpoint],

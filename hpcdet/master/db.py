@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,9 +30,20 @@ def make_engine(url: str) -> Engine:
 
 
 def _ensure_sqlite_dir(url: str) -> None:
-    path = url.split("///", 1)[-1]
-    if path and path != ":memory:":
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    """Create the SQLite file's directory (0700) and the file itself (0600), and take
+    group and other permissions off an existing file and its ``-wal``/``-shm``: it holds
+    every trial's token."""
+    if "///" not in url:  # sqlite:// is an in-memory database
+        return
+    path = url.split("///", 1)[1].split("?", 1)[0]
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return
+    file = Path(path).expanduser()
+    file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    for each in (file, file.with_name(file.name + "-wal"), file.with_name(file.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(each, stat.S_IMODE(os.stat(each).st_mode) & 0o700)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -1,10 +1,13 @@
-"""Determined's ``log_policies``: act on trial log lines that match a pattern.
+r"""Determined's ``log_policies``: act on trial log lines that match a pattern.
 
 Each policy is ``{name, pattern, action | actions}``; the accepted shapes
 (``hpcdet/expconf/_schema_parts.py``) are the legacy ``action: {type: exclude_node}``, the
 plain ``action: cancel_retries`` and the newer ``actions: [cancel_retries, exclude_node,
 {signal: ...}]``. Every collected line (its text without the ``srun --label`` prefix) is
-searched with :func:`re.search`:
+searched with RE2 (``google-re2``), whose matching time is linear in the line's length, so
+no pattern can stall the reconciler (Python's ``re`` needs seconds, then forever, for
+``^(a+)+$`` on a line of ``a``\ s). RE2 has no backreferences or lookaround; a pattern it
+cannot compile is refused when the experiment is created (:func:`check_patterns`):
 
 - ``cancel_retries``: the trial is not restarted again (``Trial.cancel_retries``);
 - ``exclude_node``: the line's node is added to ``Trial.excluded_nodes``, which the
@@ -12,7 +15,7 @@ searched with :func:`re.search`:
 
 ``signal`` (a label in Determined's web UI) is accepted and ignored. Patterns are compiled
 once per distinct ``log_policies`` value (so once per experiment) and cached; a policy
-that cannot be used (no pattern, a pattern Python cannot compile, no known action) is
+that cannot be used (no pattern, a pattern RE2 cannot compile, no known action) is
 skipped and reported as a problem instead of failing the log collection.
 """
 
@@ -21,11 +24,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import re2
+
+from hpcdet.errors import ConfigError
 from hpcdet.master.models import Trial
 
 log = logging.getLogger("hpcdet.log_policies")
@@ -39,7 +44,7 @@ class LogPolicy:
     """One usable policy: its name (the pattern when unnamed), regex and actions."""
 
     name: str
-    regex: re.Pattern[str]
+    regex: Any  # an re2 pattern: .search(text) like re
     actions: frozenset[str]
 
 
@@ -102,15 +107,42 @@ def _one_policy(index: int, entry: Any, problems: list[str]) -> LogPolicy | None
         problems.append(f"{where}: no pattern; this policy is ignored")
         return None
     name = str(entry.get("name") or entry["pattern"])
-    try:
-        regex = re.compile(entry["pattern"])
-    except re.error as exc:
-        problems.append(f'{where} "{name}": invalid pattern ({exc}); this policy is ignored')
+    regex, error = compile_pattern(entry["pattern"])
+    if regex is None:
+        problems.append(f'{where} "{name}": invalid pattern ({error}); this policy is ignored')
         return None
     actions = _actions(entry)
     if not actions:
         return None  # e.g. only a signal: nothing for the master to do
     return LogPolicy(name, regex, actions)
+
+
+def compile_pattern(pattern: str) -> tuple[Any, str]:
+    """``(compiled RE2 pattern, "")``, or ``(None, why)`` for one RE2 cannot compile."""
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print the error to stderr too
+    try:
+        return re2.compile(pattern, options), ""
+    except re2.error as exc:
+        message = exc.args[0] if exc.args else exc
+        text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
+        return None, text
+
+
+def check_patterns(config: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` naming every ``log_policies`` pattern RE2 cannot compile."""
+    raw = config.get("log_policies")
+    errors: list[str] = []
+    for index, entry in enumerate(raw if isinstance(raw, list) else []):
+        if isinstance(entry, Mapping) and isinstance(entry.get("pattern"), str):
+            if compile_pattern(entry["pattern"])[0] is None:
+                name = entry.get("name") or entry["pattern"]
+                why = compile_pattern(entry["pattern"])[1]
+                errors.append(f'<config>.log_policies[{index}] "{name}": the pattern cannot be '
+                              f"used ({why}); patterns are RE2 regular expressions (no "
+                              "backreferences or lookaround)")
+    if errors:
+        raise ConfigError(errors, title="invalid log_policies")
 
 
 def _actions(entry: Mapping[str, Any]) -> frozenset[str]:

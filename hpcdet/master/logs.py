@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher.nodelist import expand_nodelist
 from hpcdet.errors import ConfigError
+from hpcdet.jobfiles import UnsafeFileError, open_regular
 from hpcdet.master.jobspec import slot_layout
 from hpcdet.master.log_policies import apply_hit, find_hits, policies_of
 from hpcdet.master.models import Job, Trial, TrialLog, utcnow
@@ -108,10 +109,13 @@ def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[st
 
 def _read_new(path: Path, offset: int, final: bool) -> tuple[str, int]:
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             handle.seek(offset)
             data = handle.read(MAX_BYTES_PER_CYCLE)
     except FileNotFoundError:
+        return "", offset
+    except UnsafeFileError as exc:
+        log.warning("%s: %s; its lines are not collected", exc.filename, exc.strerror)
         return "", offset
     if not final and not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]

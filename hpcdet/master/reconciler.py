@@ -77,7 +77,7 @@ class Reconciler:
                  backend: Backend) -> None:
         self.settings, self.sessions, self.backend = settings, sessions, backend
         self.searches = SearchDriver(settings)
-        self.checkpoint_gc = CheckpointCollector(sessions)
+        self.checkpoint_gc = CheckpointCollector(sessions, settings)
         self._metric_writer: MetricWriter | None = None
         self.cluster_view = ClusterView(settings, sessions, backend)
 

@@ -39,6 +39,7 @@ from hpcdet.master.ingest import (
 )
 from hpcdet.master.models import Checkpoint
 from hpcdet.master.report_effects import METRIC_GROUPS
+from hpcdet.master.storage_roots import is_uuid
 
 MAX_REPORTS = 10_000
 STALE_RUN = "stale_run"
@@ -150,8 +151,9 @@ def _metrics_report(where: str, report: Any) -> tuple[int, dict[str, float]]:
 
 def _checkpoint_report(body: Mapping[str, Any], seq: int | None) -> Report:
     uuid, steps = body.get("uuid"), body.get("steps_completed")
-    if not isinstance(uuid, str) or not 8 <= len(uuid) <= 64:
-        raise ApiError(400, "bad_request", "uuid: must be a string of 8 to 64 characters")
+    if not is_uuid(uuid):
+        raise ApiError(400, "bad_request", "uuid: must be a UUID (32 hex digits, dashes "
+                       "allowed): it names the checkpoint's directory")
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
         raise ApiError(400, "bad_request", "steps_completed: must be an integer >= 0")
     checkpoint = {"uuid": uuid, "metadata": _obj(body, "metadata"),

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import click
@@ -32,6 +33,8 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
 
     With a command (sync-accounts) it runs that instead of the master.
     """
+    # Nothing the master creates (database, job directories, scripts) is for other users.
+    os.umask(0o077)
     # A command's output is what it prints; the master's is its log.
     level = logging.INFO if ctx.invoked_subcommand is None else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -47,6 +50,7 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
 def _run_master(settings: MasterSettings) -> None:
     from hpcdet.master.db import migrate
 
+    private_state_dir(settings.state_dir)
     migrate(settings.db_url)
     supervisor = ReconcilerSupervisor(settings)
     supervisor.start()
@@ -65,6 +69,14 @@ def warn_if_open(settings: MasterSettings) -> None:
         log.warning("auth.mode is open: ANYONE who can reach this master can claim ANY user "
                     "name (X-Hpcdet-User); use auth.mode: munge on a shared cluster "
                     "(docs/admin/security.md)")
+
+
+def private_state_dir(state_dir: str) -> Path:
+    """Create the master's state dir, or take group and other permissions off it (0700)."""
+    path = Path(state_dir).expanduser()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
 
 
 @main.command("sync-accounts")

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from hpcdet.errors import ConfigError
+from hpcdet.master.settings_hardening import HardeningSettings, build_hardening
 from hpcdet.master.settings_pools import (
     SLOT_TYPES,
     CustomPool,
@@ -92,6 +93,8 @@ class MasterSettings:
     state_dir: str = str(Path.home() / ".hpcdet")
     # security.jobs_run_as / security.runas_helper (hpcdet.master.settings_runas).
     runas: RunAsSettings = field(default_factory=RunAsSettings)
+    # security.storage_roots and security.max_body_mb (hpcdet.master.settings_hardening).
+    hardening: HardeningSettings = field(default_factory=HardeningSettings)
 
     @property
     def master_url(self) -> str:
@@ -174,6 +177,7 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
         state_dir=state_dir,
         runas=build_runas(get.section("security"), f"{ROOT}.security", errors),
+        hardening=build_hardening(get.section("security"), f"{ROOT}.security", errors),
     )
 
 

@@ -24,6 +24,7 @@ resumed from (read from its ``stream.json``). The segment files are removed once
 from __future__ import annotations
 
 import heapq
+import io
 import json
 import logging
 import re
@@ -34,6 +35,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from hpcdet.jobfiles import is_real_dir, open_regular
 from hpcdet.master.errors import ApiError
 from hpcdet.master.ingest import Execution, MetricWriter, Report, ReportBatch, Stream, StreamKey
 from hpcdet.master.reports import apply_reports, foreign_checkpoints, resumed_steps, spooled_report
@@ -61,7 +63,8 @@ class SpooledStream:
         return (self.run_id, self.requeue)
 
     def segments(self) -> list[Path]:
-        return sorted(p for p in self.path.iterdir() if _SEGMENT.match(p.name))
+        return sorted(p for p in self.path.iterdir()
+                      if _SEGMENT.match(p.name) and p.is_file() and not p.is_symlink())
 
 
 def ingest_spooled_reports(sessions: sessionmaker[Session], writer: MetricWriter | None,
@@ -84,12 +87,12 @@ def ingest_spooled_reports(sessions: sessionmaker[Session], writer: MetricWriter
 
 def spooled_streams(root: Path) -> list[SpooledStream]:
     """The spool directories under ``root``, oldest execution first."""
-    if not root.is_dir():
-        return []
+    if not is_real_dir(root):  # a link would lead the master (which deletes what it
+        return []              # applied) into another directory
     found = []
     for path in root.iterdir():
         match = _STREAM_DIR.match(path.name)
-        if match and path.is_dir():
+        if match and is_real_dir(path):
             run_id, requeue, rank = (int(g) for g in match.groups())
             found.append(SpooledStream(path, run_id, requeue, rank, _resumed(path)))
     return sorted(found, key=lambda s: (s.run_id, s.requeue, s.rank))
@@ -97,7 +100,8 @@ def spooled_streams(root: Path) -> list[SpooledStream]:
 
 def _resumed(path: Path) -> int | None:
     try:
-        meta = json.loads((path / STREAM_FILE).read_text(encoding="utf-8"))
+        with open_regular(path / STREAM_FILE) as handle:
+            meta = json.loads(handle.read().decode("utf-8"))
         return resumed_steps(meta.get("resumed_from") if isinstance(meta, dict) else None)
     except (OSError, ValueError, ApiError) as exc:
         log.warning("%s: no readable %s (%s); its stream rolls nothing back", path,
@@ -133,7 +137,7 @@ def _in_seq_order(segments: list[Path]) -> Iterator[Report]:
 
 
 def _read_segment(path: Path) -> Iterator[Report]:
-    with path.open(encoding="utf-8", errors="replace") as lines:
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
+import shutil
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,22 +15,27 @@ from typing import Any
 import yaml
 from sqlalchemy.orm import Session
 
-from hpcdet import expconf
+from hpcdet import expconf, safe_yaml
 from hpcdet.dispatcher import Backend, Submission
 from hpcdet.dispatcher.jobdir import context_size, prepare_job_dir
 from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
 from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.jobspec import TrialRun, build_job_spec, checkpoint_dir, slot_layout
+from hpcdet.master.log_policies import check_patterns
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.pools import Pool, pool_for_config
 from hpcdet.master.settings import MasterSettings
+from hpcdet.master.storage_roots import check_storage
 from hpcdet.master.transitions import transition
 from hpcdet.searcher import TrialRequest, make_searcher
 from hpcdet.states import State
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTEXT_LIMIT = 95 * 1024 * 1024
+# Scratch job directories of --dry-run, under the job storage root; removed after rendering.
+DRY_RUN_DIR = "dry-run"
+DRY_RUN_MAX_AGE = 3600.0
 # Determined's master names unnamed experiments "Experiment (<adjective>-<noun>)"; one
 # fixed name keeps hpcdet's submissions reproducible.
 DEFAULT_EXPERIMENT_NAME = "Experiment"
@@ -44,9 +51,12 @@ class Accepted:
 
 
 def parse_config(text: str) -> dict[str, Any]:
-    """Parse YAML text; syntax errors name line and column."""
+    """Parse YAML text within :mod:`hpcdet.safe_yaml`'s limits; errors name line and column."""
     try:
-        doc = yaml.safe_load(text)
+        doc = safe_yaml.load(text)
+    except safe_yaml.YamlLimitError as exc:
+        raise ConfigError([f"<config>: {exc}"],
+                          title="the experiment config is over a YAML limit") from exc
     except yaml.YAMLError as exc:
         raise ConfigError([yaml_error_line(exc, "<config>")],
                           title="the experiment config is not valid YAML") from exc
@@ -82,6 +92,8 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     if errors:
         raise ConfigError(errors, title="the experiment config is incomplete")
     parse_sbatch_args((config.get("slurm") or {}).get("sbatch_args") or [])
+    check_patterns(config)
+    check_storage(settings, config)
     slot_layout(config)
     return dict(config)
 
@@ -94,7 +106,18 @@ def _sane_merged(user_doc: Mapping[str, Any],
         errors += expconf.validate(template, phase="sanity", root="<template>")
     if errors:
         raise ConfigError(errors, title="the experiment config is invalid")
+    check_sbatch_args(user_doc, "<config>")  # each named where it came from
+    if template is not None:
+        check_sbatch_args(template, "<template>")
     return dict(expconf.merge(user_doc, template) if template is not None else user_doc)
+
+
+def check_sbatch_args(doc: Mapping[str, Any], root: str) -> None:
+    """Refuse ``doc``'s ``slurm.sbatch_args`` options hpcdet controls, errors naming ``root``."""
+    slurm = doc.get("slurm")
+    args = slurm.get("sbatch_args") if isinstance(slurm, Mapping) else None
+    if isinstance(args, list):
+        parse_sbatch_args(args, path=f"{root}.slurm.sbatch_args")
 
 
 def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -169,20 +192,42 @@ def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
 
 def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, Any],
                  context: bytes, pool: Pool, owner: str) -> Submission:
-    """Render the first trial's job in a scratch job directory, runnable with plain sbatch.
+    """Render the first trial's job in a scratch job directory, then remove the directory.
 
-    The directory holds the context and an *unmanaged* trial.json (trial 0, no token):
-    the harness then trains with local stand-ins for metrics and checkpoint registration.
+    Preparing it checks the context unpacks and the first trial's ``trial.json`` can be
+    written, as a real submission would; nothing stays behind (each dry-run could leave up
+    to 95 MiB), and scratch directories older than :data:`DRY_RUN_MAX_AGE` seconds that a
+    crash left are removed too.
     """
-    root = Path(settings.resource_manager.job_storage_root).expanduser()
-    job_dir = str(root / "dry-run" / secrets.token_hex(6))
+    scratch = Path(settings.resource_manager.job_storage_root).expanduser() / DRY_RUN_DIR
+    expire_dry_runs(scratch)
+    job_dir = str(scratch / secrets.token_hex(6))
     run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir, owner=owner)
     submission = backend.render(build_job_spec(settings, config, run, pool))
     first = first_trial(config)
     info = trial_info(settings, config, run, hparams=first.hparams, seed=first.seed,
                       latest_checkpoint=None, unmanaged=True)
-    prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None)
+    try:
+        prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None)
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
     return submission
+
+
+def expire_dry_runs(scratch: Path, max_age: float = DRY_RUN_MAX_AGE) -> None:
+    """Remove the entries of ``scratch`` last changed more than ``max_age`` seconds ago."""
+    if not scratch.is_dir() or scratch.is_symlink():
+        return
+    cutoff = time.time() - max_age
+    for entry in scratch.iterdir():
+        try:
+            old = entry.lstat().st_mtime < cutoff
+        except FileNotFoundError:
+            continue
+        if old and (entry.is_symlink() or not entry.is_dir()):
+            entry.unlink(missing_ok=True)
+        elif old:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def first_trial(config: Mapping[str, Any]) -> TrialRequest:

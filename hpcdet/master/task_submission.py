@@ -403,7 +403,7 @@ def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = N
     root = Path(spec.job_dir)
     if root.exists():  # left by a task id this database no longer knows
         shutil.rmtree(root)
-    root.mkdir(parents=True)
+    root.mkdir(mode=0o700, parents=True)
     for path, (text, mode) in files.items():
         write_atomically(Path(path), text.encode("utf-8", "surrogateescape"), mode=mode,
                          durable=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.slurm_task import ERROR_LOG, OUTPUT_LOG
 from hpcdet.errors import SchedulerError
+from hpcdet.jobfiles import UnsafeFileError, open_regular
 from hpcdet.master.db import session_scope
 from hpcdet.master.errors import ApiError
 from hpcdet.master.job_queue import entries_of
@@ -191,7 +193,7 @@ def read_log(task: CommandTask, stream: str, *, offset: int = 0,
     if name is None:
         raise ApiError(400, "bad_request", f"stream: must be one of {', '.join(LOG_STREAMS)}")
     path = Path(task.job_dir) / name
-    size = path.stat().st_size if path.is_file() else 0
+    size = _size(path)
     if tail_lines is not None:
         offset = tail_offset(path, size, tail_lines)
     offset = min(offset, size)
@@ -202,8 +204,19 @@ def read_log(task: CommandTask, stream: str, *, offset: int = 0,
             "text": data.decode("utf-8", errors="replace"), "state": task.state}
 
 
+def _size(path: Path) -> int:
+    """The log's size; 0 before the job wrote it; 409 if it is a link or not a file."""
+    try:
+        with open_regular(path) as handle:
+            return os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        return 0
+    except UnsafeFileError as exc:
+        raise ApiError(409, "conflict", f"the task's log {exc.filename} {exc.strerror}") from None
+
+
 def _read_bytes(path: Path, offset: int, limit: int) -> bytes:
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:  # never a link the job put in its directory
         handle.seek(offset)
         return handle.read(limit)
 

@@ -149,8 +149,11 @@ def test_dry_run_prints_a_script_sbatch_accepts(master: LiveMaster, tmp_path: Pa
                         check=True).stdout
     assert script.startswith("#!/bin/bash")
     (tmp_path / "job.sh").write_text(script)
-    job_id = subprocess.run(["sbatch", "--parsable", str(tmp_path / "job.sh")], env=master.env,
-                            capture_output=True, text=True, check=True).stdout.strip()
-    assert sacct_state(job_id.split(";")[0], master.env) == "COMPLETED"
+    # The scratch job directory is removed after rendering (issue 14): sbatch checks the
+    # script and finds where it would run without submitting it.
+    checked = subprocess.run(["sbatch", "--test-only", str(tmp_path / "job.sh")],
+                             env=master.env, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    assert "to start at" in checked.stderr
     listed = load_json(master.det("experiment", "list", "--json", check=True).stdout)
     assert listed["experiments"] == []

@@ -11,6 +11,7 @@ from typing import Any
 from flask import Response, request
 from sqlalchemy import select
 
+from hpcdet.jobfiles import is_real_dir, open_regular
 from hpcdet.master import authz, serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
@@ -21,6 +22,7 @@ from hpcdet.master.errors import ApiError
 from hpcdet.master.jobspec import checkpoint_dir
 from hpcdet.master.models import Checkpoint, Experiment, Trial
 from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.master.storage_roots import StorageError, checkpoint_path
 
 STATES = (ACTIVE, DELETED, "ALL")
 _BLOCK = 512
@@ -101,11 +103,15 @@ def download_checkpoint(uuid: str) -> Any:
     if checkpoint.state == DELETED:
         raise ApiError(410, "gone", f"checkpoint {uuid} was deleted by checkpoint garbage "
                        "collection")
-    where = storage_dir(exp.config)
-    path = Path(where) / uuid if where else None
-    if path is None or not path.is_dir():
-        raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not at "
-                       f"{path or 'a directory the master can read'}")
+    if storage_dir(exp.config) is None:
+        raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not in a "
+                       "directory the master can read")
+    try:  # under an allowed storage root, and the uuid one plain component
+        path = checkpoint_path(settings(), exp.config, uuid)
+    except StorageError as exc:
+        raise ApiError(403, "forbidden", f"checkpoint {uuid}: {exc}") from None
+    if not is_real_dir(path):
+        raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not at {path}")
     members = tar_members(path)
     response = Response(_stream_tar(members), mimetype="application/x-tar")
     response.headers["Content-Length"] = str(tar_size(members))
@@ -160,7 +166,7 @@ def _stream_tar(members: list[tuple[tarfile.TarInfo, Path]]) -> Iterator[bytes]:
 def _file_chunks(path: Path, size: int) -> Iterator[bytes]:
     """Exactly ``size`` bytes of ``path`` (zero-filled if it shrank meanwhile)."""
     left = size
-    with path.open("rb") as f:
+    with open_regular(path) as f:  # a file swapped for a link meanwhile is not followed
         while left > 0:
             chunk = f.read(min(_CHUNK, left))
             if not chunk:

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.settings import MasterSettings
+from hpcdet.safe_yaml import MAX_DEPTH, check_depth
 
 M = TypeVar("M")
 
@@ -34,8 +35,18 @@ def get_or_404(model: type[M], key: Any, what: str) -> M:
 
 
 def json_body() -> dict[str, Any]:
-    """The request's JSON object, or 400 naming what is wrong."""
-    body = request.get_json(silent=True)
+    """The request's JSON object, or 400 naming what is wrong (also when it nests more
+    than :data:`~hpcdet.safe_yaml.MAX_DEPTH` levels deep, which would exhaust recursion)."""
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        body = None
+        deep = True
+    else:
+        deep = not check_depth(body)
+    if deep:
+        raise ApiError(400, "bad_request",
+                       f"the request body nests more than {MAX_DEPTH} levels deep")
     if not isinstance(body, dict):
         raise ApiError(400, "bad_request", "the request body must be a JSON object")
     return body

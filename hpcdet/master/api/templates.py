@@ -23,7 +23,7 @@ from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Template, utcnow
 from hpcdet.master.serialize import _time as iso_time
-from hpcdet.master.submission import parse_config
+from hpcdet.master.submission import check_sbatch_args, parse_config
 from hpcdet.master.workspaces import placement_for
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -131,11 +131,13 @@ def _template_config(text: Any) -> dict[str, Any]:
     try:
         doc = parse_config(text)
     except ConfigError as exc:
-        raise ConfigError(exc.errors, title="the template config is not a YAML mapping") \
-            from exc
+        limit = "limit" in exc.title
+        raise ConfigError(exc.errors, title="the template config is over a YAML limit" if limit
+                          else "the template config is not a YAML mapping") from exc
     errors = expconf.validate(doc, phase="sanity")
     if errors:
         raise ConfigError(errors, title="the template config is invalid")
+    check_sbatch_args(doc, "<template>")
     return doc
 
 

@@ -190,7 +190,8 @@ def test_gc_is_idempotent_and_survives_a_restart(
     end_all(app, fake, reconciler, exp_id)
     after_first = checkpoint_rows(app)
     assert reconciler.checkpoint_gc.collect().deleted == []
-    restarted = CheckpointCollector(make_session_factory(app.config["HPCDET_ENGINE"]))
+    restarted = CheckpointCollector(make_session_factory(app.config["HPCDET_ENGINE"]),
+                                    app.config["HPCDET_SETTINGS"])
     report = restarted.collect()  # the start-up sweep finds nothing left to delete
     assert (report.experiments, report.deleted) == (1, [])
     assert checkpoint_rows(app) == after_first
@@ -255,12 +256,13 @@ def test_nothing_outside_the_checkpoint_directory_is_ever_deleted(tmp_path: Path
     root.mkdir()
     outside.mkdir()
     (outside / "data").write_text("keep me")
-    (root / "link").symlink_to(outside)
-    for bad in ("..", ".", "../precious", "a/b", ""):
+    link = "11111111-0000-4000-8000-000000000000"
+    (root / link).symlink_to(outside)
+    for bad in ("..", ".", "../precious", "a/b", "", "link", "state_dict.pth"):
         assert remove_checkpoint_dir(root, bad) is False
-    assert remove_checkpoint_dir(root, "link") is True
-    assert not (root / "link").exists() and (outside / "data").read_text() == "keep me"
-    assert remove_checkpoint_dir(root, "never-written") is True
+    assert remove_checkpoint_dir(root, link) is True
+    assert not (root / link).exists() and (outside / "data").read_text() == "keep me"
+    assert remove_checkpoint_dir(root, "22222222-0000-4000-8000-000000000000") is True
 
 
 def test_checkpoints_at_the_same_step_share_a_latest_place() -> None:

@@ -28,6 +28,11 @@ checkpoint_storage: {{type: shared_fs, host_path: {host}, storage_path: {host}/s
 """
 USER = {"X-Hpcdet-User": "alice"}
 TRIAL_TOKEN = "trial-secret"
+# Checkpoint ids are UUIDs (they name the checkpoint directories).
+A = "aaaaaaaa-0000-4000-8000-00000000000a"
+B = "bbbbbbbb-0000-4000-8000-00000000000b"
+C = "cccccccc-0000-4000-8000-00000000000c"
+
 
 
 @pytest.fixture
@@ -63,9 +68,9 @@ def save(client: FlaskClient, trial: Trial, root: Path, uuid: str, steps: int,
 
 
 def three(client: FlaskClient, trial: Trial, root: Path) -> None:
-    save(client, trial, root, "ckpt-aaaa", 10, 0.5)
-    save(client, trial, root, "ckpt-bbbb", 20, 0.2)
-    save(client, trial, root, "ckpt-cccc", 30, None)
+    save(client, trial, root, A, 10, 0.5)
+    save(client, trial, root, B, 20, 0.2)
+    save(client, trial, root, C, 30, None)
 
 
 def mark_deleted(app: Flask, uuid: str) -> None:
@@ -78,16 +83,16 @@ def test_list_is_sorted_by_trial_then_steps_and_filters_by_state(
         client: FlaskClient, app: Flask, setup: tuple[int, Trial, Path]) -> None:
     exp_id, trial, root = setup
     three(client, trial, root)
-    mark_deleted(app, "ckpt-aaaa")
+    mark_deleted(app, A)
     url = f"/api/v1/experiments/{exp_id}/checkpoints"
     body = client.get(url, headers=USER).get_json()
-    assert [c["uuid"] for c in body["checkpoints"]] == ["ckpt-bbbb", "ckpt-cccc"]
+    assert [c["uuid"] for c in body["checkpoints"]] == [B, C]
     assert (body["searcher_metric"], body["smaller_is_better"]) == ("loss", True)
     every = client.get(url + "?state=all", headers=USER).get_json()["checkpoints"]
     assert [(c["uuid"], c["state"]) for c in every] == [
-        ("ckpt-aaaa", "DELETED"), ("ckpt-bbbb", "ACTIVE"), ("ckpt-cccc", "ACTIVE")]
+        (A, "DELETED"), (B, "ACTIVE"), (C, "ACTIVE")]
     deleted = client.get(url + "?state=DELETED", headers=USER).get_json()["checkpoints"]
-    assert [c["uuid"] for c in deleted] == ["ckpt-aaaa"]
+    assert [c["uuid"] for c in deleted] == [A]
 
 
 def test_list_best_n_ranks_by_the_searcher_metric(
@@ -96,7 +101,7 @@ def test_list_best_n_ranks_by_the_searcher_metric(
     three(client, trial, root)
     body = client.get(f"/api/v1/experiments/{exp_id}/checkpoints?best=5",
                       headers=USER).get_json()
-    assert [c["uuid"] for c in body["checkpoints"]] == ["ckpt-bbbb", "ckpt-aaaa"]
+    assert [c["uuid"] for c in body["checkpoints"]] == [B, A]
 
 
 def test_list_rejects_a_bad_state_and_an_unknown_experiment(
@@ -112,9 +117,9 @@ def test_describe_shows_where_it_lives_and_its_metrics(
         client: FlaskClient, setup: tuple[int, Trial, Path]) -> None:
     exp_id, trial, root = setup
     three(client, trial, root)
-    c = client.get("/api/v1/checkpoints/ckpt-bbbb", headers=USER).get_json()["checkpoint"]
+    c = client.get(f"/api/v1/checkpoints/{B}", headers=USER).get_json()["checkpoint"]
     assert (c["experiment_id"], c["trial_id"], c["steps_completed"]) == (exp_id, trial.id, 20)
-    assert c["storage_path"] == str(root / "ckpt-bbbb")
+    assert c["storage_path"] == str(root / B)
     assert (c["searcher_metric"], c["searcher_metric_value"]) == ("loss", 0.2)
     assert c["validation_metrics"] == {"loss": 0.2}
     assert c["metadata"]["note"] == "n" and c["state"] == "ACTIVE"
@@ -127,7 +132,7 @@ def test_download_streams_the_directory_as_a_tar(
         client: FlaskClient, setup: tuple[int, Trial, Path]) -> None:
     _, trial, root = setup
     three(client, trial, root)
-    response = client.get("/api/v1/checkpoints/ckpt-aaaa/download", headers=USER)
+    response = client.get(f"/api/v1/checkpoints/{A}/download", headers=USER)
     assert response.status_code == 200
     assert response.headers["Content-Type"] == "application/x-tar"
     data = response.get_data()
@@ -143,10 +148,10 @@ def test_download_of_a_deleted_checkpoint_is_gone_and_of_missing_files_not_found
         client: FlaskClient, app: Flask, setup: tuple[int, Trial, Path]) -> None:
     _, trial, root = setup
     three(client, trial, root)
-    mark_deleted(app, "ckpt-aaaa")
-    gone = client.get("/api/v1/checkpoints/ckpt-aaaa/download", headers=USER)
+    mark_deleted(app, A)
+    gone = client.get(f"/api/v1/checkpoints/{A}/download", headers=USER)
     assert (gone.status_code, gone.get_json()["error"]["code"]) == (410, "gone")
-    shutil.rmtree(root / "ckpt-bbbb")
-    missing = client.get("/api/v1/checkpoints/ckpt-bbbb/download", headers=USER)
+    shutil.rmtree(root / B)
+    missing = client.get(f"/api/v1/checkpoints/{B}/download", headers=USER)
     assert missing.status_code == 404
     assert "its files are not at" in missing.get_json()["error"]["message"]

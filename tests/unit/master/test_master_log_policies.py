@@ -12,7 +12,7 @@ from log_seed import TWO_BY_TWO, add_experiment, add_job, add_trial, sessions
 from sqlalchemy import select
 
 from hpcdet.master import log_policies
-from hpcdet.master.log_policies import policies_of
+from hpcdet.master.log_policies import find_hits, policies_of
 from hpcdet.master.logs import ingest_job_logs
 from hpcdet.master.models import Job, Trial, TrialLog
 
@@ -63,15 +63,15 @@ def test_no_or_odd_log_policies(value: Any) -> None:
 
 def test_patterns_are_compiled_once_per_experiment(monkeypatch: pytest.MonkeyPatch) -> None:
     compiled: list[str] = []
-    real = re.compile
+    real = log_policies.re2.compile
 
-    def counting(pattern: Any, flags: int = 0) -> re.Pattern[str]:
+    def counting(pattern: Any, *args: Any) -> Any:
         if pattern in ("unique-pattern-1", "unique-pattern-2"):
             compiled.append(pattern)
-        return real(pattern, flags)
+        return real(pattern, *args)
 
     log_policies._compile.cache_clear()
-    monkeypatch.setattr(log_policies.re, "compile", counting)
+    monkeypatch.setattr(log_policies.re2, "compile", counting)
     for _ in range(3):  # a new but equal config each time, as loaded from the database
         policies_of(config_with({"pattern": "unique-pattern-1", "action": "cancel_retries"},
                                 {"pattern": "unique-pattern-2", "action": "exclude_node"}))
@@ -163,3 +163,16 @@ def test_an_unusable_policy_is_reported_once_per_job_and_the_rest_still_acts(
     assert [line.split(":")[0] for line in lines] == [
         'log_policies[0] "bad"', 'log_policies[0] "bad"', 'log policy "NCCL error" matched on '
         "node1 (rank 0)"]
+
+
+# Issue 14 finding 5: ``^(a+)+$`` and lines of "a"s stalled the reconciler (backtracking).
+def test_patterns_run_in_a_linear_time_engine() -> None:
+    policy = {"name": "evil", "pattern": "^(a+)+$", "action": "cancel_retries"}
+    compiled = policies_of(config_with(policy))
+    regex = compiled.policies[0].regex
+    # Checked first, so that on a backtracking engine the test fails instead of hanging.
+    assert not isinstance(regex, re.Pattern)
+    lines = [{"line": "a" * 5000 + "b", "rank": 0, "node": "n1"}] * 2
+    assert find_hits(compiled.policies, lines) == []
+    assert len(find_hits(compiled.policies, [{"line": "a" * 5000, "rank": 0,
+                                              "node": "n1"}])) == 1

@@ -36,6 +36,13 @@ from hpcdet.states import State
 
 TOKEN = "tok-dedup"
 CONFIG = {"searcher": {"name": "single", "metric": "loss", "smaller_is_better": True}}
+# Checkpoint ids are UUIDs (they name the checkpoint directories).
+STALE = "51a1e000-0000-4000-8000-000000000001"
+FIRST = "00000000-0000-4000-8000-000000000001"
+SECOND = "00000000-0000-4000-8000-000000000002"
+SPOOLED = "5b001ed0-0000-4000-8000-000000000000"
+AT_TWO = "a7700000-0000-4000-8000-000000000002"
+
 
 
 def _trial(app: Flask, token: str = TOKEN) -> int:
@@ -234,7 +241,7 @@ def test_a_stale_run_gets_409_and_nothing_is_stored(app: Flask, client: FlaskCli
     response = _post(client, trial_id, _metrics("training", [7], seq=8))
     assert response.status_code == 409
     assert response.get_json()["error"]["code"] == "stale_run"
-    ckpt = {"uuid": "stale-ckpt-1", "steps_completed": 7, "seq": 9, **_stream()}
+    ckpt = {"uuid": STALE, "steps_completed": 7, "seq": 9, **_stream()}
     assert _post(client, trial_id, ckpt, "checkpoints").status_code == 409
     assert _rows(app, trial_id) == before
     assert _count(app, Checkpoint, trial_id) == 0
@@ -258,7 +265,7 @@ def test_a_slurm_requeue_is_a_newer_execution_of_the_same_run(app: Flask,
 def test_registering_a_checkpoint_again_is_idempotent(app: Flask, client: FlaskClient) -> None:
     trial_id, other_id = _trial(app), _trial(app, token="tok-other")
     assert _post(client, trial_id, _metrics("validation", [4], seq=0)).status_code == 200
-    body = {"uuid": "ckpt-0001", "steps_completed": 4, "metadata": {"m": 1},
+    body = {"uuid": FIRST, "steps_completed": 4, "metadata": {"m": 1},
             "resources": {"w": 3}}
     created = _post(client, trial_id, body, "checkpoints")
     assert created.status_code == 201
@@ -267,10 +274,10 @@ def test_registering_a_checkpoint_again_is_idempotent(app: Flask, client: FlaskC
     again = _post(client, trial_id, {**body, "metadata": {"m": 2}}, "checkpoints")
     assert again.status_code == 200
     assert again.get_json()["checkpoint"]["metadata"] == {"m": 1}  # nothing changed
-    streamed = {**body, "uuid": "ckpt-0002", "seq": 1, **_stream()}
+    streamed = {**body, "uuid": SECOND, "seq": 1, **_stream()}
     assert _post(client, trial_id, streamed, "checkpoints").status_code == 201
     assert _post(client, trial_id, streamed, "checkpoints").status_code == 200
-    assert _trial_row(app, trial_id).latest_checkpoint == "ckpt-0002"
+    assert _trial_row(app, trial_id).latest_checkpoint == SECOND
     foreign = client.post(f"/api/v1/trials/{other_id}/checkpoints", json=body,
                           headers={"Authorization": "Bearer tok-other"})
     assert foreign.status_code == 409
@@ -309,7 +316,7 @@ def test_spooled_reports_are_applied_once(app: Flask, client: FlaskClient,
                                           tmp_path: Path) -> None:
     trial_id = _trial(app)
     job_dir = tmp_path / "job"
-    ckpt = {"uuid": "ckpt-spooled", "steps_completed": 3, "metadata": {}, "resources": {}}
+    ckpt = {"uuid": SPOOLED, "steps_completed": 3, "metadata": {}, "resources": {}}
     lines = _lines("training", [1, 2, 3], 0) + _lines("validation", [3], 3)
     lines += [{"seq": 4, "group": "checkpoint", "checkpoint": ckpt}]
     segment = _spool(job_dir, lines)
@@ -324,10 +331,10 @@ def test_spooled_reports_are_applied_once(app: Flask, client: FlaskClient,
     assert _count(app, Metric, trial_id) == 8
     assert _count(app, SearcherEvent, trial_id) == 1
     trial = _trial_row(app, trial_id)
-    assert trial.latest_checkpoint == "ckpt-spooled"
+    assert trial.latest_checkpoint == SPOOLED
     assert trial.latest_validation["steps_completed"] == 3
     with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
-        stored = session.get_one(Checkpoint, "ckpt-spooled")
+        stored = session.get_one(Checkpoint, SPOOLED)
         assert stored.validation_metrics == {"loss": pytest.approx(1 / 3), "acc": 0.03}
 
 
@@ -365,7 +372,7 @@ def test_a_superseded_execution_s_spool_is_archived_past_the_newer_start(
     assert _post(client, trial_id, _metrics("training", [3], seq=0, requeue=1,
                                             resumed=2)).status_code == 200
     _spool(tmp_path, [], requeue=1, resumed=2, name="seg-000000000000.jsonl")
-    ckpt = {"uuid": "ckpt-at-two", "steps_completed": 2}
+    ckpt = {"uuid": AT_TWO, "steps_completed": 2}
     _spool(tmp_path, _lines("training", [1, 2], 0) + _lines("validation", [2], 2)
            + [{"seq": 3, "group": "checkpoint", "checkpoint": ckpt}]
            + _lines("validation", [3], 4))
@@ -376,7 +383,7 @@ def test_a_superseded_execution_s_spool_is_archived_past_the_newer_start(
             if n == "loss"] == [(3, 0)]
     assert _count(app, SearcherEvent, trial_id) == 1  # the archived validation queued none
     trial = _trial_row(app, trial_id)
-    assert trial.latest_checkpoint == "ckpt-at-two"
+    assert trial.latest_checkpoint == AT_TWO
     assert trial.latest_validation is None  # a stale execution does not move it
 
 

@@ -42,8 +42,8 @@ from hpcdet.master.snapshots import QUEUE, store_snapshot
 
 OWNER, INTRUDER = "alice", "mallory"
 # Words only alice's objects contain: none may reach the intruder (the owner's name included).
-SECRETS = (OWNER, "s3cret-token", "s3cret-exp", "s3cret-label", "s3cret-log", "s3cret-meta", "s3cret-task",
-           "S3CRET_ENV", "s3cret-project-text")
+SECRETS = (OWNER, "s3cret-token", "s3cret-exp", "s3cret-label", "s3cret-log", "s3cret-meta",
+           "s3cret-task", "S3CRET_ENV", "s3cret-project-text")
 CONFIG = """\
 name: s3cret-exp
 labels: [s3cret-label]

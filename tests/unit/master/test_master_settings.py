@@ -35,7 +35,7 @@ def test_every_bad_key_is_named(tmp_path: Path) -> None:
         load_settings(path, environ={})
     assert info.value.errors == [
         "<master.yaml>.bogus: unknown key (known: auth, checkpoint_storage, db, host, port, "
-        "reconciler, resource_manager, state_dir, webserver)",
+        "reconciler, resource_manager, security, state_dir, webserver)",
         "<master.yaml>.port: must be an integer from 1 to 65535, got 'http'",
         "<master.yaml>.resource_manager.container_run_type: must be one of apptainer, "
         "singularity, enroot, podman, none, got 'docker'",
@@ -124,3 +124,16 @@ def test_bands_must_cover_every_priority(tmp_path: Path) -> None:
         load_settings(path, environ={})
     assert info.value.errors == ["<master.yaml>.resource_manager.priority.bands: the bands "
                                  "must cover priorities 1-99; missing 1, 51-59, 99"]
+
+
+def test_security_storage_roots_and_max_body_mb(tmp_path: Path) -> None:
+    path = tmp_path / "master.yaml"
+    path.write_text("security: {storage_roots: [/srv/ckpt, /scratch/../data], max_body_mb: 8}\n")
+    settings = load_settings(path, environ={})
+    assert settings.hardening.storage_roots == ("/srv/ckpt", "/data")
+    assert settings.hardening.max_body_mb == 8
+    path.write_text("security: {storage_roots: [relative], max_body_mb: 0}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, environ={})
+    assert any("storage_roots[0]: must be an absolute path" in e for e in info.value.errors)
+    assert any("max_body_mb" in e for e in info.value.errors)

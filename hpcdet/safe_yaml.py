@@ -1,0 +1,133 @@
+"""YAML from users, parsed with limits, and JSON values checked for depth.
+
+``yaml.safe_load`` builds whatever a document describes: an alias bomb (each level an
+anchor used nine times by the next) of under 1 KB expands to millions of values, an alias
+inside its own anchor (``a: &x {b: *x}``) builds a value that contains itself, and
+thousands of nested ``[`` exhaust Python's recursion limit. :func:`load` refuses each of
+these before any value is built, with a one-line :class:`YamlLimitError` naming the limit:
+
+- the text is at most :data:`MAX_TEXT_BYTES` long;
+- at most :data:`MAX_ALIASES` aliases, nesting at most :data:`MAX_DEPTH` levels deep;
+- the document, with every alias expanded, at most :data:`MAX_EXPANDED` units (one per
+  value plus one per character of each scalar), and no alias inside its own anchor.
+
+:func:`check_depth` applies the same depth limit to an already parsed JSON value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+MAX_TEXT_BYTES = 4 * 1024 * 1024
+MAX_ALIASES = 1000
+MAX_DEPTH = 100
+MAX_EXPANDED = 4 * 1024 * 1024
+
+
+class YamlLimitError(ValueError):
+    """A document over one of the limits; the message says which, in one line."""
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """A :class:`yaml.SafeLoader` that counts aliases and nesting while composing."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: ANN401 (PyYAML's API)
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise YamlLimitError(f"more than {MAX_ALIASES} aliases (*name){self._line()}")
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise YamlLimitError(f"nested more than {MAX_DEPTH} levels deep{self._line()}")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def _line(self) -> str:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        mark = getattr(event, "start_mark", None)
+        return f" (line {mark.line + 1})" if mark is not None else ""
+
+
+def load(text: str) -> Any:  # noqa: ANN401 (any YAML value)
+    """``yaml.safe_load(text)`` within the limits above.
+
+    Raises :class:`YamlLimitError` for a document over a limit and :class:`yaml.YAMLError`
+    for one that is not valid YAML.
+    """
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise YamlLimitError(f"longer than {MAX_TEXT_BYTES} bytes")
+    loader = _LimitedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_expanded(root: yaml.Node) -> None:
+    """Refuse a node graph that contains itself or expands past :data:`MAX_EXPANDED`.
+
+    Iterative depth-first walk; a node's expanded size is computed once, so the walk is
+    linear in the number of distinct nodes however often aliases repeat them.
+    """
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if children_done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[key] > MAX_EXPANDED:
+                raise YamlLimitError(f"expands (aliases included) to more than {MAX_EXPANDED} "
+                                     f"values and characters (line {node.start_mark.line + 1})")
+            continue
+        if key in sizes:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            sizes[key] = 1 + len(str(node.value))
+            continue
+        on_path.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in on_path:
+                raise YamlLimitError("an alias refers to a value that contains it (a "
+                                     f"recursive alias, line {child.start_mark.line + 1})")
+            if id(child) not in sizes:
+                stack.append((child, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    return []
+
+
+def check_depth(value: object, limit: int = MAX_DEPTH) -> bool:
+    """True if ``value`` (lists and dicts, as JSON decodes them) nests at most ``limit``."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            if depth > limit:
+                return False
+            stack.extend((child, depth + 1) for child in item)
+    return True
