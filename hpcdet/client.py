@@ -13,17 +13,21 @@ from typing import Any
 
 import httpx
 
+from hpcdet.client_tls import cert_file_from_env, is_verify_failure, verify_failure, verify_setting
 from hpcdet.errors import MasterError
 
 DEFAULT_MASTER = "http://localhost:8080"
 
 
 def normalize_master_url(url: str) -> str:
-    """Accept ``host:port`` or a full URL; return a URL without a trailing slash."""
+    """Accept ``host:port`` or an ``http://``/``https://`` URL; return it without a trailing /."""
     url = url.strip()
     if "://" not in url:
         url = "http://" + url
-    return url.rstrip("/")
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in ("http", "https"):
+        raise MasterError(f"master address {url}: the scheme must be http or https")
+    return scheme + url[len(scheme):].rstrip("/")
 
 
 def master_url_from_env(explicit: str | None = None) -> str:
@@ -32,7 +36,11 @@ def master_url_from_env(explicit: str | None = None) -> str:
 
 
 class MasterClient:
-    """Calls ``/api/v1`` on one master and turns error answers into :class:`MasterError`."""
+    """Calls ``/api/v1`` on one master and turns error answers into :class:`MasterError`.
+
+    An ``https://`` master's certificate is verified against ``cert_file`` (default
+    ``$DET_MASTER_CERT_FILE``; ``noverify`` skips the check) and the system's CAs.
+    """
 
     def __init__(
         self,
@@ -42,15 +50,19 @@ class MasterClient:
         token: str | None = None,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        cert_file: str | None = None,
     ) -> None:
         self.url = normalize_master_url(url)
+        self.cert_file = cert_file or cert_file_from_env()
+        verify = verify_setting(self.cert_file) if self.url.startswith("https:") else True
         headers = {"Accept": "application/json"}
         if user:
             headers["X-Hpcdet-User"] = user
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._http = httpx.Client(
-            base_url=self.url + "/api/v1", headers=headers, timeout=timeout, transport=transport
+            base_url=self.url + "/api/v1", headers=headers, timeout=timeout, transport=transport,
+            verify=verify,
         )
 
     def close(self) -> None:
@@ -88,13 +100,18 @@ class MasterClient:
                     raise _error_from_response(response)
                 yield response
         except httpx.TransportError as exc:
-            raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: httpx.TransportError) -> MasterError:
+        if is_verify_failure(exc):
+            return verify_failure(self.url, exc, self.cert_file)
+        return MasterError(f"cannot reach the master at {self.url}: {exc}")
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
+            raise self._unreachable(exc) from exc
         if response.status_code >= 400:
             raise _error_from_response(response)
         if not response.content:

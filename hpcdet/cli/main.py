@@ -115,12 +115,18 @@ def error_message(exc: Exception, *, debug: bool = False) -> str:
         if len(exc.errors) == 1:
             return f"{exc.title}: {exc.errors[0]}"
         return f"{exc.title}:\n  " + "\n  ".join(exc.errors)
-    if isinstance(exc, MasterError) and exc.status is None:
+    if isinstance(exc, MasterError) and exc.status is None and not _is_tls_error(exc):
         return f"{exc} (set the master's address with -m/--master or DET_MASTER)"
     if isinstance(exc, HpcdetError):
         return str(exc)
     hint = "" if debug else " (run with --debug for the traceback)"
     return f"unexpected {type(exc).__name__}: {exc}{hint}"
+
+
+def _is_tls_error(exc: Exception) -> bool:
+    from hpcdet.client_tls import MasterTlsError
+
+    return isinstance(exc, MasterTlsError)
 
 
 def _default_user() -> str | None:

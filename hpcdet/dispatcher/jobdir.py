@@ -15,11 +15,18 @@ from hpcdet.errors import ValidationError
 TRIAL_INFO = "trial.json"
 TOKEN_FILE = ".token"
 CONTEXT_DIR = "context"
+# A TLS master's certificate, for the job to verify the master with (DET_MASTER_CERT_FILE).
+MASTER_CERT_FILE = "master-cert.pem"
 
 
 def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,
-                    trial_info: Mapping[str, Any], token: str | None) -> Path:
-    """Create ``job_dir``, unpack the context (once) and write trial.json and the token."""
+                    trial_info: Mapping[str, Any], token: str | None,
+                    master_cert: str | None = None) -> Path:
+    """Create ``job_dir``, unpack the context (once) and write trial.json and the token.
+
+    ``master_cert``: the PEM text of a TLS master's certificate, written to
+    ``master-cert.pem`` for the job to verify the master with (``DET_MASTER_CERT_FILE``).
+    """
     root = Path(job_dir)
     root.mkdir(parents=True, exist_ok=True)
     context = root / CONTEXT_DIR
@@ -28,6 +35,8 @@ def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,
     _write_atomic(root / TRIAL_INFO, json.dumps(dict(trial_info), indent=2, sort_keys=True), 0o644)
     if token is not None:
         _write_atomic(root / TOKEN_FILE, token, 0o600)
+    if master_cert is not None:
+        _write_atomic(root / MASTER_CERT_FILE, master_cert, 0o644)
     return root
 
 

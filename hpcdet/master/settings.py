@@ -32,6 +32,7 @@ from hpcdet.master.settings_pools import (
     build_slurm_defaults,
 )
 from hpcdet.master.settings_read import Getter, unknown_keys
+from hpcdet.master.tls import TlsSettings, build_tls
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "none")
@@ -86,12 +87,15 @@ class MasterSettings:
     checkpoint_storage: Mapping[str, Any] = field(default_factory=dict)
     resource_manager: ResourceManagerSettings = field(default_factory=ResourceManagerSettings)
     state_dir: str = str(Path.home() / ".hpcdet")
+    # security.tls: serve HTTPS with this certificate and key (None: plain HTTP).
+    tls: TlsSettings | None = None
 
     @property
     def master_url(self) -> str:
-        """The address compute nodes and users reach the master at."""
+        """The address compute nodes and users reach the master at (https with TLS)."""
         rm = self.resource_manager
-        return f"http://{rm.master_host}:{rm.master_port or self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{rm.master_host}:{rm.master_port or self.port}"
 
     @property
     def database_kind(self) -> str:
@@ -127,7 +131,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 _TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoint_storage",
-             "resource_manager", "state_dir"}
+             "resource_manager", "state_dir", "security"}
 _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
             "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
             "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
@@ -145,6 +149,7 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
     db_url = environ.get("HPCDET_DB_URL") or Getter(db, f"{ROOT}.db", errors).text(
         "url", f"sqlite:///{Path(state_dir).expanduser() / 'hpcdet.sqlite'}")
     auth = _auth_getter(get.section("auth"), errors)
+    security = _security(get.section("security"), errors)
     return MasterSettings(
         host=get.text("host", "0.0.0.0"),
         port=port,
@@ -160,10 +165,20 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         checkpoint_storage=get.section("checkpoint_storage"),
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
         state_dir=state_dir,
+        tls=build_tls(security, f"{ROOT}.security", errors),
     )
 
 
 _AUTH_KEYS = {"require_user", "admins"}
+
+
+# Each part of the security settings parses its own keys (build_tls: tls).
+_SECURITY_KEYS = {"tls"}
+
+
+def _security(doc: Mapping[str, Any], errors: list[str]) -> Mapping[str, Any]:
+    unknown_keys(doc, _SECURITY_KEYS, f"{ROOT}.security", errors)
+    return doc
 
 
 def _auth_getter(doc: Mapping[str, Any], errors: list[str]) -> Getter:
