@@ -60,7 +60,28 @@ def build_tls(doc: Mapping[str, Any], where: str, errors: list[str]) -> TlsSetti
             paths[key] = path
     if len(paths) != 2:
         return None
+    mismatch = _pair_problem(paths["cert"], paths["key"])
+    if mismatch:
+        errors.append(f"{where}: {mismatch}")
+        return None
     return TlsSettings(cert=paths["cert"], key=paths["key"])
+
+
+def _pair_problem(cert: str, key: str) -> str:
+    """Why ``cert`` and ``key`` cannot serve TLS together, or '' when they can."""
+    import ssl
+
+    def no_passphrase() -> str:
+        raise ValueError("encrypted")
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key, password=no_passphrase)
+    except ValueError:
+        return f"{key}: the key is encrypted; give the master an unencrypted key (mode 0600)"
+    except ssl.SSLError as exc:
+        return f"{cert} and {key} do not form a usable certificate and key ({exc.reason})"
+    return ""
 
 
 def _unreadable(path: str) -> str:
