@@ -73,6 +73,9 @@ def test_digits_trains_over_https_with_verification(master: LiveMaster, tls_dir:
     assert info["master_cert_file"] == "master-cert.pem"
     scripts = "".join(p.read_text() for p in job_dir.glob("*.sh"))
     assert f"DET_MASTER_CERT_FILE={job_dir / 'master-cert.pem'}" in scripts
+    # Nothing took the detour a reporter takes when it cannot reach the master (the spool).
+    assert not list(job_dir.glob("spool/*/seg-*")), "reports were spooled, not sent"
+    assert "cannot verify" not in logs and "CERTIFICATE_VERIFY_FAILED" not in logs
 
 
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
