@@ -47,7 +47,13 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
         status = exc.code or 500
-        return _respond(status, _HTTP_CODES.get(status, "error"), exc.description or exc.name)
+        response = _respond(status, _HTTP_CODES.get(status, "error"),
+                            exc.description or exc.name)
+        # Headers the status needs (405's Allow, RFC 9110), in the common body's response.
+        for name, value in exc.get_headers():
+            if name.lower() != "content-type":
+                response.headers[name] = value
+        return response
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:
