@@ -19,7 +19,8 @@ from hpcdet.master.api.openapi_schemas import COMPONENTS, OPERATIONS, Schema, re
 
 API_PREFIX = "/api/v1"
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-_CONVERTER = re.compile(r"<(?:(?P<conv>[a-z]+):)?(?P<name>\w+)>")
+# <name>, <int:name>, <any(a, b):name>
+_CONVERTER = re.compile(r"<(?:(?P<conv>[a-z]+)(?:\((?P<args>[^)]*)\))?:)?(?P<name>\w+)>")
 _CONVERTER_SCHEMAS: dict[str, Schema] = {
     "int": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     "string": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
@@ -43,16 +44,30 @@ def api_routes(app: Flask) -> Iterator[tuple[str, str]]:
                     yield method, rule.rule
 
 
+def declared_rule(rule: str) -> str:
+    """``rule`` as :data:`OPERATIONS` names it: converter arguments left out
+    (``<any(pause, kill):action>`` is ``<any:action>``)."""
+    return _CONVERTER.sub(lambda m: "<" + (f"{m.group('conv')}:" if m.group("conv") else "")
+                          + m.group("name") + ">", rule)
+
+
 def undescribed_routes(app: Flask) -> list[str]:
     """``"METHOD rule"`` of each API route :data:`OPERATIONS` does not declare."""
-    return sorted(f"{m} {r}" for m, r in api_routes(app) if (m, r) not in OPERATIONS)
+    return sorted(f"{m} {declared_rule(r)}" for m, r in api_routes(app)
+                  if (m, declared_rule(r)) not in OPERATIONS)
+
+
+def stale_declarations(app: Flask) -> list[str]:
+    """``"METHOD rule"`` of each declaration in :data:`OPERATIONS` no route has."""
+    routes = {(m, declared_rule(r)) for m, r in api_routes(app)}
+    return sorted(f"{m} {r}" for m, r in OPERATIONS if (m, r) not in routes)
 
 
 def build_openapi(app: Flask) -> dict[str, Any]:
     """The OpenAPI 3.0 document for ``app``'s API routes (undeclared ones are left out)."""
     paths: dict[str, dict[str, Any]] = {}
     for method, rule in sorted(api_routes(app), key=lambda mr: (mr[1], mr[0])):
-        declared = OPERATIONS.get((method, rule))
+        declared = OPERATIONS.get((method, declared_rule(rule)))
         if declared is None:
             continue
         path = _CONVERTER.sub(lambda m: "{" + m.group("name") + "}", rule[len(API_PREFIX):])
@@ -117,5 +132,8 @@ def _path_parameters(rule: str, overrides: dict[str, Schema]) -> list[dict[str, 
     for match in _CONVERTER.finditer(rule):
         name, conv = match.group("name"), match.group("conv") or "string"
         schema = overrides.get(name) or _CONVERTER_SCHEMAS.get(conv, {"type": "string"})
+        if conv == "any":
+            words = [w.strip().strip("'\"") for w in (match.group("args") or "").split(",")]
+            schema = {"type": "string", "enum": [w for w in words if w]}
         params.append({"name": name, "in": "path", "required": True, "schema": schema})
     return params

@@ -127,10 +127,8 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {200: obj({"experiment": {"allOf": [ref("Experiment"), obj({
             "config": ANY_OBJ, "history": array(ref("Transition"))})]},
             "trials": array(ref("Trial"))})}},
-    ("POST", "/api/v1/experiments/<int:exp_id>/<action>"): {
+    ("POST", "/api/v1/experiments/<int:exp_id>/<any:action>"): {
         "summary": "pause, activate, cancel, kill, archive or unarchive an experiment",
-        "path": {"action": {"type": "string", "enum": ["pause", "activate", "cancel", "kill",
-                                                        "archive", "unarchive"]}},
         "answers": {200: obj({"experiment": ref("Experiment")})}},
     ("GET", "/api/v1/experiments/<int:exp_id>/trials"): {
         "summary": "The experiment's trials, in id order",
