@@ -13,6 +13,7 @@ import base64
 import io
 import os
 import shutil
+import socket
 import subprocess
 import tarfile
 import time
@@ -22,7 +23,6 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from conftest import free_port
 from it_helpers import BIN, LiveMaster, wait_for
 
 ST = BIN / "st"
@@ -40,6 +40,12 @@ hyperparameters: {lr: 0.1}
 searcher: {name: single, metric: validation_loss, max_length: {batches: 10}}
 resources: {slots_per_trial: 1}
 """
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _context() -> str:

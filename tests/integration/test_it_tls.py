@@ -7,6 +7,7 @@ told which CA to trust, in one line that names the fix.
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,10 @@ def test_det_refuses_an_unverified_certificate(master: LiveMaster, tls_dir: Path
     # A plain HTTP client gets nothing from an HTTPS master either.
     with pytest.raises(httpx.TransportError):
         httpx.get(master.url.replace("https://", "http://") + "/api/v1/master", timeout=10)
+    # The web pages are served over HTTPS too.
+    page = httpx.get(master.url + "/", timeout=30,
+                     verify=ssl.create_default_context(cafile=str(tls_dir / "ca.pem")))
+    assert page.status_code == 200 and "<html" in page.text.lower()
     # Told the CA (or asked not to verify), det works.
     master.env["DET_MASTER_CERT_FILE"] = str(tls_dir / "ca.pem")
     assert master.det("experiment", "list").returncode == 0

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from flask import Flask
 from flask.testing import FlaskClient
 from master_helpers import create
 
 from hpcdet.errors import ConfigError
 from hpcdet.master.app import create_app
 from hpcdet.master.settings import MasterSettings, load_settings
-from hpcdet.master.tls import TlsSettings
+from hpcdet.master.tls import TlsSettings, request_is_https
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -109,3 +110,10 @@ def test_a_tls_masters_jobs_get_its_certificate_and_https(tls_dir: Path,
 def test_a_plain_masters_jobs_get_no_certificate(client: FlaskClient) -> None:
     script = create(client, dry_run=True).get_json()["jobs"][0]["script"]
     assert "DET_MASTER_CERT_FILE" not in script and "export DET_MASTER=http://" in script
+
+
+def test_request_is_https_tells_a_tls_request(app: Flask) -> None:
+    with app.test_request_context("/", base_url="https://master.example:8443"):
+        assert request_is_https()
+    with app.test_request_context("/", base_url="http://master.example:8080"):
+        assert not request_is_https()
