@@ -28,7 +28,9 @@ from it_helpers import BIN, LiveMaster, wait_for
 ST = BIN / "st"
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_schema_conformance,response_headers_conformance,unsupported_method")
-MAX_EXAMPLES = "25"
+# Bounded for CI; HPCDET_FUZZ_EXAMPLES and HPCDET_FUZZ_SEED run it longer or differently.
+MAX_EXAMPLES = os.environ.get("HPCDET_FUZZ_EXAMPLES", "25")
+SEED = int(os.environ.get("HPCDET_FUZZ_SEED", "14"))
 STUBS = {"sbatch": "echo 4242\n",
          "sinfo": "echo 'batch*|node1|idle|4|0/4/0/4|(null)|(null)|'\n",
          **{name: "exit 0\n" for name in (
@@ -151,6 +153,6 @@ def test_schemathesis_finds_no_server_error_and_no_answer_off_the_description(
     described = httpx.get(f"{fuzz_master.url}/api/v1/openapi.json", timeout=30).json()
     assert described["openapi"].startswith("3.") and "/experiments" in described["paths"]
     pinned = _seed(fuzz_master, tmp_path)
-    _schemathesis(fuzz_master, tmp_path, "generated-ids", seed=14)
-    _schemathesis(fuzz_master, tmp_path, "seeded-objects", seed=15, pinned=pinned)
+    _schemathesis(fuzz_master, tmp_path, "generated-ids", seed=SEED)
+    _schemathesis(fuzz_master, tmp_path, "seeded-objects", seed=SEED + 1, pinned=pinned)
     assert str(shutil.which("sbatch", path=fuzz_master.env["PATH"])).startswith(str(tmp_path))

@@ -26,6 +26,10 @@ _CONVERTER_SCHEMAS: dict[str, Schema] = {
     "string": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
     "path": {"type": "string", "minLength": 1},
 }
+# gunicorn refuses a request line over 4094 bytes itself, before the API sees it.
+_TOO_LONG = {"description": "The request line is too long (over 4094 bytes); answered by the "
+                            "HTTP server, not the API, as a short HTML page",
+             "content": {"text/html": {"schema": {"type": "string"}}}}
 _SECURITY = {"user": [{"userHeader": []}, {}], "trial": [{"trialToken": []}], "none": [{}]}
 
 
@@ -103,6 +107,7 @@ def _operation(method: str, rule: str, declared: dict[str, Any]) -> dict[str, An
                       for status, schema in sorted(declared["answers"].items())},
         "security": _SECURITY[declared.get("auth", "user")],
     }
+    operation["responses"]["414"] = _TOO_LONG
     operation["responses"]["default"] = {
         "description": "An error, in the common shape",
         "content": {"application/json": {"schema": ref("Error")}}}
