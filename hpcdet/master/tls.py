@@ -3,12 +3,15 @@
 ``security.tls: {cert: PATH, key: PATH}`` in ``master.yaml``. Both files must exist and be
 readable by the master at start. ``cert`` is what gunicorn serves (the server certificate,
 optionally followed by its chain); jobs receive a copy of it and trust it (see
-:func:`hpcdet.tls_client.verify_context`), so a self-signed certificate works for them too.
+:func:`hpcdet.client_tls.verify_setting`), so a self-signed certificate works for them too.
+Only the file's certificates are copied: a ``cert`` file that also holds the key (one PEM
+with both) never puts the key into job directories.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +19,7 @@ from typing import Any
 from hpcdet.master.settings_read import Getter, unknown_keys
 
 _TLS_KEYS = {"cert", "key"}
+_CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]*?-----END CERTIFICATE-----")
 _MAX_CERT_BYTES = 1024 * 1024
 
 
@@ -27,9 +31,10 @@ class TlsSettings:
     key: str
 
     def cert_pem(self) -> str:
-        """The certificate file's text (what jobs get a copy of)."""
-        with open(self.cert, encoding="ascii") as handle:
-            return handle.read(_MAX_CERT_BYTES)
+        """The certificates of the ``cert`` file, and nothing else (what jobs get a copy of)."""
+        with open(self.cert, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(_MAX_CERT_BYTES)
+        return "".join(block + "\n" for block in _CERTIFICATE.findall(text))
 
     def gunicorn_options(self) -> dict[str, Any]:
         """The gunicorn settings that make it serve HTTPS."""

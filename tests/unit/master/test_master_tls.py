@@ -17,7 +17,7 @@ from master_helpers import create
 from hpcdet.errors import ConfigError
 from hpcdet.master.app import create_app
 from hpcdet.master.settings import MasterSettings, load_settings
-from hpcdet.master.tls import TlsSettings, request_is_https
+from hpcdet.master.tls import TlsSettings, job_cert_pem, request_is_https
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -117,3 +117,16 @@ def test_request_is_https_tells_a_tls_request(app: Flask) -> None:
         assert request_is_https()
     with app.test_request_context("/", base_url="http://master.example:8080"):
         assert not request_is_https()
+
+
+def test_jobs_never_get_a_private_key_kept_in_the_certificate_file(tls_dir: Path,
+                                                                   tmp_path: Path) -> None:
+    combined = tmp_path / "combined.pem"
+    combined.write_text((tls_dir / "server.key").read_text()
+                        + (tls_dir / "server.pem").read_text())
+    settings = _load(tmp_path, {"tls": {"cert": str(combined),
+                                        "key": str(tls_dir / "server.key")}})
+    assert settings.tls is not None
+    copied = job_cert_pem(settings.tls)
+    assert copied is not None and "PRIVATE KEY" not in copied
+    assert copied == (tls_dir / "server.pem").read_text()
