@@ -145,7 +145,8 @@ def _default_user() -> str | None:
 )
 @click.option("-m", "--master", "master", envvar="DET_MASTER", show_envvar=True,
               default=DEFAULT_MASTER, show_default=True, metavar="URL",
-              help="Address of the master (host:port or URL).")
+              help="Address of the master (host:port, http:// or https:// URL; "
+              "DET_MASTER_CERT_FILE: its CA, or noverify).")
 @click.option("-u", "--user", "user", envvar="DET_USER", show_envvar=True,
               default=_default_user, show_default="your login name",
               help="Who you are to the master; recorded as the owner of what you create.")
