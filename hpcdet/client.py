@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from hpcdet.client_tls import cert_file_from_env, is_verify_failure, verify_failure, verify_setting
 from hpcdet.errors import MasterError
 
 DEFAULT_MASTER = "http://localhost:8080"
@@ -21,11 +22,14 @@ RELOGIN_CODES = frozenset({"login_required", "token_expired", "token_revoked", "
 
 
 def normalize_master_url(url: str) -> str:
-    """Accept ``host:port`` or a full URL; return a URL without a trailing slash."""
+    """Accept ``host:port`` or an ``http://``/``https://`` URL; return it without a trailing /."""
     url = url.strip()
     if "://" not in url:
         url = "http://" + url
-    return url.rstrip("/")
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in ("http", "https"):
+        raise MasterError(f"master address {url}: the scheme must be http or https")
+    return scheme + url[len(scheme):].rstrip("/")
 
 
 def master_url_from_env(explicit: str | None = None) -> str:
@@ -34,7 +38,11 @@ def master_url_from_env(explicit: str | None = None) -> str:
 
 
 class MasterClient:
-    """Calls ``/api/v1`` on one master and turns error answers into :class:`MasterError`."""
+    """Calls ``/api/v1`` on one master and turns error answers into :class:`MasterError`.
+
+    An ``https://`` master's certificate is verified against ``cert_file`` (default
+    ``$DET_MASTER_CERT_FILE``; ``noverify`` skips the check) and the system's CAs.
+    """
 
     def __init__(
         self,
@@ -45,18 +53,22 @@ class MasterClient:
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
         relogin: Callable[[MasterError], str | None] | None = None,
+        cert_file: str | None = None,
     ) -> None:
         """``relogin`` is called once on a 401 that a new session token may cure; the
         request is repeated with the token it returns (None: the error stands)."""
         self.url = normalize_master_url(url)
         self._relogin = relogin
+        self.cert_file = cert_file or cert_file_from_env()
+        verify = verify_setting(self.cert_file) if self.url.startswith("https:") else True
         headers = {"Accept": "application/json"}
         if user:
             headers["X-Hpcdet-User"] = user
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._http = httpx.Client(
-            base_url=self.url + "/api/v1", headers=headers, timeout=timeout, transport=transport
+            base_url=self.url + "/api/v1", headers=headers, timeout=timeout, transport=transport,
+            verify=verify,
         )
 
     def close(self) -> None:
@@ -103,7 +115,12 @@ class MasterClient:
                     yield response
                     return
             except httpx.TransportError as exc:
-                raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
+                raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: httpx.TransportError) -> MasterError:
+        if is_verify_failure(exc):
+            return verify_failure(self.url, exc, self.cert_file)
+        return MasterError(f"cannot reach the master at {self.url}: {exc}")
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._send(method, path, **kwargs)
@@ -122,7 +139,7 @@ class MasterClient:
         try:
             return self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
+            raise self._unreachable(exc) from exc
 
     def _renewed(self, error: MasterError) -> bool:
         """After a 401 a login may cure, log in (once) and keep the new token."""

@@ -143,12 +143,18 @@ def error_message(exc: Exception, *, debug: bool = False) -> str:
         if len(exc.errors) == 1:
             return f"{exc.title}: {exc.errors[0]}"
         return f"{exc.title}:\n  " + "\n  ".join(exc.errors)
-    if isinstance(exc, MasterError) and exc.status is None:
+    if isinstance(exc, MasterError) and exc.status is None and not _is_tls_error(exc):
         return f"{exc} (set the master's address with -m/--master or DET_MASTER)"
     if isinstance(exc, HpcdetError):
         return str(exc)
     hint = "" if debug else " (run with --debug for the traceback)"
     return f"unexpected {type(exc).__name__}: {exc}{hint}"
+
+
+def _is_tls_error(exc: Exception) -> bool:
+    from hpcdet.client_tls import MasterTlsError
+
+    return isinstance(exc, MasterTlsError)
 
 
 def _default_user() -> str | None:
@@ -167,7 +173,8 @@ def _default_user() -> str | None:
 )
 @click.option("-m", "--master", "master", envvar="DET_MASTER", show_envvar=True,
               default=DEFAULT_MASTER, show_default=True, metavar="URL",
-              help="Address of the master (host:port or URL).")
+              help="Address of the master (host:port, http:// or https:// URL; "
+              "DET_MASTER_CERT_FILE: its CA, or noverify).")
 @click.option("-u", "--user", "user", envvar="DET_USER", show_envvar=True,
               default=_default_user, show_default="your login name",
               help="Who you are to an open master (auth.mode: open). A munge master "

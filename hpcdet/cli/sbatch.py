@@ -41,7 +41,7 @@ USAGE = "[SBATCH OPTIONS] SCRIPT [ARGS]..."
 # Variables never exported to the job: Slurm's own (it sets them for the job) and sbatch's
 # input variables (already read); DET_* ones except these, as they may hold credentials.
 _EXCLUDED_PREFIXES = ("SLURM_", "SBATCH_", "DET_")
-_KEPT_DET = frozenset({"DET_MASTER", "DET_USER"})
+_KEPT_DET = frozenset({"DET_MASTER", "DET_USER", "DET_MASTER_CERT_FILE"})
 # Read-only in bash, which would complain when the job's environment file sets them.
 _BASH_READ_ONLY = frozenset({"SHELLOPTS", "BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "UID"})
 _FINISHED = frozenset({"COMPLETED", "CANCELED", "ERROR"})

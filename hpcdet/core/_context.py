@@ -42,7 +42,13 @@ from hpcdet.errors import MasterError
 from hpcdet.harness import distributed as harness_dist
 from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.early_exit import EarlyExitReason
-from hpcdet.harness.trial_info import TrialInfo, load_trial_info, read_token, trial_info_path
+from hpcdet.harness.trial_info import (
+    TrialInfo,
+    load_trial_info,
+    master_cert_file,
+    read_token,
+    trial_info_path,
+)
 
 DEFAULT_LOCAL_CHECKPOINTS = "checkpoints"
 # Registering a checkpoint or an early exit is rare and matters: retry for a few minutes,
@@ -273,13 +279,19 @@ def _ranks_environ(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def trial_client(trial: TrialInfo, *, timeout: float = 30.0) -> MasterClient:
+    """A client for the trial's master with its token (and, over TLS, its certificate)."""
+    return MasterClient(trial.master_url, token=read_token(trial), timeout=timeout,
+                        cert_file=master_cert_file(trial))
+
+
 def _chief_client(
     trial: TrialInfo, dist: DistributedContext, cleanup: list[Callable[[], None]]
 ) -> MasterClient | None:
     """Only the chief talks to the master, so only it reads the token."""
     if not dist.is_chief:
         return None
-    client = MasterClient(trial.master_url, token=read_token(trial))
+    client = trial_client(trial)
     cleanup.append(client.close)
     return client
 
@@ -319,7 +331,7 @@ def _profiler(
 
 def _rank_sink(trial: TrialInfo, rank: int) -> ReporterSink:
     """A reporter of this rank's own, closed (with its client) by the profiler."""
-    client = MasterClient(trial.master_url, token=read_token(trial))
+    client = trial_client(trial)
     reporter = _reporter(client, trial, rank)
 
     def close() -> None:
@@ -340,7 +352,7 @@ def _watch_preemption(
     trial: TrialInfo, poll_seconds: float, cleanup: list[Callable[[], None]]
 ) -> None:
     """Start the chief's preemption watcher; it has a client of its own (see _POLL_TIMEOUT)."""
-    client = MasterClient(trial.master_url, token=read_token(trial), timeout=_POLL_TIMEOUT)
+    client = trial_client(trial, timeout=_POLL_TIMEOUT)
     watcher = PreemptionWatcher(client, trial.trial_id, interval=poll_seconds)
     watcher.start()
     cleanup.append(watcher.close)
@@ -378,7 +390,7 @@ def report_job_early_exit(trial: TrialInfo, reason: EarlyExitReason) -> bool:
     """
     if trial.extra.get("unmanaged"):
         return False
-    with MasterClient(trial.master_url, token=read_token(trial)) as client:
+    with trial_client(trial) as client:
         early_exit_poster(client, trial.trial_id)(reason)
     return True
 

@@ -15,14 +15,19 @@ from hpcdet.errors import ValidationError
 TRIAL_INFO = "trial.json"
 TOKEN_FILE = ".token"
 CONTEXT_DIR = "context"
+# A TLS master's certificate, for the job to verify the master with (DET_MASTER_CERT_FILE).
+MASTER_CERT_FILE = "master-cert.pem"
 
 
 def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,
-                    trial_info: Mapping[str, Any], token: str | None) -> Path:
+                    trial_info: Mapping[str, Any], token: str | None,
+                    master_cert: str | None = None) -> Path:
     """Create ``job_dir``, unpack the context (once) and write trial.json and the token.
 
     Everything is for the job's user only (0700 directories, 0600 files): ``trial.json``
     holds the experiment's ``environment_variables``, where people put API keys.
+    ``master_cert``: the PEM text of a TLS master's certificate, written to
+    ``master-cert.pem`` for the job to verify the master with (``DET_MASTER_CERT_FILE``).
     """
     root = Path(job_dir)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -33,11 +38,13 @@ def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,
     _write_atomic(root / TRIAL_INFO, json.dumps(dict(trial_info), indent=2, sort_keys=True), 0o600)
     if token is not None:
         _write_atomic(root / TOKEN_FILE, token, 0o600)
+    if master_cert is not None:
+        _write_atomic(root / MASTER_CERT_FILE, master_cert, 0o644)
     return root
 
 
 def job_dir_archive(*, context_tar: bytes | None, trial_info: Mapping[str, Any],
-                    token: str | None) -> bytes:
+                    token: str | None, master_cert: str | None = None) -> bytes:
     """What :func:`prepare_job_dir` writes, as one tar for the run-as helper's ``prepare``.
 
     The context's members move under ``context/``; trial.json and the token are 0600 (the
@@ -47,6 +54,8 @@ def job_dir_archive(*, context_tar: bytes | None, trial_info: Mapping[str, Any],
         TRIAL_INFO: (json.dumps(dict(trial_info), indent=2, sort_keys=True).encode(), 0o600)}
     if token is not None:
         files[TOKEN_FILE] = (token.encode(), 0o600)
+    if master_cert is not None:
+        files[MASTER_CERT_FILE] = (master_cert.encode(), 0o644)
     return tar_of(files, context_tar=context_tar)
 
 

@@ -113,6 +113,15 @@ def read_token(info: TrialInfo) -> str:
     return token
 
 
+def master_cert_file(info: TrialInfo) -> str | None:
+    """The TLS master's certificate the job verifies it with (``master_cert_file``, relative
+    to the job directory); None for a plain-HTTP master (then ``$DET_MASTER_CERT_FILE``)."""
+    name = info.extra.get("master_cert_file")
+    if not isinstance(name, str) or not name:
+        return None
+    return str(pathlib.Path(info.job_dir or ".") / name)
+
+
 def _read_json(path: pathlib.Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

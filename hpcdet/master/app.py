@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask, g
+from werkzeug.routing import IntegerConverter, Map
 
 from hpcdet.dispatcher import Backend, get_backend
 from hpcdet.master.api import body_limits
@@ -12,6 +13,8 @@ from hpcdet.master.db import make_engine, make_session_factory
 from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.settings import MasterSettings, load_settings
 from hpcdet.master.settings_runas import make_runas
+
+MAX_DB_INT = 2**63 - 1
 
 
 def create_app(settings: MasterSettings | None = None, *, backend: Backend | None = None) -> Flask:
@@ -25,6 +28,9 @@ def create_app(settings: MasterSettings | None = None, *, backend: Backend | Non
 
     settings = settings or load_settings(os.environ.get("HPCDET_MASTER_CONFIG"))
     app = Flask(__name__)
+    # Ids in paths are database integers: a larger one is no such route (404), not an
+    # OverflowError deep in the database driver.
+    app.url_map.converters["int"] = DatabaseIntConverter
     app.config["HPCDET_SETTINGS"] = settings
     engine = make_engine(settings.db_url)
     app.config["HPCDET_ENGINE"] = engine
@@ -37,6 +43,14 @@ def create_app(settings: MasterSettings | None = None, *, backend: Backend | Non
         runas=make_runas(settings.runas))
     _register(app)
     return app
+
+
+class DatabaseIntConverter(IntegerConverter):
+    """``<int:...>`` path parts: 0 to 2**63-1, what a database BIGINT holds."""
+
+    def __init__(self, url_map: Map, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("max", MAX_DB_INT)
+        super().__init__(url_map, *args, **kwargs)
 
 
 def _register(app: Flask) -> None:

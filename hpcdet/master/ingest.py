@@ -219,6 +219,8 @@ class MetricWriter:
     def _write_with_retry(self, batch: list[_Pending]) -> None:
         # Writers of two worker processes may lock the same trials' rows in different
         # orders; PostgreSQL then aborts one of them as a deadlock. A retry is enough.
+        # SQLite (WAL) answers "database is locked" at once, without waiting, when this
+        # transaction read before another process committed a write: a retry reads anew.
         # (The hot path's statements run on the driver's cursor: its errors are the
         # driver's, not SQLAlchemy's, hence the test on the message.)
         attempt, careful = 1, False
@@ -231,9 +233,15 @@ class MetricWriter:
             except _CarefulPath:
                 careful = True  # rolled back: once more, the careful way
             except Exception as exc:
-                if attempt == _DEADLOCK_ATTEMPTS or "deadlock" not in str(exc).lower():
+                if attempt == _DEADLOCK_ATTEMPTS or not _retryable(exc):
                     raise
                 attempt += 1
+
+
+def _retryable(exc: Exception) -> bool:
+    """A deadlock (PostgreSQL) or a stale SQLite snapshot: the same batch may well succeed."""
+    message = str(exc).lower()
+    return "deadlock" in message or "database is locked" in message
 
 
 def _outcome(pending: _Pending) -> Applied:

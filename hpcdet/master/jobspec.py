@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hpcdet.client_tls import CERT_FILE_VAR
 from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec
+from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE
 from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import environment_variables
@@ -241,6 +243,8 @@ def _environment(settings: MasterSettings, config: Mapping[str, Any], run: Trial
         "DET_SLOT_TYPE": slot_type,
         "PYTHONUNBUFFERED": "1",
     })
+    if settings.tls is not None:
+        env[CERT_FILE_VAR] = str(Path(run.job_dir) / MASTER_CERT_FILE)
     return env
 
 

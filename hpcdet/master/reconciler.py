@@ -33,6 +33,7 @@ from hpcdet.master.searching import SearchDriver, SearchReport
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.spool_ingest import ingest_spooled_reports
 from hpcdet.master.submission import trial_info
+from hpcdet.master.tls import job_cert_pem
 from hpcdet.master.tokens import hash_token
 from hpcdet.master.transitions import transition
 from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
@@ -172,13 +173,15 @@ class Reconciler:
 
     def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
         runas = getattr(self.backend, "runas", None)
+        cert = job_cert_pem(self.settings.tls)
         if runas is not None and self.settings.runas.owner_mode:
             # The owner's helper writes the files: owned by the owner, private to them.
             runas.prepare(plan.run.owner, plan.run.job_dir, job_dir_archive(
-                context_tar=plan.context, trial_info=plan.info, token=plan.token))
+                context_tar=plan.context, trial_info=plan.info, token=plan.token,
+                master_cert=cert))
         else:
             prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
-                            token=plan.token)
+                            token=plan.token, master_cert=cert)
         pool = pool_for_config(self.sessions, self.settings, plan.config)
         spec = build_job_spec(self.settings, plan.config, plan.run, pool)
         submission = self.backend.render(spec)

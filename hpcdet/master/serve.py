@@ -217,6 +217,8 @@ def _serve(settings: MasterSettings) -> None:
                 "threads": settings.threads, "worker_class": "gthread", "timeout": 120,
                 "accesslog": None, "errorlog": "-", "loglevel": "warning",
             }
+            if settings.tls is not None:
+                options.update(settings.tls.gunicorn_options())
             for key, value in options.items():
                 self.cfg.set(key, value)
 

@@ -34,6 +34,7 @@ from hpcdet.master.settings_pools import (
 )
 from hpcdet.master.settings_read import Getter, unknown_keys
 from hpcdet.master.settings_runas import RunAsSettings, build_runas
+from hpcdet.master.tls import TlsSettings, build_tls
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "none")
@@ -95,12 +96,15 @@ class MasterSettings:
     runas: RunAsSettings = field(default_factory=RunAsSettings)
     # security.storage_roots and security.max_body_mb (hpcdet.master.settings_hardening).
     hardening: HardeningSettings = field(default_factory=HardeningSettings)
+    # security.tls: serve HTTPS with this certificate and key (None: plain HTTP).
+    tls: TlsSettings | None = None
 
     @property
     def master_url(self) -> str:
-        """The address compute nodes and users reach the master at."""
+        """The address compute nodes and users reach the master at (https with TLS)."""
         rm = self.resource_manager
-        return f"http://{rm.master_host}:{rm.master_port or self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{rm.master_host}:{rm.master_port or self.port}"
 
     @property
     def identifies_users(self) -> bool:
@@ -159,6 +163,7 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
     db_url = environ.get("HPCDET_DB_URL") or Getter(db, f"{ROOT}.db", errors).text(
         "url", f"sqlite:///{Path(state_dir).expanduser() / 'hpcdet.sqlite'}")
     auth = _auth_getter(get.section("auth"), errors)
+    security = _security(get.section("security"), errors)
     return MasterSettings(
         host=get.text("host", "0.0.0.0"),
         port=port,
@@ -176,13 +181,24 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         checkpoint_storage=get.section("checkpoint_storage"),
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
         state_dir=state_dir,
-        runas=build_runas(get.section("security"), f"{ROOT}.security", errors),
-        hardening=build_hardening(get.section("security"), f"{ROOT}.security", errors),
+        runas=build_runas(security, f"{ROOT}.security", errors),
+        hardening=build_hardening(security, f"{ROOT}.security", errors),
+        tls=build_tls(security, f"{ROOT}.security", errors),
     )
 
 
 _AUTH_KEYS = {"mode", "require_user", "admins", "session_hours", "pam"}
 AUTH_MODES = ("munge", "open")
+
+
+# Each part of the security settings parses its own keys: build_tls (tls), build_runas
+# (jobs_run_as, runas_helper), build_hardening (storage_roots, max_body_mb).
+_SECURITY_KEYS = {"tls", "jobs_run_as", "runas_helper", "storage_roots", "max_body_mb"}
+
+
+def _security(doc: Mapping[str, Any], errors: list[str]) -> Mapping[str, Any]:
+    unknown_keys(doc, _SECURITY_KEYS, f"{ROOT}.security", errors)
+    return doc
 
 
 def _auth_getter(doc: Mapping[str, Any], errors: list[str]) -> Getter:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from hpcdet import expconf, safe_yaml
 from hpcdet.dispatcher import Backend, Submission
-from hpcdet.dispatcher.jobdir import context_size, prepare_job_dir
+from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job_dir
 from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
 from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
@@ -27,6 +27,7 @@ from hpcdet.master.models import Experiment, Template
 from hpcdet.master.pools import Pool, pool_for_config
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.storage_roots import check_storage
+from hpcdet.master.tls import job_cert_pem
 from hpcdet.master.transitions import transition
 from hpcdet.searcher import TrialRequest, make_searcher
 from hpcdet.states import State
@@ -208,7 +209,8 @@ def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, A
     info = trial_info(settings, config, run, hparams=first.hparams, seed=first.seed,
                       latest_checkpoint=None, unmanaged=True)
     try:
-        prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None)
+        prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None,
+                        master_cert=job_cert_pem(settings.tls))
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
     return submission
@@ -253,6 +255,8 @@ def trial_info(settings: MasterSettings, config: Mapping[str, Any], run: TrialRu
         "checkpoint_dir": checkpoint_dir(config),
         "token_file": ".token",
     }
+    if settings.tls is not None:
+        info["master_cert_file"] = MASTER_CERT_FILE
     if unmanaged:  # a dry-run job: no trial in the master, so nothing is reported to it
         info.update(unmanaged=True, token_file=None)
     return info

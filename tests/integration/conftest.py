@@ -56,8 +56,11 @@ def master(request: pytest.FixtureRequest, slurm: dict[str, str], tmp_path: Path
     # load_settings defaults to munge; these tests name their user with DET_USER.
     config["auth"] = {"mode": "open", **config.get("auth", {})}
     (tmp_path / "master.yaml").write_text(yaml.safe_dump(config))
-    env = {**slurm, "DET_MASTER": f"http://127.0.0.1:{port}", "DET_USER": "tester"}
-    live = LiveMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=tmp_path / "jobs",
+    # A master with security.tls serves HTTPS (the test sets DET_MASTER_CERT_FILE).
+    scheme = "https" if (config.get("security") or {}).get("tls") else "http"
+    url = f"{scheme}://127.0.0.1:{port}"
+    env = {**slurm, "DET_MASTER": url, "DET_USER": "tester"}
+    live = LiveMaster(url=url, env=env, job_root=tmp_path / "jobs",
                       log=tmp_path / "master.log", db_url=db_url,
                       argv=(str(BIN / "det-master"), "--config", str(tmp_path / "master.yaml")))
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from hpcdet.errors import ConfigError, ValidationError
@@ -29,6 +29,11 @@ _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "
                405: "method_not_allowed", 409: "conflict", 413: "payload_too_large"}
 
 
+def _raised_by_a_view() -> bool:
+    """Whether a route matched (so its own code raised the 404), not the URL map."""
+    return request.url_rule is not None
+
+
 def register_error_handlers(app: Flask) -> None:
     """Route every error raised under ``/api`` into the common shape."""
 
@@ -47,7 +52,16 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
         status = exc.code or 500
-        return _respond(status, _HTTP_CODES.get(status, "error"), exc.description or exc.name)
+        message = exc.description or exc.name
+        if status == 404 and request.path.startswith("/api/") and not _raised_by_a_view():
+            message = (f"no such route: {request.method} {request.path} (every route: "
+                       "GET /api/v1/openapi.json)")
+        response = _respond(status, _HTTP_CODES.get(status, "error"), message)
+        # Headers the status needs (405's Allow, RFC 9110), in the common body's response.
+        for name, value in exc.get_headers():
+            if name.lower() != "content-type":
+                response.headers[name] = value
+        return response
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:

@@ -26,7 +26,9 @@ _ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
 }
 
 
-@bp.post("/experiments/<int:exp_id>/<action>")
+# Only these words: POST /experiments/<id>/trials is then 405 (that path is GET-only), not
+# a lifecycle 404, and the OpenAPI description lists the actions.
+@bp.post(f"/experiments/<int:exp_id>/<any({', '.join(_ACTIONS)}):action>")
 def change_lifecycle(exp_id: int, action: str) -> Any:
     """Pause, activate, cancel, kill, archive or unarchive (see hpcdet.master.lifecycle).
 

@@ -118,7 +118,8 @@ def test_a_master_that_requires_users_refuses_anonymous_calls(app: Flask) -> Non
 
 # GET routes anyone may call on any master: the master's own facts (det finds its URL and
 # version there) and those a trial's harness calls with its bearer token.
-OPEN_READS = {"/api/v1/master", "/api/v1/trials/<int:trial_id>/preemption",
+OPEN_READS = {"/api/v1/master", "/api/v1/openapi.json",
+              "/api/v1/trials/<int:trial_id>/preemption",
               "/api/v1/trials/<int:trial_id>/experiment_best_validation"}
 
 

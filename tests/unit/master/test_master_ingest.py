@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
+import pytest
 from flask import Flask
 from sqlalchemy import select
 
@@ -59,3 +61,29 @@ def test_concurrent_requests_are_all_stored_and_progress_only_moves_forward(app:
 
 def test_unknown_trial_has_no_token(app: Flask) -> None:
     assert MetricWriter(app.config["HPCDET_ENGINE"]).token_of(12345) is None
+
+
+def test_a_batch_sqlite_refused_as_locked_is_written_again(
+        app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SQLite (WAL) refuses at once, without its busy wait, a write in a transaction whose
+    # snapshot another process changed; schemathesis saw it as a 500 on reports.
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from hpcdet.master import ingest
+
+    (trial_id,) = _trials(app, 1)
+    real, calls = ingest._apply_all, []
+
+    def locked_once(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("INSERT ...", {}, sqlite3.OperationalError(
+                "database is locked"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ingest, "_apply_all", locked_once)
+    writer = MetricWriter(app.config["HPCDET_ENGINE"])
+    assert writer.write(trial_id, "training", [(1, {"loss": 0.5})]).rows == 1
+    assert len(calls) == 2

@@ -1,0 +1,262 @@
+"""What each ``/api/v1`` route takes and answers, for the OpenAPI description.
+
+:data:`OPERATIONS` maps ``(METHOD, flask rule)`` to the operation's summary, query
+parameters, request body and success answers; :mod:`hpcdet.master.api.openapi` adds the path
+parameters, the common error answer and the security of each route. A route missing here
+fails ``tests/unit/master/test_master_openapi.py``: declare it when you add it.
+Schemas list the keys docs/api.md documents; answers may carry more (additionalProperties).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+
+def ref(name: str) -> Schema:
+    """A reference to one of :data:`COMPONENTS`."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None) -> Schema:
+    """An object with ``required`` keys (and ``optional`` ones); other keys allowed."""
+    return {"type": "object", "required": sorted(required),
+            "properties": {**required, **(optional or {})}}
+
+
+def nullable(schema: Schema) -> Schema:
+    return {**schema, "nullable": True}
+
+
+def array(items: Schema) -> Schema:
+    return {"type": "array", "items": items}
+
+
+STR: Schema = {"type": "string"}
+INT: Schema = {"type": "integer"}
+NUM: Schema = {"type": "number"}
+BOOL: Schema = {"type": "boolean"}
+ANY_OBJ: Schema = {"type": "object"}
+TIME: Schema = nullable({"type": "string"})
+OPT_STR = nullable(STR)
+OPT_INT = nullable(INT)
+
+COMPONENTS: dict[str, Schema] = {
+    "Error": obj({"error": obj({"code": STR, "message": STR}, {"details": array(STR)})},
+                 {"status": INT}),
+    "Transition": obj({"from": OPT_STR, "to": STR, "at": TIME, "cause": OPT_STR,
+                       "actor": OPT_STR}),
+    "Experiment": obj({"id": INT, "name": OPT_STR, "description": OPT_STR,
+                       "labels": array(STR), "state": STR, "owner": OPT_STR,
+                       "searcher": OPT_STR, "resource_pool": OPT_STR, "archived": BOOL,
+                       "created_at": TIME, "ended_at": TIME, "num_trials": INT}),
+    "Trial": obj({"id": INT, "experiment_id": INT, "state": STR, "hparams": ANY_OBJ,
+                  "seed": INT, "restarts": INT, "steps_completed": INT,
+                  "best_validation": nullable(ANY_OBJ), "latest_validation": nullable(ANY_OBJ),
+                  "latest_checkpoint": OPT_STR, "job_ids": array(STR), "nodes": OPT_STR,
+                  "created_at": TIME, "ended_at": TIME}),
+    "Job": obj({"job_id": OPT_STR, "run_id": INT, "native_state": OPT_STR, "reason": OPT_STR,
+                "exit_code": OPT_INT, "nodes": OPT_STR, "submitted_at": TIME}),
+    "Checkpoint": obj({"uuid": STR, "trial_id": INT, "steps_completed": INT,
+                       "metadata": nullable(ANY_OBJ), "resources": nullable(ANY_OBJ),
+                       "validation_metrics": nullable(ANY_OBJ), "state": STR,
+                       "reported_at": TIME}),
+    "CheckpointDetail": {"allOf": [ref("Checkpoint"), obj({
+        "experiment_id": INT, "storage_path": OPT_STR, "searcher_metric": OPT_STR,
+        "smaller_is_better": BOOL, "searcher_metric_value": nullable(NUM)})]},
+    "LogLine": obj({"id": INT, "rank": OPT_INT, "node": OPT_STR, "stream": STR, "line": STR,
+                    "job_id": OPT_STR, "at": TIME}),
+    "Template": obj({"name": STR, "owner": OPT_STR, "created_at": TIME, "updated_at": TIME,
+                     "config": ANY_OBJ}),
+    "Pool": obj({"name": STR, "slot_type": OPT_STR, "is_custom": BOOL}),
+    "JobRow": obj({"position": INT, "job_id": STR, "type": STR}),
+    "Task": obj({"id": INT, "name": OPT_STR, "owner": OPT_STR, "state": STR, "job_id": OPT_STR,
+                 "pool": OPT_STR, "partition": OPT_STR, "log_streams": array(STR),
+                 "cancel_requested": BOOL, "submitted_at": TIME, "started_at": TIME,
+                 "ended_at": TIME}),
+    "MetricsReport": obj({"group": STR, "steps_completed": INT, "metrics": ANY_OBJ},
+                         {"reported_at": TIME}),
+    "Stream": obj({"run_id": INT, "requeue": INT, "rank": INT}),
+    "ResumedFrom": obj({"uuid": OPT_STR, "steps_completed": INT}),
+}
+
+_STREAM_KEYS: dict[str, Schema] = {"stream": ref("Stream"), "seq": INT,
+                                   "resumed_from": ref("ResumedFrom")}
+_JOB_UPDATE: dict[str, Schema] = {"priority": INT, "ahead_of": STR, "behind_of": STR,
+                                  "resource_pool": STR}
+
+
+def query(name: str, schema: Schema, description: str = "") -> Schema:
+    """A query parameter (never required)."""
+    param: Schema = {"name": name, "in": "query", "required": False, "schema": schema}
+    if description:
+        param["description"] = description
+    return param
+
+
+_PAGE = [query("offset", {"type": "integer", "minimum": 0}),
+         query("limit", {"type": "integer", "minimum": 0, "maximum": 1000})]
+
+# (method, flask rule) -> {summary, auth (user|trial|none), query, body, answers}
+OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
+    ("GET", "/api/v1/openapi.json"): {
+        "summary": "This description (OpenAPI 3)", "auth": "none",
+        "answers": {200: ANY_OBJ}},
+    ("GET", "/api/v1/master"): {
+        "summary": "Version, cluster and database of this master", "auth": "none",
+        "answers": {200: obj({"version": STR, "cluster_name": STR, "database": STR,
+                              "resource_manager": STR, "url": STR})}},
+    ("POST", "/api/v1/experiments"): {
+        "summary": "Create an experiment (or render its first job with dry_run)",
+        "body": obj({"config": STR, "context": STR},
+                    {"dry_run": BOOL, "template": OPT_STR}),
+        "answers": {
+            201: obj({"experiment": ref("Experiment"), "warnings": array(STR),
+                      "template": OPT_STR}),
+            200: obj({"dry_run": BOOL, "jobs": array(obj({"trial": INT, "script": STR,
+                                                          "argv": array(STR)})),
+                      "warnings": array(STR), "template": OPT_STR})}},
+    ("GET", "/api/v1/experiments"): {
+        "summary": "List experiments, newest first",
+        "query": [query("state", STR), query("owner", STR), query("label", STR),
+                  query("archived", STR), *_PAGE],
+        "answers": {200: obj({"experiments": array(ref("Experiment")), "total": INT})}},
+    ("GET", "/api/v1/experiments/<int:exp_id>"): {
+        "summary": "One experiment with its config, history and trials",
+        "answers": {200: obj({"experiment": {"allOf": [ref("Experiment"), obj({
+            "config": ANY_OBJ, "history": array(ref("Transition"))})]},
+            "trials": array(ref("Trial"))})}},
+    ("POST", "/api/v1/experiments/<int:exp_id>/<any:action>"): {
+        "summary": "pause, activate, cancel, kill, archive or unarchive an experiment",
+        "answers": {200: obj({"experiment": ref("Experiment")})}},
+    ("GET", "/api/v1/experiments/<int:exp_id>/trials"): {
+        "summary": "The experiment's trials, in id order",
+        "answers": {200: obj({"trials": array(ref("Trial"))})}},
+    ("GET", "/api/v1/experiments/<int:exp_id>/checkpoints"): {
+        "summary": "The experiment's checkpoints (best=N: the N best)",
+        "query": [query("state", {"type": "string", "enum": ["ACTIVE", "DELETED", "ALL"]}),
+                  query("best", {"type": "integer", "minimum": 1})],
+        "answers": {200: obj({"checkpoints": array(ref("CheckpointDetail")),
+                              "searcher_metric": OPT_STR, "smaller_is_better": BOOL})}},
+    ("GET", "/api/v1/experiments/<int:exp_id>/metrics"): {
+        "summary": "One metric of every trial over steps_completed",
+        "query": [query("group", {"type": "string", "enum": ["validation", "training"]}),
+                  query("name", STR)],
+        "answers": {200: obj({"metric": STR, "group": STR, "trials": array(obj({
+            "trial_id": INT, "points": array(obj({"steps_completed": INT,
+                                                  "value": nullable(NUM)}))}))})}},
+    ("GET", "/api/v1/experiments/<int:exp_id>/rungs"): {
+        "summary": "The ASHA rung each trial reached",
+        "answers": {200: obj({"searcher": OPT_STR, "rungs": array(obj({"trial_id": INT}))})}},
+    ("GET", "/api/v1/checkpoints/<uuid>"): {
+        "summary": "One checkpoint",
+        "answers": {200: obj({"checkpoint": ref("CheckpointDetail")})}},
+    ("GET", "/api/v1/checkpoints/<uuid>/download"): {
+        "summary": "The checkpoint's files as an uncompressed tar",
+        "answers": {200: {"content": "application/x-tar"}}},
+    ("GET", "/api/v1/jobs"): {
+        "summary": "Slurm's queue in priority order (from the stored snapshot)",
+        "query": [query("resource_pool", STR)],
+        "answers": {200: obj({"jobs": array(ref("JobRow")), "taken_at": TIME,
+                              "resource_pool": OPT_STR, "refresh_seconds": NUM})}},
+    ("POST", "/api/v1/jobs/<job_id>/update"): {
+        "summary": "Change a queued job's priority, place or pool",
+        "body": obj({}, _JOB_UPDATE),
+        "answers": {200: obj({"result": ANY_OBJ})}},
+    ("POST", "/api/v1/jobs/update-batch"): {
+        "summary": "Several job updates, all checked before any is applied",
+        "body": obj({"updates": array(obj({"job_id": STR}, _JOB_UPDATE))}),
+        "answers": {200: obj({"results": array(ANY_OBJ)})}},
+    ("GET", "/api/v1/resource-pools"): {
+        "summary": "Every resource pool (from the stored snapshot)",
+        "answers": {200: obj({"resource_pools": array(ref("Pool")), "taken_at": TIME,
+                              "refresh_seconds": NUM})}},
+    ("POST", "/api/v1/tasks"): {
+        "summary": "Submit a batch script (det sbatch) as a command task",
+        "body": obj({}, {"script": OPT_STR, "wrap": OPT_STR, "script_name": STR,
+                         "args": array(STR), "options": array(array(OPT_STR)),
+                         "cwd": STR, "environment": nullable(
+                             {"type": "object", "additionalProperties": STR}),
+                         "test_only": BOOL}),
+        "answers": {201: obj({"task": ref("Task")}),
+                    200: obj({"test_only": BOOL, "script": STR, "argv": array(STR)})}},
+    ("GET", "/api/v1/tasks"): {
+        "summary": "Command tasks, newest first",
+        "query": [query("state", STR), query("owner", STR), query("active", STR), *_PAGE],
+        "answers": {200: obj({"tasks": array(ref("Task")), "total": INT})}},
+    ("GET", "/api/v1/tasks/<int:task_id>"): {
+        "summary": "One task with its history",
+        "answers": {200: obj({"task": {"allOf": [ref("Task"), obj({
+            "history": array(ref("Transition"))})]}})}},
+    ("POST", "/api/v1/tasks/<int:task_id>/kill"): {
+        "summary": "Cancel the task's job",
+        "answers": {200: obj({"task": ref("Task")})}},
+    ("GET", "/api/v1/tasks/<int:task_id>/logs"): {
+        "summary": "A chunk of the task's output or error file",
+        "query": [query("stream", {"type": "string", "enum": ["output", "error"]}),
+                  query("offset", {"type": "integer", "minimum": 0}),
+                  query("limit", {"type": "integer", "minimum": 1}),
+                  query("tail", {"type": "integer", "minimum": 0})],
+        "answers": {200: obj({"task_id": INT, "stream": STR, "offset": INT,
+                              "next_offset": INT, "size": INT, "text": STR, "state": STR})}},
+    ("GET", "/api/v1/templates"): {
+        "summary": "Every template, by name",
+        "answers": {200: obj({"templates": array(ref("Template"))})}},
+    ("POST", "/api/v1/templates"): {
+        "summary": "Store a new template",
+        "body": obj({"name": STR, "config": STR}),
+        "answers": {201: obj({"template": ref("Template")})}},
+    ("GET", "/api/v1/templates/<name>"): {
+        "summary": "One template",
+        "answers": {200: obj({"template": ref("Template")})}},
+    ("PUT", "/api/v1/templates/<name>"): {
+        "summary": "Create a template or replace its config",
+        "body": obj({"config": STR}),
+        "answers": {200: obj({"template": ref("Template")})}},
+    ("DELETE", "/api/v1/templates/<name>"): {
+        "summary": "Remove a template",
+        "answers": {200: ANY_OBJ}},
+    ("GET", "/api/v1/trials/<int:trial_id>"): {
+        "summary": "A trial with its history, jobs and checkpoints",
+        "answers": {200: obj({"trial": {"allOf": [ref("Trial"), obj({
+            "history": array(ref("Transition")), "jobs": array(ref("Job"))})]},
+            "checkpoints": array(ref("Checkpoint"))})}},
+    ("GET", "/api/v1/trials/<int:trial_id>/metrics"): {
+        "summary": "The trial's reported metrics, one entry per group and step",
+        "query": [query("group", {"type": "string",
+                                  "enum": ["training", "validation", "profiling"]})],
+        "answers": {200: obj({"metrics": array(ref("MetricsReport"))})}},
+    ("POST", "/api/v1/trials/<int:trial_id>/metrics"): {
+        "summary": "Report metrics (the trial's harness)", "auth": "trial",
+        "body": obj({"group": STR, "reports": array(obj(
+            {"steps_completed": INT, "metrics": ANY_OBJ}))}, _STREAM_KEYS),
+        "answers": {200: obj({"stored": INT}, {"duplicates": INT})}},
+    ("POST", "/api/v1/trials/<int:trial_id>/checkpoints"): {
+        "summary": "Register a checkpoint (the trial's harness)", "auth": "trial",
+        "body": obj({"uuid": STR, "steps_completed": INT},
+                    {"metadata": ANY_OBJ, "resources": ANY_OBJ, **_STREAM_KEYS}),
+        "answers": {201: obj({"checkpoint": ref("Checkpoint")}),
+                    200: obj({"checkpoint": ref("Checkpoint")})}},
+    ("GET", "/api/v1/trials/<int:trial_id>/preemption"): {
+        "summary": "Whether the trial should checkpoint and exit now", "auth": "trial",
+        "answers": {200: obj({"preempt": BOOL})}},
+    ("POST", "/api/v1/trials/<int:trial_id>/early_exit"): {
+        "summary": "Record why the trial's code exits early", "auth": "trial",
+        "body": obj({"reason": {"type": "string",
+                                "enum": ["invalid_hp", "errored", "user_requested_stop"]}}),
+        "answers": {200: ANY_OBJ}},
+    ("GET", "/api/v1/trials/<int:trial_id>/experiment_best_validation"): {
+        "summary": "The experiment's best searcher metric so far", "auth": "trial",
+        "answers": {200: obj({"best": nullable(NUM)})}},
+    ("GET", "/api/v1/trials/<int:trial_id>/logs"): {
+        "summary": "The trial's log lines (after an id, head or tail)",
+        "query": [query("after", {"type": "integer", "minimum": 0}),
+                  query("limit", {"type": "integer", "minimum": 0, "maximum": 100000}),
+                  query("head", {"type": "integer", "minimum": 0, "maximum": 100000}),
+                  query("tail", {"type": "integer", "minimum": 0, "maximum": 100000}),
+                  query("rank", {"type": "integer", "minimum": 0}), query("node", STR),
+                  query("stream", {"type": "string", "enum": ["stdout", "stderr", "master"]})],
+        "answers": {200: obj({"logs": array(ref("LogLine")), "last_id": INT,
+                              "trial_state": STR})}},
+}
