@@ -3,8 +3,10 @@
 The master runs in a subprocess with stand-in Slurm commands first on its PATH (sbatch
 answers a job id, the others nothing), so the run needs no cluster and submits nothing real.
 Two bounded runs with fixed seeds: one with generated ids (mostly unknown objects), one with
-the path ids pinned to an experiment, trial, task, template and checkpoint seeded first, so
-the answers of real objects are checked against the description too.
+the path ids pinned to an experiment, trial, task, template, checkpoint, workspace and
+project seeded first, so the answers of real objects are checked against the description
+too. The master is open (``auth: {mode: open}``; without it a master.yaml means munge):
+callers name themselves with X-Hpcdet-User.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def fuzz_master(tmp_path: Path) -> Iterator[LiveMaster]:
         (stubs / name).chmod(0o755)
     port = free_port()
     config = {"port": port, "host": "127.0.0.1", "state_dir": str(tmp_path),
+              "auth": {"mode": "open"},
               "db": {"url": f"sqlite:///{tmp_path / 'master.sqlite'}"},
               "reconciler": {"interval_seconds": 1},
               "webserver": {"workers": 1, "threads": 4},
@@ -91,19 +94,31 @@ def fuzz_master(tmp_path: Path) -> Iterator[LiveMaster]:
 
 
 def _seed(master: LiveMaster, tmp_path: Path) -> dict[str, object]:
-    """One of each object; returns the path values and the trial's token."""
+    """One of each object; returns the path values and the trial's token.
+
+    The workspace and the template are both called ``seed`` (``path.name``); the experiment
+    and the template are in the workspace, the experiment also in its project ``seed``.
+    """
     user = {"X-Hpcdet-User": "fuzzer"}
     with httpx.Client(base_url=master.url + "/api/v1", headers=user, timeout=30) as api:
+        assert api.get("/master").json()["auth_mode"] == "open"
         wait_for(lambda: api.get("/resource-pools").json()["resource_pools"], "the pools")
-        exp = api.post("/experiments", json={"config": CONFIG, "context": _context()})
+        workspace = api.post("/workspaces", json={"name": "seed"})
+        assert workspace.status_code == 201, workspace.text
+        project = api.post("/workspaces/seed/projects", json={"name": "seed"})
+        assert project.status_code == 201, project.text
+        exp = api.post("/experiments", json={"config": CONFIG, "context": _context(),
+                                             "workspace": "seed", "project": "seed"})
         assert exp.status_code == 201, exp.text
+        assert exp.json()["experiment"]["project_id"] == project.json()["project"]["id"]
         exp_id = exp.json()["experiment"]["id"]
         trial_id = wait_for(lambda: (api.get(f"/experiments/{exp_id}/trials").json()
                                      ["trials"] or [{}])[0].get("id"), "the trial")
+        # The plain trial token is only in the job directory (the database keeps its hash).
         token_file = wait_for(lambda: next(master.job_root.rglob(".token"), None), "a token")
         token = token_file.read_text().strip()
         bearer = {"Authorization": f"Bearer {token}"}
-        uuid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+        uuid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"  # checkpoint ids must be UUIDs
         checkpoint = api.post(f"/trials/{trial_id}/checkpoints", headers=bearer,
                               json={"uuid": uuid, "steps_completed": 5, "metadata": {},
                                     "resources": {"w.pt": 3}})
@@ -112,13 +127,15 @@ def _seed(master: LiveMaster, tmp_path: Path) -> dict[str, object]:
             "group": "validation", "reports": [{"steps_completed": 5,
                                                 "metrics": {"validation_loss": 0.5}}]})
         assert metrics.status_code == 200, metrics.text
-        template = api.post("/templates", json={"name": "seed", "config": "labels: [a]\n"})
+        template = api.post("/templates", json={"name": "seed", "config": "labels: [a]\n",
+                                                "workspace": "seed"})
         assert template.status_code == 201, template.text
         task = api.post("/tasks", json={"wrap": "true", "cwd": str(tmp_path),
                                         "options": [["partition", "batch"]]})
         assert task.status_code == 201, task.text
     return {"exp_id": exp_id, "trial_id": trial_id, "task_id": task.json()["task"]["id"],
-            "name": "seed", "uuid": uuid, "job_id": "4242", "token": token}
+            "name": "seed", "project": "seed", "uuid": uuid, "job_id": "4242",
+            "token": token}
 
 
 def _schemathesis(master: LiveMaster, tmp_path: Path, name: str, seed: int,

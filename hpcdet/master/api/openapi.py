@@ -2,7 +2,8 @@
 
 Built from the app's URL map and the declarations in :mod:`hpcdet.master.api.openapi_schemas`
 (request bodies, answers, query parameters); every operation also answers the common error
-shape (``default``). :func:`undescribed_routes` lists the routes without a declaration.
+shape (``default``), and a route that needs a caller 401 in it.
+:func:`undescribed_routes` lists the routes without a declaration.
 """
 
 from __future__ import annotations
@@ -30,7 +31,40 @@ _CONVERTER_SCHEMAS: dict[str, Schema] = {
 _TOO_LONG = {"description": "The request line is too long (over 4094 bytes); answered by the "
                             "HTTP server, not the API, as a short HTML page",
              "content": {"text/html": {"schema": {"type": "string"}}}}
-_SECURITY = {"user": [{"userHeader": []}, {}], "trial": [{"trialToken": []}], "none": [{}]}
+# A user route takes any one of the user schemes; which counts depends on auth.mode, and
+# an open master without auth.require_user also takes a caller who names nobody ({}).
+_SECURITY = {"user": [{"userToken": []}, {"webSession": []}, {"userHeader": []}, {}],
+             "trial": [{"trialToken": []}], "none": [{}]}
+_UNAUTHORIZED = {
+    "user": "No proven caller: auth.mode munge without a valid session or API token (or web "
+            "session cookie): login_required, token_expired, token_revoked, unauthorized; "
+            "auth.mode open with auth.require_user and no X-Hpcdet-User",
+    "trial": "No valid token of this trial"}
+_SECURITY_SCHEMES = {
+    "userToken": {
+        "type": "http", "scheme": "bearer",
+        "description": "A user, with auth.mode: munge (the default): `Authorization: Bearer` "
+                       "with a session token from POST /auth/login (a MUNGE credential; "
+                       "`det user login`, which det does by itself) or an API token from "
+                       "POST /auth/tokens. Ignored by an open master."},
+    "webSession": {
+        "type": "apiKey", "in": "cookie", "name": "hpcdet_session",
+        "description": "A user of the web pages, with auth.mode: munge: the session cookie "
+                       "set by following a one-time link (POST /auth/web_link). A request "
+                       "that changes something must also carry the page's X-CSRF-Token "
+                       "header (or csrf_token form field), else 403 csrf."},
+    "userHeader": {
+        "type": "apiKey", "in": "header", "name": "X-Hpcdet-User",
+        "description": "A user, with auth.mode: open: the caller names itself (det -u/--user, "
+                       "else the login name); anyone may claim any name. Without it the "
+                       "caller is anonymous, or 401 with auth.require_user. Ignored with "
+                       "auth.mode: munge."},
+    "trialToken": {
+        "type": "http", "scheme": "bearer",
+        "description": "A trial's harness (the trial-token routes only): `Authorization: "
+                       "Bearer` with the trial's own token, the job directory's .token "
+                       "(written at each submission; the master keeps only its sha256)."},
+}
 
 
 @bp.get("/openapi.json")
@@ -86,26 +120,25 @@ def build_openapi(app: Flask) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": COMPONENTS,
-            "securitySchemes": {
-                "userHeader": {"type": "apiKey", "in": "header", "name": "X-Hpcdet-User",
-                               "description": "The calling user (open masters)"},
-                "trialToken": {"type": "http", "scheme": "bearer",
-                               "description": "A trial's own token (its job directory)"},
-            },
+            "securitySchemes": _SECURITY_SCHEMES,
         },
     }
 
 
 def _operation(method: str, rule: str, declared: dict[str, Any]) -> dict[str, Any]:
     endpoint = current_endpoint(rule, method)
+    auth = declared.get("auth", "user")
+    answers = dict(declared["answers"])
+    if auth in _UNAUTHORIZED:
+        answers.setdefault(401, _UNAUTHORIZED[auth])
     operation: dict[str, Any] = {
         "operationId": endpoint,
         "summary": declared["summary"],
         "parameters": [*_path_parameters(rule, declared.get("path", {})),
                        *declared.get("query", [])],
-        "responses": {str(status): _answer(schema)
-                      for status, schema in sorted(declared["answers"].items())},
-        "security": _SECURITY[declared.get("auth", "user")],
+        "responses": {str(status): _answer(status, schema)
+                      for status, schema in sorted(answers.items())},
+        "security": _SECURITY[auth],
     }
     operation["responses"]["414"] = _TOO_LONG
     operation["responses"]["default"] = {
@@ -125,11 +158,16 @@ def current_endpoint(rule: str, method: str) -> str:
     return f"{method.lower()}{words}".rstrip("_")
 
 
-def _answer(schema: Schema) -> dict[str, Any]:
+def _answer(status: int, schema: Schema | str) -> dict[str, Any]:
+    """A success answer from its schema, or an error one (common shape) from its text."""
+    if isinstance(schema, str):
+        return {"description": schema,
+                "content": {"application/json": {"schema": ref("Error")}}}
+    description = "Created" if status == 201 else "OK"
     if isinstance(schema.get("content"), str):
-        return {"description": "OK", "content": {schema["content"]: {
+        return {"description": description, "content": {schema["content"]: {
             "schema": {"type": "string", "format": "binary"}}}}
-    return {"description": "OK", "content": {"application/json": {"schema": schema}}}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
 def _path_parameters(rule: str, overrides: dict[str, Schema]) -> list[dict[str, Any]]:

@@ -1,9 +1,11 @@
 """What each ``/api/v1`` route takes and answers, for the OpenAPI description.
 
 :data:`OPERATIONS` maps ``(METHOD, flask rule)`` to the operation's summary, query
-parameters, request body and success answers; :mod:`hpcdet.master.api.openapi` adds the path
-parameters, the common error answer and the security of each route. A route missing here
-fails ``tests/unit/master/test_master_openapi.py``: declare it when you add it.
+parameters, request body and answers: a schema for a success, a description (text) for an
+error status the route answers in the common error shape. :mod:`hpcdet.master.api.openapi`
+adds the path parameters, the 401 of its security, the common error answer (``default``)
+and the security of each route. A route missing here fails
+``tests/unit/master/test_master_openapi.py``: declare it when you add it.
 Schemas list the keys docs/api.md documents; answers may carry more (additionalProperties).
 """
 
@@ -41,6 +43,13 @@ ANY_OBJ: Schema = {"type": "object"}
 TIME: Schema = nullable({"type": "string"})
 OPT_STR = nullable(STR)
 OPT_INT = nullable(INT)
+# Workspace and project names (hpcdet.master.workspaces.NAME).
+NAME: Schema = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"}
+ROLE: Schema = {"type": "string", "enum": ["viewer", "editor", "admin"]}
+# Where a new experiment, task or template goes (editor role there needed; null: its owner's).
+_PLACED = {"workspace": nullable(NAME)}
+_PLACED_ERRORS = {403: "The caller is a viewer of the workspace (editor role needed)",
+                  404: "No such workspace (or project), or the caller is not a member"}
 
 COMPONENTS: dict[str, Schema] = {
     "Error": obj({"error": obj({"code": STR, "message": STR}, {"details": array(STR)})},
@@ -50,6 +59,7 @@ COMPONENTS: dict[str, Schema] = {
     "Experiment": obj({"id": INT, "name": OPT_STR, "description": OPT_STR,
                        "labels": array(STR), "state": STR, "owner": OPT_STR,
                        "searcher": OPT_STR, "resource_pool": OPT_STR, "archived": BOOL,
+                       "workspace_id": OPT_INT, "project_id": OPT_INT,
                        "created_at": TIME, "ended_at": TIME, "num_trials": INT}),
     "Trial": obj({"id": INT, "experiment_id": INT, "state": STR, "hparams": ANY_OBJ,
                   "seed": INT, "restarts": INT, "steps_completed": INT,
@@ -67,11 +77,12 @@ COMPONENTS: dict[str, Schema] = {
         "smaller_is_better": BOOL, "searcher_metric_value": nullable(NUM)})]},
     "LogLine": obj({"id": INT, "rank": OPT_INT, "node": OPT_STR, "stream": STR, "line": STR,
                     "job_id": OPT_STR, "at": TIME}),
-    "Template": obj({"name": STR, "owner": OPT_STR, "created_at": TIME, "updated_at": TIME,
-                     "config": ANY_OBJ}),
+    "Template": obj({"name": STR, "owner": OPT_STR, "workspace_id": OPT_INT,
+                     "created_at": TIME, "updated_at": TIME, "config": ANY_OBJ}),
     "Pool": obj({"name": STR, "slot_type": OPT_STR, "is_custom": BOOL}),
     "JobRow": obj({"position": INT, "job_id": STR, "type": STR}),
-    "Task": obj({"id": INT, "name": OPT_STR, "owner": OPT_STR, "state": STR, "job_id": OPT_STR,
+    "Task": obj({"id": INT, "name": OPT_STR, "owner": OPT_STR, "workspace_id": OPT_INT,
+                 "state": STR, "job_id": OPT_STR,
                  "pool": OPT_STR, "partition": OPT_STR, "log_streams": array(STR),
                  "cancel_requested": BOOL, "submitted_at": TIME, "started_at": TIME,
                  "ended_at": TIME}),
@@ -79,6 +90,20 @@ COMPONENTS: dict[str, Schema] = {
                          {"reported_at": TIME}),
     "Stream": obj({"run_id": INT, "requeue": INT, "rank": INT}),
     "ResumedFrom": obj({"uuid": OPT_STR, "steps_completed": INT}),
+    # role: the caller's (null for a cluster admin, or anybody on an open master, who is
+    # not a member).
+    "Workspace": obj({"id": INT, "name": STR, "created_by": STR, "created_at": TIME,
+                      "role": nullable(ROLE), "num_experiments": INT}),
+    "Project": obj({"id": INT, "name": STR, "workspace": STR, "workspace_id": INT,
+                    "description": STR, "created_by": STR, "created_at": TIME,
+                    "num_experiments": INT}),
+    "WorkspaceDetail": {"allOf": [ref("Workspace"), obj({
+        "members": array(obj({"user": STR, "role": ROLE})),
+        "projects": array(ref("Project"))})]},
+    # Never the token itself (only POST /auth/tokens answers it, once).
+    "Token": obj({"id": INT, "kind": {"type": "string", "enum": ["session", "api", "web"]},
+                  "name": STR, "username": STR, "created_at": TIME, "expires_at": TIME,
+                  "revoked_at": TIME, "last_used_at": TIME}),
 }
 
 _STREAM_KEYS: dict[str, Schema] = {"stream": ref("Stream"), "seq": INT,
@@ -98,6 +123,101 @@ def query(name: str, schema: Schema, description: str = "") -> Schema:
 _PAGE = [query("offset", {"type": "integer", "minimum": 0}),
          query("limit", {"type": "integer", "minimum": 0, "maximum": 1000})]
 
+_NOT_SIGNED_IN = ("Tokens belong to users: the caller is anonymous (an open master without "
+                  "X-Hpcdet-User) or not signed in")
+
+# Sign-in and tokens (hpcdet/master/api/users.py).
+IDENTITY_OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/api/v1/auth/login"): {
+        "summary": "Exchange a MUNGE credential (payload `hpcdet-login <master URL>`) for a "
+                   "session token", "auth": "none",
+        "body": obj({"credential": {"type": "string", "pattern": "^MUNGE:",
+                                    "maxLength": 8192}}),
+        "answers": {200: obj({"token": STR, "username": STR, "expires_at": TIME,
+                              "token_id": INT}),
+                    400: "No credential, or not a MUNGE one",
+                    401: "munged refused the credential (invalid, replayed, expired), it was "
+                         "made for another master or purpose, or its UID has no user name",
+                    503: "munge_unavailable: the master cannot reach its munged"}},
+    ("POST", "/api/v1/auth/logout"): {
+        "summary": "Revoke the calling session or API token",
+        "answers": {200: obj({"logged_out": BOOL})}},
+    ("GET", "/api/v1/auth/whoami"): {
+        "summary": "Who the master takes the caller for, and how it knows",
+        "answers": {200: obj({"username": STR, "auth_mode": {
+            "type": "string", "enum": ["munge", "open"]}, "admin": BOOL})}},
+    ("GET", "/api/v1/users"): {
+        "summary": "The users who signed in, by name",
+        "answers": {200: obj({"users": array(obj({"username": STR, "first_seen": TIME,
+                                                  "last_seen": TIME}))}),
+                    401: _NOT_SIGNED_IN}},
+    ("GET", "/api/v1/auth/tokens"): {
+        "summary": "The caller's live API tokens and sessions (never the tokens themselves)",
+        "query": [query("all", STR, "1 or true: with the expired and revoked ones too")],
+        "answers": {200: obj({"tokens": array(ref("Token"))}), 401: _NOT_SIGNED_IN}},
+    ("POST", "/api/v1/auth/tokens"): {
+        "summary": "A new API token for scripts (the token is shown only in this answer)",
+        "body": obj({}, {"name": nullable({"type": "string", "maxLength": 128}),
+                         "expires_days": {"type": "integer", "minimum": 1,
+                                          "maximum": 3650, "default": 30}}),
+        "answers": {201: {"allOf": [ref("Token"), obj({"token": STR})]},
+                    400: "A bad name or expires_days", 401: _NOT_SIGNED_IN}},
+    ("DELETE", "/api/v1/auth/tokens/<int:token_id>"): {
+        "summary": "Revoke one of the caller's tokens (an admin may revoke anybody's)",
+        "answers": {200: obj({"revoked": INT}), 401: _NOT_SIGNED_IN,
+                    404: "No such token, or another user's"}},
+    ("POST", "/api/v1/auth/web_link"): {
+        "summary": "A one-time sign-in link for the web pages (sets the hpcdet_session "
+                   "cookie when followed)",
+        "query": [query("seconds", {"type": "integer", "minimum": 5, "maximum": 600,
+                                    "default": 60}, "How long the link is valid")],
+        "answers": {201: obj({"path": {"type": "string", "pattern": "^/login/"},
+                              "expires_at": TIME}),
+                    400: "seconds: not an integer from 5 to 600", 401: _NOT_SIGNED_IN}},
+}
+
+_WORKSPACE_404 = "No such workspace, or the caller is not a member (nor a cluster admin)"
+_ADMINS_ONLY = "The caller is not an admin of the workspace"
+_DETAIL = obj({"workspace": ref("WorkspaceDetail")})
+
+# Workspaces and projects (hpcdet/master/api/workspaces.py).
+WORKSPACE_OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/api/v1/workspaces"): {
+        "summary": "Create a workspace; the caller becomes its admin",
+        "body": obj({"name": NAME}),
+        "answers": {201: obj({"workspace": ref("Workspace")}), 400: "A bad name",
+                    409: "A workspace of that name exists"}},
+    ("GET", "/api/v1/workspaces"): {
+        "summary": "The workspaces the caller is a member of (every one for cluster admins)",
+        "answers": {200: obj({"workspaces": array(ref("Workspace"))})}},
+    ("GET", "/api/v1/workspaces/<name>"): {
+        "summary": "One workspace with its members and projects",
+        "answers": {200: _DETAIL, 404: _WORKSPACE_404}},
+    ("PUT", "/api/v1/workspaces/<name>/members/<user>"): {
+        "summary": "Add a member or change their role (workspace admins only)",
+        "body": obj({"role": ROLE}),
+        "answers": {200: _DETAIL, 400: "A bad user name or role", 403: _ADMINS_ONLY,
+                    404: _WORKSPACE_404}},
+    ("DELETE", "/api/v1/workspaces/<name>/members/<user>"): {
+        "summary": "Remove a member (workspace admins only; not its last admin)",
+        "answers": {200: _DETAIL, 403: _ADMINS_ONLY,
+                    404: _WORKSPACE_404 + "; or the user is not a member",
+                    409: "The user is the workspace's last admin"}},
+    ("POST", "/api/v1/workspaces/<name>/projects"): {
+        "summary": "Create a project in the workspace (editor role needed)",
+        "body": obj({"name": NAME}, {"description": nullable(STR)}),
+        "answers": {201: obj({"project": ref("Project")}), 400: "A bad name or description",
+                    403: "The caller is a viewer of the workspace", 404: _WORKSPACE_404,
+                    409: "The workspace has a project of that name"}},
+    ("GET", "/api/v1/workspaces/<name>/projects"): {
+        "summary": "The workspace's projects, by name",
+        "answers": {200: obj({"projects": array(ref("Project"))}), 404: _WORKSPACE_404}},
+    ("GET", "/api/v1/workspaces/<name>/projects/<project>"): {
+        "summary": "One project of the workspace",
+        "answers": {200: obj({"project": ref("Project")}),
+                    404: _WORKSPACE_404 + "; or the workspace has no such project"}},
+}
+
 # (method, flask rule) -> {summary, auth (user|trial|none), query, body, answers}
 OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/api/v1/openapi.json"): {
@@ -106,12 +226,16 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/api/v1/master"): {
         "summary": "Version, cluster and database of this master", "auth": "none",
         "answers": {200: obj({"version": STR, "cluster_name": STR, "database": STR,
-                              "resource_manager": STR, "url": STR})}},
+                              "resource_manager": STR, "url": STR,
+                              "auth_mode": {"type": "string", "enum": ["munge", "open"]}})}},
     ("POST", "/api/v1/experiments"): {
         "summary": "Create an experiment (or render its first job with dry_run)",
         "body": obj({"config": STR, "context": STR},
-                    {"dry_run": BOOL, "template": OPT_STR}),
+                    {"dry_run": BOOL, "template": OPT_STR, **_PLACED,
+                     "project": nullable(NAME)}),
         "answers": {
+            **_PLACED_ERRORS, 400: "A bad config, context or template, or a project "
+                                   "without its workspace",
             201: obj({"experiment": ref("Experiment"), "warnings": array(STR),
                       "template": OPT_STR}),
             200: obj({"dry_run": BOOL, "jobs": array(obj({"trial": INT, "script": STR,
@@ -120,8 +244,13 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/api/v1/experiments"): {
         "summary": "List experiments, newest first",
         "query": [query("state", STR), query("owner", STR), query("label", STR),
-                  query("archived", STR), *_PAGE],
-        "answers": {200: obj({"experiments": array(ref("Experiment")), "total": INT})}},
+                  query("archived", STR),
+                  query("workspace", STR, "Only the experiments of this workspace"),
+                  query("project", STR, "Only those of this project (needs workspace)"),
+                  *_PAGE],
+        "answers": {200: obj({"experiments": array(ref("Experiment")), "total": INT}),
+                    400: "A bad filter, or project without workspace",
+                    404: "No such workspace or project (or the caller is not a member)"}},
     ("GET", "/api/v1/experiments/<int:exp_id>"): {
         "summary": "One experiment with its config, history and trials",
         "answers": {200: obj({"experiment": {"allOf": [ref("Experiment"), obj({
@@ -178,8 +307,8 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                          "args": array(STR), "options": array(array(OPT_STR)),
                          "cwd": STR, "environment": nullable(
                              {"type": "object", "additionalProperties": STR}),
-                         "test_only": BOOL}),
-        "answers": {201: obj({"task": ref("Task")}),
+                         "test_only": BOOL, **_PLACED}),
+        "answers": {**_PLACED_ERRORS, 201: obj({"task": ref("Task")}),
                     200: obj({"test_only": BOOL, "script": STR, "argv": array(STR)})}},
     ("GET", "/api/v1/tasks"): {
         "summary": "Command tasks, newest first",
@@ -205,15 +334,19 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {200: obj({"templates": array(ref("Template"))})}},
     ("POST", "/api/v1/templates"): {
         "summary": "Store a new template",
-        "body": obj({"name": STR, "config": STR}),
-        "answers": {201: obj({"template": ref("Template")})}},
+        "body": obj({"name": STR, "config": STR}, _PLACED),
+        "answers": {201: obj({"template": ref("Template")}), **_PLACED_ERRORS,
+                    409: "A template of that name exists (names are one namespace)"}},
     ("GET", "/api/v1/templates/<name>"): {
         "summary": "One template",
         "answers": {200: obj({"template": ref("Template")})}},
     ("PUT", "/api/v1/templates/<name>"): {
-        "summary": "Create a template or replace its config",
-        "body": obj({"config": STR}),
-        "answers": {200: obj({"template": ref("Template")})}},
+        "summary": "Create a template (in workspace, if given) or replace its config",
+        "body": obj({"config": STR}, _PLACED),
+        "answers": {200: obj({"template": ref("Template")}),
+                    403: "The caller may not change the template, or is a viewer of the "
+                         "workspace it would go to",
+                    404: "The caller may not see the template, or the workspace"}},
     ("DELETE", "/api/v1/templates/<name>"): {
         "summary": "Remove a template",
         "answers": {200: ANY_OBJ}},
@@ -259,4 +392,6 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                   query("stream", {"type": "string", "enum": ["stdout", "stderr", "master"]})],
         "answers": {200: obj({"logs": array(ref("LogLine")), "last_id": INT,
                               "trial_state": STR})}},
+    **IDENTITY_OPERATIONS,
+    **WORKSPACE_OPERATIONS,
 }

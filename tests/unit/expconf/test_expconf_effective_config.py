@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from hpcdet.errors import ConfigError
 from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
+from hpcdet.master.settings_hardening import HardeningSettings
 from hpcdet.master.submission import default_storage, effective_config
 
 USER: dict[str, Any] = {
@@ -36,6 +38,8 @@ def test_the_master_fills_name_storage_and_seed(settings: MasterSettings) -> Non
 
 
 def test_what_the_user_gave_wins_over_the_master(settings: MasterSettings) -> None:
+    # /ckpt must be a storage root the site allows (security.storage_roots).
+    settings = replace(settings, hardening=HardeningSettings(storage_roots=("/ckpt",)))
     user = {**USER, "name": "mine", "reproducibility": {"experiment_seed": 42},
             "checkpoint_storage": {"type": "directory", "container_path": "/ckpt"}}
     config = effective_config(settings, user)
