@@ -287,7 +287,7 @@ def test_an_open_master_still_takes_the_header(client: FlaskClient) -> None:
     assert who == {"username": "ada", "auth_mode": "open", "admin": False}
 
 
-OPEN_READS = {"/api/v1/master", "/api/v1/trials/<int:trial_id>/preemption",
+OPEN_READS = {"/api/v1/master", "/api/v1/openapi.json", "/api/v1/trials/<int:trial_id>/preemption",
               "/api/v1/trials/<int:trial_id>/experiment_best_validation"}
 
 
@@ -302,7 +302,7 @@ def test_every_read_refuses_a_forged_name_header(mc: FlaskClient, munge_app: Fla
     for rule in reads:
         url = (rule.replace("<int:exp_id>", "1").replace("<int:trial_id>", "1")
                .replace("<int:task_id>", "1").replace("<uuid>", "no-such-uuid")
-               .replace("<name>", "no-such-template"))
+               .replace("<name>", "no-such-template").replace("<project>", "no-such-project"))
         assert "<" not in url, rule
         assert_error(mc.get(url, headers={"X-Hpcdet-User": "user_a"}), 401, "login_required")
         answer = mc.get(url, headers=bearer(token))

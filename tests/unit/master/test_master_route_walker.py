@@ -10,6 +10,7 @@ decides here what it may show to whom.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -41,6 +42,7 @@ from hpcdet.master.settings import MasterSettings
 from hpcdet.master.snapshots import QUEUE, store_snapshot
 
 OWNER, INTRUDER = "alice", "mallory"
+CKPT = "aaaaaaaa-0000-4000-8000-00000000000a"  # checkpoint ids are UUIDs
 # Words only alice's objects contain: none may reach the intruder (the owner's name included).
 SECRETS = (OWNER, "s3cret-token", "s3cret-exp", "s3cret-label", "s3cret-log", "s3cret-meta",
            "s3cret-task", "S3CRET_ENV", "s3cret-project-text")
@@ -62,6 +64,7 @@ TEMPLATE = "environment: {environment_variables: [S3CRET_ENV=1]}\n"
 #   own      - alice's object: 403 or 404, nothing of hers in the body, nothing changed
 ROUTES: dict[tuple[str, str], str] = {
     ("api.master_info", "GET"): "public",
+    ("api.openapi_description", "GET"): "public",
     ("api.list_resource_pools", "GET"): "public",
     ("web.cluster", "GET"): "public",
     ("web.login", "GET"): "public",
@@ -179,7 +182,7 @@ def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> di
             TrialLog(trial_id=trial.id, stream="stdout", line="s3cret-log"),
             Metric(trial_id=trial.id, group="validation", steps_completed=1,
                    name="validation_loss", value=0.5),
-            Checkpoint(uuid="ckpt-a", trial_id=trial.id, steps_completed=1,
+            Checkpoint(uuid=CKPT, trial_id=trial.id, steps_completed=1,
                        metadata_={"note": "s3cret-meta"}, resources={}, state="ACTIVE")])
         task = CommandTask(owner=OWNER, name="s3cret-task", state="QUEUED", job_id="302",
                            job_dir="/nonexistent", options=[], args=[], cwd="/", workdir="/",
@@ -202,9 +205,10 @@ def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> di
 def urls(rule: str, ids: dict[str, Any]) -> list[str]:
     """The rule with alice's objects filled in (one URL per lifecycle action)."""
     name = "team-a" if "/workspaces/" in rule else "tpl-a"
+    rule = re.sub(r"<any\([^)]*\):action>", "<action>", rule)
     url = (rule.replace("<int:exp_id>", str(ids["exp"]))
            .replace("<int:trial_id>", str(ids["trial"]))
-           .replace("<int:task_id>", str(ids["task"])).replace("<uuid>", "ckpt-a")
+           .replace("<int:task_id>", str(ids["task"])).replace("<uuid>", CKPT)
            .replace("<name>", name).replace("<user>", INTRUDER)
            .replace("<project>", "proj-a").replace("<job_id>", "301")
            .replace("<path:filename>", "hpcdet.css")

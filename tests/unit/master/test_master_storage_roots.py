@@ -24,6 +24,7 @@ from hpcdet.master.reconciler import Reconciler
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.settings_hardening import HardeningSettings
 from hpcdet.master.storage_roots import StorageError, confined_dir
+from hpcdet.master.tokens import hash_token
 
 CONFIG = """\
 name: ckpts
@@ -109,4 +110,6 @@ def _trial_token(app: Flask, exp_id: int) -> tuple[int, str]:
     Reconciler(app.config["HPCDET_SETTINGS"], sessions, SlurmBackend())._search()
     with sessions() as session:
         trial = session.scalars(select(Trial).where(Trial.experiment_id == exp_id)).one()
-        return trial.id, str(trial.token)
+        trial.token = hash_token("the-trials-token")  # the database keeps only the hash
+        session.commit()
+        return trial.id, "the-trials-token"
