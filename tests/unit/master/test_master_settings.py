@@ -35,7 +35,7 @@ def test_every_bad_key_is_named(tmp_path: Path) -> None:
         load_settings(path, environ={})
     assert info.value.errors == [
         "<master.yaml>.bogus: unknown key (known: auth, checkpoint_storage, db, host, port, "
-        "reconciler, resource_manager, state_dir, webserver)",
+        "reconciler, resource_manager, security, state_dir, webserver)",
         "<master.yaml>.port: must be an integer from 1 to 65535, got 'http'",
         "<master.yaml>.resource_manager.container_run_type: must be one of apptainer, "
         "singularity, enroot, podman, none, got 'docker'",
@@ -124,3 +124,18 @@ def test_bands_must_cover_every_priority(tmp_path: Path) -> None:
         load_settings(path, environ={})
     assert info.value.errors == ["<master.yaml>.resource_manager.priority.bands: the bands "
                                  "must cover priorities 1-99; missing 1, 51-59, 99"]
+
+
+def test_security_run_as_keys(tmp_path: Path) -> None:
+    from hpcdet.master.settings import load_settings
+
+    assert not load_settings(environ={}).runas.owner_mode
+    path = tmp_path / "master.yaml"
+    path.write_text("security: {jobs_run_as: owner, runas_helper: /opt/hpcdet-runas}\n")
+    runas = load_settings(path, environ={}).runas
+    assert (runas.owner_mode, runas.runas_helper) == (True, "/opt/hpcdet-runas")
+    path.write_text("security: {jobs_run_as: root, runas_helper: relative}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, environ={})
+    assert len(info.value.errors) == 2
+    assert all(e.startswith("<master.yaml>.security.") for e in info.value.errors)
