@@ -68,7 +68,7 @@ class RunAs:
 
     def _explain(self, exc: SchedulerError, user: str) -> SchedulerError:
         stderr = exc.stderr.strip()
-        if exc.returncode == NOT_FOUND and exc.argv[:1] == (self.sudo,):
+        if exc.returncode == NOT_FOUND and list(exc.argv[:1]) == [self.sudo]:
             return RunAsRefusedError(exc, f"{self.sudo} is not installed: jobs_run_as: owner "
                                      "needs sudo and scripts/install-runas-helper")
         if "unknown user" in stderr:

@@ -27,6 +27,7 @@ SERVICE = "hpcdet"
 JOB_ROOT = Path("/srv/hpcdet-dev/jobs")
 HELPER = "/usr/local/libexec/hpcdet-runas"
 SLURM_CONF = "/etc/hpcdet/dev-cluster/slurm.conf"
+RUNUSER = shutil.which("runuser", path="/usr/sbin:/sbin:/usr/bin:/bin") or "runuser"
 PATH = f"{BIN}:/usr/local/bin:/usr/bin:/bin"
 HOSTILE = [";id", "1;id", "$(id)", "`id`", "../../../etc", "--uid=0", "-u0", "1\nid", "/etc",
            f"{JOB_ROOT}/user_a/../user_b", "/home/user_a"]
@@ -47,7 +48,7 @@ def _as(user: str, *argv: str, env: dict[str, str] | None = None,
     """Run ``argv`` as ``user`` with a clean environment (plus ``env``)."""
     clean = {"PATH": PATH, "HOME": f"/home/{user}" if user != SERVICE else f"/var/lib/{SERVICE}",
              "SLURM_CONF": SLURM_CONF, "LANG": "C.UTF-8", **(env or {})}
-    return subprocess.run(["runuser", "-u", user, "--", "env", "-i",
+    return subprocess.run([RUNUSER, "-u", user, "--", "env", "-i",
                            *(f"{k}={v}" for k, v in clean.items()), *argv],
                           input=stdin, capture_output=True, timeout=300, check=False)
 
@@ -99,7 +100,7 @@ def owner_master(request: pytest.FixtureRequest, users: None) -> Iterator[OwnerM
     log = Path(f"/tmp/hpcdet-it-multiuser-{port}.log")
     env = {"PATH": PATH, "HOME": f"/var/lib/{SERVICE}", "SLURM_CONF": SLURM_CONF,
            "PYTHONPATH": str(REPO), "LANG": "C.UTF-8"}
-    argv = ("runuser", "-u", SERVICE, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+    argv = (RUNUSER, "-u", SERVICE, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
             str(BIN / "det-master"), "--config", str(state / "master.yaml"))
     live = OwnerMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=JOB_ROOT, log=log,
                        db_url=db_url, argv=argv)
