@@ -144,3 +144,25 @@ def test_submit_as_owner_passes_the_task_options_and_script_arguments() -> None:
         Submission("#!/bin/bash\n", path, argv, owner="user_a"))
     assert sudo.calls[1][0][-8:] == ("submit", "/srv/jobs/user_a/tasks/task-1", "hpcdet-task.sh",
                                      "--job-name=x", "--chdir=/home/user_a", "--", "--lr", "1")
+
+
+def test_hold_release_requeue_as_owner() -> None:
+    sudo = FakeSudo()
+    runas = _runas(sudo)
+    runas.hold("user_a", "1")
+    runas.release("user_a", "1")
+    runas.requeue("user_a", "1")
+    assert [argv[-2:] for argv, _ in sudo.calls] == [("hold", "1"), ("release", "1"),
+                                                      ("requeue", "1")]
+
+
+def test_job_files_are_private_in_service_mode_too(tmp_path: Any) -> None:
+    """Finding 9: environment_variables (in the job script) and trial.json were 0755/0644."""
+    import stat
+
+    from hpcdet.dispatcher.jobdir import prepare_job_dir
+
+    root = prepare_job_dir(tmp_path / "job", context_tar=None, trial_info={"k": "v"}, token="t")
+    assert stat.S_IMODE((root / "trial.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((root / ".token").stat().st_mode) == 0o600
+
