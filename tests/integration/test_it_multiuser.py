@@ -292,3 +292,45 @@ def test_det_sbatch_runs_as_its_user_from_a_private_home(owner_master: OwnerMast
         assert out.stat().st_uid == _uid("user_a")
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_killing_user_as_experiment_cancels_its_job_as_user_a(owner_master: OwnerMaster) -> None:
+    directory = _experiment(f"exp-{secrets.token_hex(4)}")
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["entrypoint"] = "python3 -c 'import time; time.sleep(600)'"
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        created = owner_master.det_as("user_a", "experiment", "create",
+                                      str(directory / "config.yaml"), str(directory))
+        assert created.returncode == 0, created.stdout + created.stderr
+        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+        job_id = _wait_for_job(owner_master, exp_id)
+        killed = owner_master.det_as("user_a", "experiment", "kill", str(exp_id))
+        assert killed.returncode == 0, killed
+        assert _wait_ended(owner_master, exp_id)["experiment"]["state"] == "CANCELED"
+        for _ in range(60):
+            out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "User,State", "-j", job_id],
+                                 env={**os.environ, "SLURM_CONF": SLURM_CONF},
+                                 capture_output=True, text=True, check=False).stdout.strip()
+            if out.startswith("user_a|CANCELLED"):
+                break
+            time.sleep(1)
+        # "CANCELLED by <uid>": the scancel ran as user_a, through the helper.
+        assert out == f"user_a|CANCELLED by {_uid('user_a')}", out
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _wait_for_job(master: OwnerMaster, exp_id: int) -> str:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        answer = load_json(master.det_as("user_a", "experiment", "describe", str(exp_id),
+                                         "--json").stdout)
+        trial_id = answer["trials"][0]["id"] if answer["trials"] else None
+        if trial_id is not None:
+            detail = load_json(master.det_as("user_a", "trial", "describe", str(trial_id),
+                                             "--json").stdout)
+            if detail["trial"]["job_ids"]:
+                return str(detail["trial"]["job_ids"][0])
+        time.sleep(1)
+    raise AssertionError(f"no job for experiment {exp_id}:\n{master.log.read_text()[-3000:]}")
