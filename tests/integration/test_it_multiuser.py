@@ -334,3 +334,36 @@ def _wait_for_job(master: OwnerMaster, exp_id: int) -> str:
                 return str(detail["trial"]["job_ids"][0])
         time.sleep(1)
     raise AssertionError(f"no job for experiment {exp_id}:\n{master.log.read_text()[-3000:]}")
+
+
+def test_job_update_moves_user_as_pending_job_as_user_a(owner_master: OwnerMaster) -> None:
+    directory = _experiment(f"exp-{secrets.token_hex(4)}")
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["slurm"] = {"sbatch_args": ["--begin=now+3600"]}  # stays PENDING (BeginTime)
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        created = owner_master.det_as("user_a", "experiment", "create",
+                                      str(directory / "config.yaml"), str(directory))
+        assert created.returncode == 0, created.stdout + created.stderr
+        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+        job_id = _wait_for_job(owner_master, exp_id)
+        moved = owner_master.det_as("user_a", "job", "update", job_id, "--resource-pool",
+                                    "debug")
+        assert moved.returncode == 0, (moved, owner_master.log.read_text()[-2000:])
+        env = {**os.environ, "SLURM_CONF": SLURM_CONF}
+        shown = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%u %P %T"], env=env,
+                               capture_output=True, text=True, check=False).stdout.split()
+        assert shown == ["user_a", "debug", "PENDING"]
+        log = Path(_slurmctld_log()).read_text(errors="replace")
+        assert f"_slurm_rpc_update_job: complete JobId={job_id} uid={_uid('user_a')}" in log
+        owner_master.det_as("user_a", "experiment", "kill", str(exp_id))
+        _wait_ended(owner_master, exp_id)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _slurmctld_log() -> str:
+    for line in Path(SLURM_CONF).read_text().splitlines():
+        if line.startswith("SlurmctldLogFile="):
+            return line.split("=", 1)[1]
+    raise AssertionError("no SlurmctldLogFile in slurm.conf")
