@@ -367,3 +367,28 @@ def _slurmctld_log() -> str:
         if line.startswith("SlurmctldLogFile="):
             return line.split("=", 1)[1]
     raise AssertionError("no SlurmctldLogFile in slurm.conf")
+
+
+@pytest.mark.parametrize("owner_master", ["sqlite"], indirect=True)
+def test_an_identity_changing_sbatch_arg_never_reaches_slurm(owner_master: OwnerMaster) -> None:
+    directory = _experiment(f"exp-{secrets.token_hex(4)}")
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["slurm"] = {"sbatch_args": ["--uid=0"]}
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        created = owner_master.det_as("user_a", "experiment", "create",
+                                      str(directory / "config.yaml"), str(directory))
+        if created.returncode != 0:  # refused up front (the hardening part's check)
+            assert "uid" in created.stderr and "Traceback" not in created.stderr, created
+            return
+        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+        answer = _wait_ended(owner_master, exp_id)
+        assert answer["experiment"]["state"] == "ERROR"
+        trial_id = answer["trials"][0]["id"]
+        detail = load_json(owner_master.det_as("user_a", "trial", "describe", str(trial_id),
+                                               "--json").stdout)
+        assert not detail["trial"]["job_ids"]
+        logs = owner_master.det_as("user_a", "trial", "logs", str(trial_id)).stdout
+        assert "#SBATCH --uid is not allowed" in logs, logs
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
