@@ -69,6 +69,7 @@ from sqlalchemy.orm import Session  # noqa: E402
 
 from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope  # noqa: E402
 from hpcdet.master.models import Experiment, Trial  # noqa: E402
+from hpcdet.master.tokens import hash_token  # noqa: E402
 from hpcdet.master.transitions import transition  # noqa: E402
 from hpcdet.states import State  # noqa: E402
 
@@ -125,16 +126,17 @@ def seed_trials(url: str, count: int) -> list[tuple[int, str]]:
                              context=b"", searcher_name="single")
             session.add(exp)
             transition(session, exp, State.ACTIVE, cause="bench/ingest.py")
-            trials = [_running_trial(session, exp.id) for _ in range(count)]
+            plain = [secrets.token_urlsafe(32) for _ in range(count)]
+            trials = [_running_trial(session, exp.id, token) for token in plain]
             session.flush()
-            return [(t.id, t.token) for t in trials]
+            return [(t.id, token) for t, token in zip(trials, plain, strict=True)]
     finally:
         engine.dispose()
 
 
-def _running_trial(session: Session, experiment_id: int) -> Trial:
-    trial = Trial(experiment_id=experiment_id, hparams={}, seed=0,
-                  token=secrets.token_urlsafe(32))
+def _running_trial(session: Session, experiment_id: int, token: str) -> Trial:
+    """A RUNNING trial whose token is ``token`` (the database keeps only its hash)."""
+    trial = Trial(experiment_id=experiment_id, hparams={}, seed=0, token=hash_token(token))
     session.add(trial)
     transition(session, trial, State.QUEUED, cause="bench/ingest.py")
     transition(session, trial, State.RUNNING, cause="bench/ingest.py")
@@ -184,6 +186,7 @@ def write_master_yaml(workdir: Path, db_url: str, port: int, args: argparse.Name
         "host": "127.0.0.1", "port": port, "db": {"url": db_url},
         "webserver": {"workers": args.workers, "threads": args.threads},
         "reconciler": {"interval_seconds": 5}, "state_dir": str(workdir / "state"),
+        "auth": {"mode": "open"},  # only trial tokens are used here
         "resource_manager": {"job_storage_root": str(workdir / "jobs"),
                              "master_host": "127.0.0.1"},
     }  # fmt: skip

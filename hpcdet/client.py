@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -16,6 +16,8 @@ import httpx
 from hpcdet.errors import MasterError
 
 DEFAULT_MASTER = "http://localhost:8080"
+# 401 codes after which a fresh login may help (see ``MasterClient(relogin=...)``).
+RELOGIN_CODES = frozenset({"login_required", "token_expired", "token_revoked", "unauthorized"})
 
 
 def normalize_master_url(url: str) -> str:
@@ -42,8 +44,12 @@ class MasterClient:
         token: str | None = None,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        relogin: Callable[[MasterError], str | None] | None = None,
     ) -> None:
+        """``relogin`` is called once on a 401 that a new session token may cure; the
+        request is repeated with the token it returns (None: the error stands)."""
         self.url = normalize_master_url(url)
+        self._relogin = relogin
         headers = {"Accept": "application/json"}
         if user:
             headers["X-Hpcdet-User"] = user
@@ -78,28 +84,56 @@ class MasterClient:
         """DELETE ``path`` and return the decoded JSON body (None if empty)."""
         return self._request("DELETE", path)
 
+    def set_token(self, token: str) -> None:
+        """Send ``token`` as ``Authorization: Bearer`` from now on."""
+        self._http.headers["Authorization"] = f"Bearer {token}"
+
     @contextlib.contextmanager
     def stream(self, path: str, params: dict[str, Any] | None = None) -> Iterator[httpx.Response]:
         """GET ``path`` without reading the body (for large downloads: ``iter_bytes()``)."""
-        try:
-            with self._http.stream("GET", path, params=params) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise _error_from_response(response)
-                yield response
-        except httpx.TransportError as exc:
-            raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
+        for attempt in (1, 2):
+            try:
+                with self._http.stream("GET", path, params=params) as response:
+                    if response.status_code >= 400:
+                        response.read()
+                        error = _error_from_response(response)
+                        if attempt == 1 and self._renewed(error):
+                            continue
+                        raise error
+                    yield response
+                    return
+            except httpx.TransportError as exc:
+                raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
+        response = self._send(method, path, **kwargs)
         if response.status_code >= 400:
-            raise _error_from_response(response)
+            error = _error_from_response(response)
+            if not self._renewed(error):
+                raise error
+            response = self._send(method, path, **kwargs)
+            if response.status_code >= 400:
+                raise _error_from_response(response)
         if not response.content:
             return None
         return response.json()
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise MasterError(f"cannot reach the master at {self.url}: {exc}") from exc
+
+    def _renewed(self, error: MasterError) -> bool:
+        """After a 401 a login may cure, log in (once) and keep the new token."""
+        if self._relogin is None or error.status != 401 or error.code not in RELOGIN_CODES:
+            return False
+        relogin, self._relogin = self._relogin, None
+        token = relogin(error)
+        if not token:
+            return False
+        self.set_token(token)
+        return True
 
 
 def _error_from_response(response: httpx.Response) -> MasterError:

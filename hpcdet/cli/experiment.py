@@ -57,6 +57,11 @@ def experiment() -> None:
 @click.option("--template", metavar="NAME",
               help="Start from config template NAME: the config's own values win, objects "
                    "merge, lists concatenate (see `det template`).")
+@click.option("-w", "--workspace", metavar="NAME",
+              help="Put the experiment in workspace NAME (its members see it; needs the "
+                   "editor role there). Without: it is yours and the admins' alone.")
+@click.option("-p", "--project", metavar="NAME",
+              help="Put the experiment in project NAME of the --workspace.")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override one config key (dotted path, e.g. resources.slots_per_trial=4; "
                    "VALUE is YAML). Repeatable.")
@@ -72,8 +77,8 @@ def experiment() -> None:
 @JSON_OPTION
 @pass_state
 def create(state: CliState, config_file: str, context_dir: str, template: str | None,
-           overrides: tuple[str, ...], follow: bool, dry_run: bool, local: bool,
-           as_json: bool) -> None:
+           workspace: str | None, project: str | None, overrides: tuple[str, ...],
+           follow: bool, dry_run: bool, local: bool, as_json: bool) -> None:
     """Create an experiment from CONFIG and code in CONTEXT.
 
     CONFIG is the experiment configuration (YAML); CONTEXT is the directory holding the
@@ -84,15 +89,18 @@ def create(state: CliState, config_file: str, context_dir: str, template: str | 
     process with CONTEXT as working directory; the exit code is 0 if it succeeded.
     """
     if local:
-        _check_local_flags(template=template, follow=follow, dry_run=dry_run, as_json=as_json)
+        _check_local_flags(template=template or workspace or project, follow=follow,
+                           dry_run=dry_run, as_json=as_json)
         from hpcdet.cli.local import run_local_experiment
 
         run_local_experiment(config_file, context_dir, overrides)
         return
     _check_create_flags(follow=follow, dry_run=dry_run, as_json=as_json)
+    if project is not None and workspace is None:
+        raise click.UsageError("--project needs --workspace (projects live in a workspace)")
     body = create_body(config_file, context_dir, dry_run=dry_run, overrides=overrides)
-    if template is not None:
-        body["template"] = template
+    extra = {"template": template, "workspace": workspace, "project": project}
+    body.update({key: value for key, value in extra.items() if value is not None})
     answer = state.client().post("/experiments", body)
     for warning in answer.get("warnings") or []:
         warn(str(warning))
@@ -114,7 +122,8 @@ def _check_create_flags(*, follow: bool, dry_run: bool, as_json: bool) -> None:
 def _check_local_flags(*, template: str | None, follow: bool, dry_run: bool,
                       as_json: bool) -> None:
     """--local talks to no master: the options that need one are refused."""
-    given = [flag for flag, used in (("--template", template is not None), ("--follow", follow),
+    given = [flag for flag, used in (("--template/--workspace/--project",
+                                      template is not None), ("--follow", follow),
                                      ("--dry-run", dry_run), ("--json", as_json)) if used]
     if given:
         raise click.UsageError(f"--local cannot be used with {', '.join(given)}")
@@ -306,17 +315,21 @@ def _job_details(trial_state: str | None, job: Mapping[str, Any] | None) -> list
 @experiment.command("list")
 @click.option("-a", "--all", "show_all", is_flag=True,
               help="Show every user's experiments, not only yours.")
+@click.option("-w", "--workspace", metavar="NAME",
+              help="Only workspace NAME's experiments (every member's).")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, metavar="N",
               help="Show at most this many experiments.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
               help="Skip this many experiments first.")
 @JSON_OPTION
 @pass_state
-def list_experiments(state: CliState, show_all: bool, limit: int, offset: int,
-                     as_json: bool) -> None:
-    """List your experiments (everyone's with --all)."""
+def list_experiments(state: CliState, show_all: bool, workspace: str | None, limit: int,
+                     offset: int, as_json: bool) -> None:
+    """List your experiments (everyone's you may see with --all or --workspace)."""
     params: dict[str, Any] = {"limit": limit, "offset": offset}
-    if not show_all and state.user:
+    if workspace is not None:
+        params["workspace"] = workspace
+    elif not show_all and state.user:
         params["owner"] = state.user
     answer = state.client().get("/experiments", params=params)
     if as_json:

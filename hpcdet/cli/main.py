@@ -43,9 +43,12 @@ _SUBCOMMANDS = {
     "job": "hpcdet.cli.job:job",
     "sbatch": "hpcdet.cli.sbatch:sbatch",
     "task": "hpcdet.cli.task:task",
+    "user": "hpcdet.cli.user:user",
+    "workspace": "hpcdet.cli.workspace:workspace",
+    "project": "hpcdet.cli.workspace:project",
 }
 _ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint",
-            "rp": "resource-pool", "j": "job"}
+            "rp": "resource-pool", "j": "job", "w": "workspace", "p": "project"}
 
 
 @dataclasses.dataclass
@@ -62,15 +65,40 @@ class CliState:
     debug: bool = False
     poll_interval: float = 1.0
     transport: httpx.BaseTransport | None = None
+    # Unit tests replace hpcdet.munge.encode with a fake; None is the real one.
+    munge_encode: Any = None
     _client: MasterClient | None = dataclasses.field(default=None, repr=False)
 
     def client(self) -> MasterClient:
-        """The client for ``self.master``, created once per command."""
-        if self._client is None:
-            from hpcdet.client import MasterClient
+        """The client for ``self.master``, created once per command.
 
-            self._client = MasterClient(self.master, user=self.user, transport=self.transport)
+        It sends ``DET_USER_TOKEN`` or the stored session token (``~/.hpcdet/auth.json``)
+        when there is one, and logs in with MUNGE when the master asks who is calling.
+        """
+        if self._client is None:
+            import os
+
+            from hpcdet.cli import session
+            from hpcdet.client import MasterClient, normalize_master_url
+
+            url = normalize_master_url(self.master)
+            api_token = os.environ.get(session.TOKEN_ENV)
+            entry = None if api_token else session.stored(url)
+            token = api_token or (entry or {}).get("token")
+            self._client = MasterClient(url, user=self.user, token=token,
+                                        transport=self.transport,
+                                        relogin=None if api_token else self._relogin)
         return self._client
+
+    def _relogin(self, error: MasterError) -> str | None:
+        """Log in with MUNGE for a master that asked who is calling."""
+        from hpcdet.cli import session
+        from hpcdet.client import normalize_master_url
+
+        entry = session.login(normalize_master_url(self.master), transport=self.transport,
+                              encode=self.munge_encode)
+        token: str | None = entry.get("token")
+        return token
 
     def close(self) -> None:
         if self._client is not None:
@@ -142,7 +170,8 @@ def _default_user() -> str | None:
               help="Address of the master (host:port or URL).")
 @click.option("-u", "--user", "user", envvar="DET_USER", show_envvar=True,
               default=_default_user, show_default="your login name",
-              help="Who you are to the master; recorded as the owner of what you create.")
+              help="Who you are to an open master (auth.mode: open). A munge master "
+              "ignores it: det user login proves your Unix user.")
 @click.option("--debug", is_flag=True, help="Show the full traceback when something fails.")
 @click.version_option(__version__, "-v", "--version", prog_name="det",
                       message="%(prog)s %(version)s")

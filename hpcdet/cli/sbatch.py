@@ -59,6 +59,10 @@ class Prepared:
         return is_set(self.settings, name)
 
 
+# Names the workspace a task is shared with (det sbatch takes only sbatch's own options).
+WORKSPACE_VARIABLE = "DET_WORKSPACE"
+
+
 class RawArguments(click.Command):
     """Hands every argument to the command untouched: sbatch's options are not click's
     (``-phigh`` must not read as ``-h``), so they are parsed by sbatch's own rules."""
@@ -85,6 +89,7 @@ def sbatch(ctx: click.Context, argv: list[str]) -> None:
     --array, --clusters, --uid, --gid, --get-user-env, --bbf and --comment are refused
     (docs/sbatch.md says why); --wait waits for the job and exits with its exit code;
     --test-only shows what would be submitted. -h/--help shows this help.
+    With DET_WORKSPACE=NAME the task is shared with workspace NAME's members.
     """
     state = ctx.ensure_object(CliState)
     command = parse_command_line(argv)
@@ -96,7 +101,10 @@ def sbatch(ctx: click.Context, argv: list[str]) -> None:
     if prepared.flag("verbose"):
         for word in render_settings(prepared.settings):
             click.echo(f"det sbatch: {word}", err=True)
-    answer = state.client().post("/tasks", prepared.body)
+    body = dict(prepared.body)
+    if os.environ.get(WORKSPACE_VARIABLE):  # sbatch's options leave no room for one of ours
+        body["workspace"] = os.environ[WORKSPACE_VARIABLE]
+    answer = state.client().post("/tasks", body)
     if prepared.flag("test-only"):
         click.echo(test_only_text(answer))
         return

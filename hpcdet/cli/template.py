@@ -32,6 +32,10 @@ def _check_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 NAME_ARGUMENT = click.argument("name", callback=_check_name)
+WORKSPACE_OPTION = click.option(
+    "-w", "--workspace", metavar="NAME",
+    help="Share a new template with workspace NAME's members (needs the editor role there); "
+         "without, it is yours and the admins' alone.")
 FILE_ARGUMENT = click.argument("config_file", metavar="FILE",
                                type=click.Path(dir_okay=False))
 
@@ -81,25 +85,32 @@ def describe(state: CliState, name: str, as_json: bool) -> None:
 @template.command("create")
 @NAME_ARGUMENT
 @FILE_ARGUMENT
+@WORKSPACE_OPTION
 @pass_state
-def create(state: CliState, name: str, config_file: str) -> None:
+def create(state: CliState, name: str, config_file: str, workspace: str | None) -> None:
     """Create template NAME from the config in FILE (YAML); fails if NAME exists."""
     text = _read_template(config_file)
-    state.client().post("/templates", {"name": name, "config": text})
+    body = {"name": name, "config": text}
+    state.client().post("/templates", body if workspace is None else
+                        {**body, "workspace": workspace})
     click.echo(f"Created template {name}")
 
 
 @template.command("set")
 @NAME_ARGUMENT
 @FILE_ARGUMENT
+@WORKSPACE_OPTION
 @pass_state
-def set_template(state: CliState, name: str, config_file: str) -> None:
+def set_template(state: CliState, name: str, config_file: str, workspace: str | None) -> None:
     """Create template NAME from FILE, or replace its config if it exists.
 
-    Experiments already created from it keep the config they were created with.
+    Experiments already created from it keep the config they were created with;
+    --workspace applies when it is created.
     """
     text = _read_template(config_file)
-    state.client().put(f"/templates/{name}", {"config": text})
+    body = {"config": text}
+    state.client().put(f"/templates/{name}", body if workspace is None else
+                       {**body, "workspace": workspace})
     click.echo(f"Set template {name}")
 
 

@@ -5,6 +5,13 @@ Each list item is one sbatch option with its value, in any of the forms ``--mem=
 (hpcdet quotes them; do not add quotes of your own). Options hpcdet sets itself are
 refused, matched as Determined does: by prefix on the option name, so the abbreviation
 ``--part`` is refused like ``--partition``, and any ``--gres`` asking for ``gpu``.
+
+Options that would change who the job runs as (``--uid``, ``--gid``), where its output
+goes or what its environment is (``--output``, ``--error``, ``--chdir``, ``--export``), or
+hpcdet's own bookkeeping (``--comment``, ``--job-name``, ``--array``, ``--clusters``,
+``--parsable``, ``--wait``, ...) are refused in every spelling sbatch accepts: each item is
+read as sbatch's getopt reads it (``--uid 0``, ``--uid=0``, ``--ui=0``, ``-o x``, ``-ox``,
+a bundle such as ``-Ho x``), and every option it sets is checked by its canonical name.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from dataclasses import dataclass
 
 from hpcdet.dispatcher.render import directive_quote
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
+from hpcdet.dispatcher.sbatch_options import BY_NAME, BY_SHORT, OPTIONS, ArgKind
 from hpcdet.errors import ConfigError
 
 DEFAULT_PATH = "<config>.slurm.sbatch_args"
@@ -24,7 +32,35 @@ CONTROLLED_OPTIONS: tuple[str, ...] = (
     "--error", "-e", "--output", "-o", "--partition", "-p", "--no-requeue", "--requeue",
     "--job-name", "-J", "--signal", "--wrap", "--parsable",
 )  # fmt: skip
-_CONTROLLED_TEXT = ", ".join(CONTROLLED_OPTIONS) + ", --gres=gpu..."
+# Canonical sbatch option names a user may never set for a trial, with the reason.
+OWNED_BY_HPCDET: dict[str, str] = {
+    "uid": "the job runs as the experiment's owner; it cannot choose another user",
+    "gid": "the job runs with its owner's group; it cannot choose another group",
+    "comment": "hpcdet marks its jobs with their comment (hpcdet:<cluster>:...) to track them",
+    "job-name": "hpcdet names its jobs to track them", "array": "one trial is one Slurm job",
+    "clusters": "the master submits to its own cluster only",
+    "output": "hpcdet writes the job's output into its job directory",
+    "error": "hpcdet writes the job's errors into its job directory",
+    "open-mode": "hpcdet owns the job's log files", "input": "the job reads no standard input",
+    "chdir": "the job starts in its job directory", "wrap": "hpcdet writes the job script",
+    "export": "hpcdet sets the job's environment", "export-file": "hpcdet sets the job's "
+    "environment", "get-user-env": "hpcdet sets the job's environment",
+    "parsable": "hpcdet reads sbatch's answer itself", "wait": "the master does not wait "
+    "for jobs to end", "test-only": "the master submits real jobs",
+    "nodefile": "the file would be read on the master's host; use --nodelist",
+    "bbf": "the file would be read on the master's host; use --bb",
+    "help": "sbatch would print its help instead of submitting",
+    "usage": "sbatch would print its usage instead of submitting",
+    "version": "sbatch would print its version instead of submitting",
+    "quiet": "hpcdet reads sbatch's answer itself", "verbose": "hpcdet reads sbatch's answer",
+    "batch": "hpcdet writes the job script",
+}  # fmt: skip
+for _option in CONTROLLED_OPTIONS:
+    if _option.startswith("--"):
+        OWNED_BY_HPCDET.setdefault(_option[2:], "hpcdet sets this option itself")
+_CONTROLLED_TEXT = ", ".join([*CONTROLLED_OPTIONS, *(
+    f"--{name}" for name in sorted(OWNED_BY_HPCDET) if f"--{name}" not in CONTROLLED_OPTIONS
+)]) + ", --gres=gpu..."
 
 _LONG = re.compile(r"^(--[A-Za-z0-9][A-Za-z0-9-]*)(?:(?:=|\s+)(.*))?$", re.DOTALL)
 _SHORT = re.compile(r"^(-[A-Za-z0-9])\s*(.*)$", re.DOTALL)
@@ -113,7 +149,36 @@ def _controlled(arg: SbatchArg) -> str | None:
             return f"option {shown} is controlled by hpcdet"
     if name.startswith("--gr") and "--gres".startswith(name) and _asks_for_gpus(arg.value):
         return f"option {name}={arg.value} is controlled by hpcdet (GPUs follow the slots)"
+    for given, canonical in _canonical_names(arg):
+        reason = OWNED_BY_HPCDET.get(canonical)
+        if reason is not None:
+            shown = given if given == f"--{canonical}" else f"{given} (sbatch's --{canonical})"
+            return f"option {shown} is controlled by hpcdet: {reason}"
     return None
+
+
+def _canonical_names(arg: SbatchArg) -> list[tuple[str, str]]:
+    """``(as given, long name)`` of every option ``arg`` sets, read as sbatch's getopt does.
+
+    A long name is matched exactly or as the unique prefix of one (an ambiguous prefix
+    yields every candidate, so none slips through); short letters are read as a bundle:
+    flags, then at most one letter that takes the rest as its value.
+    """
+    if arg.option.startswith("--"):
+        name = arg.option[2:]
+        exact = BY_NAME.get(name)
+        found = [exact] if exact else [o for o in OPTIONS if o.name.startswith(name)]
+        return [(arg.option, option.name) for option in found]
+    letters = arg.option[1:] + (arg.value or "")
+    names: list[tuple[str, str]] = []
+    for letter in letters:
+        option = BY_SHORT.get(letter)
+        if option is None:
+            break
+        names.append((f"-{letter}", option.name))
+        if option.kind is ArgKind.REQUIRED:
+            break
+    return names
 
 
 def _asks_for_gpus(value: str | None) -> bool:

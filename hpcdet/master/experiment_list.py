@@ -78,10 +78,14 @@ def filters_from(args: Mapping[str, str]) -> ListFilters:
                        archived=wants_archived(args.get("archived")))
 
 
-def list_experiments(session: Session, filters: ListFilters, *, offset: int,
-                     limit: int) -> Listing:
-    """Experiments matching ``filters``, newest first, ``limit`` of them from ``offset``."""
-    conditions = _conditions(session, filters)
+def list_experiments(session: Session, filters: ListFilters, *, offset: int, limit: int,
+                     visible: Sequence[ColumnElement[bool]] = ()) -> Listing:
+    """Experiments matching ``filters``, newest first, ``limit`` of them from ``offset``.
+
+    ``visible``: conditions selecting the experiments the caller may see
+    (:func:`hpcdet.master.authz.visible`); the others are neither listed nor counted.
+    """
+    conditions = [*visible, *_conditions(session, filters)]
     total = session.scalar(select(func.count(Experiment.id)).where(*conditions)) or 0
     rows = session.execute(
         # Of the config only its searcher section (the metric) is read; the rest, the

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import io
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ from hpcdet.master import report_effects
 from hpcdet.master.models import Metric, utcnow
 
 WRITE_TIMEOUT = 60.0
+# A trial's token hash is re-read after this long (a resubmission gets a new token).
+TOKEN_CACHE_SECONDS = 30.0
 CHECKPOINT = report_effects.CHECKPOINT
 _DEADLOCK_ATTEMPTS = 3
 Execution = tuple[int, int]  # (run_id, requeue): compared lexicographically
@@ -135,7 +138,7 @@ class MetricWriter:
         self._waiting: list[_Pending] = []
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._tokens: dict[int, str] = {}
+        self._tokens: dict[int, tuple[str, float]] = {}
         # Streams known to exist: PostgreSQL skips their INSERT .. ON CONFLICT (rows are
         # only ever deleted with their trial).
         self._known: set[StreamKey] = set()
@@ -145,14 +148,16 @@ class MetricWriter:
         return self._engine
 
     def token_of(self, trial_id: int) -> str | None:
-        """The trial's token (cached: tokens never change); None if there is no such trial."""
-        token = self._tokens.get(trial_id)
-        if token is None:
-            with self._engine.connect() as conn:
-                token = conn.execute(text("SELECT token FROM trials WHERE id = :id"),
-                                     {"id": trial_id}).scalar()
-            if token is not None:
-                self._tokens[trial_id] = token
+        """The hash of the trial's token; None if there is no such trial. Cached for
+        :data:`TOKEN_CACHE_SECONDS`: each submission of the trial gets a new token."""
+        cached = self._tokens.get(trial_id)
+        if cached is not None and time.monotonic() - cached[1] < TOKEN_CACHE_SECONDS:
+            return cached[0]
+        with self._engine.connect() as conn:
+            token = conn.execute(text("SELECT token FROM trials WHERE id = :id"),
+                                 {"id": trial_id}).scalar()
+        if token is not None:
+            self._tokens[trial_id] = (token, time.monotonic())
         return token
 
     def write(self, trial_id: int, group: str, reports: Sequence[tuple[int, dict[str, float]]],

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, load_only
 from hpcdet.dispatcher import Backend
 from hpcdet.dispatcher.slurm import SlurmBackend
 from hpcdet.dispatcher.slurm_queue import QueueEntry, queue_order, read_queue
-from hpcdet.master import models
+from hpcdet.master import authz, models
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Job, Trial, as_utc
 from hpcdet.master.placement import DEFAULT_PRIORITY
@@ -130,7 +130,7 @@ def _experiments(session: Session, ids: set[int]) -> dict[int, Experiment]:
     if not ids:
         return {}
     columns = load_only(Experiment.id, Experiment.name, Experiment.owner, Experiment.config,
-                        Experiment.labels, Experiment.resource_pool)
+                        Experiment.labels, Experiment.resource_pool, Experiment.workspace_id)
     query = select(Experiment).options(columns).where(Experiment.id.in_(ids))
     return {exp.id: exp for exp in session.scalars(query)}
 
@@ -192,8 +192,13 @@ def find_pool(session: Session, settings: MasterSettings, name: str | None, *,
 # ---- det job list --------------------------------------------------------------------------
 
 
-def job_list(session: Session, settings: MasterSettings, pool_name: str | None) -> dict[str, Any]:
-    """``GET /jobs``: the rows of the stored queue (of one pool), and when it was read."""
+def job_list(session: Session, settings: MasterSettings, pool_name: str | None,
+             actor: str | None = None) -> dict[str, Any]:
+    """``GET /jobs``: the rows of the stored queue (of one pool), and when it was read.
+
+    With ``actor``, the hpcdet jobs they may not see are shown as Slurm shows them to
+    everyone (:func:`redact`): no experiment, trial, task, name or hpcdet owner.
+    """
     found = load_snapshot(session, QUEUE)
     pool = find_pool(session, settings, pool_name) if pool_name else None
     if found is None:
@@ -201,8 +206,29 @@ def job_list(session: Session, settings: MasterSettings, pool_name: str | None) 
                 "refresh_seconds": settings.resource_manager.pool_refresh_seconds}
     data, taken_at = found
     rows = job_rows(session, settings, entries_of(data), pool=pool)
+    if actor is not None:
+        rows = redact(rows, session, settings, entries_of(data), actor)
     return {"jobs": rows, "taken_at": as_utc(taken_at).isoformat(), "resource_pool": pool_name,
             "refresh_seconds": settings.resource_manager.pool_refresh_seconds}
+
+
+def redact(rows: list[dict[str, Any]], session: Session, settings: MasterSettings,
+           entries: Sequence[QueueEntry], actor: str) -> list[dict[str, Any]]:
+    """``rows`` with those of hpcdet jobs ``actor`` may not see reduced to Slurm's facts."""
+    sight = authz.viewer(session, settings, actor)
+    owned = ownerships(session, settings, entries)
+    out = []
+    for row in rows:
+        owner = owned.get(row["job_id"], Ownership())
+        thing: Any = owner.experiment if owner.experiment is not None else owner.task
+        if owner.external or sight.admin or (
+                thing is not None and sight.sees(thing.owner, thing.workspace_id)):
+            out.append(row)
+            continue
+        out.append({**row, "type": EXTERNAL, "name": "", "experiment_id": None,
+                    "trial_id": None, "task_id": None, "priority": None,
+                    "user": row["slurm_user"], "external": True, "hidden": True})
+    return out
 
 
 def job_rows(session: Session, settings: MasterSettings, entries: Sequence[QueueEntry], *,

@@ -39,6 +39,7 @@ from hpcdet.dispatcher.slurm_queue import (
     update_job_as,
 )
 from hpcdet.errors import ConfigError, SchedulerError
+from hpcdet.master import authz
 from hpcdet.master.errors import ApiError
 from hpcdet.master.job_queue import (
     COMMAND,
@@ -227,6 +228,7 @@ def read_queue_state(session: Session, settings: MasterSettings, backend: Backen
 def check_request(action: _Action, request: UpdateRequest, where: str) -> None:
     """Raise the ApiError that refuses ``request``, if any; nothing runs in Slurm."""
     entry, owner = _own_pending_job(action.queue, request, where)
+    _require_change(action, owner, entry, where)
     if request.other:
         _check_order(action.queue, request, entry, where)
     if request.resource_pool:
@@ -249,6 +251,23 @@ def _own_pending_job(queue: _Queue, request: UpdateRequest,
         raise ApiError(409, "conflict", f"{where}: job {entry.job_id} is {entry.state}: "
                        + _running_reason(request))
     return entry, owner
+
+
+def _require_change(action: _Action, owner: Ownership, entry: QueueEntry, where: str) -> None:
+    """404 unless the actor sees the job's experiment or task; 403 unless they may change it
+    (:mod:`hpcdet.master.authz`): another user's job is never updated."""
+    row: Any = owner.experiment if owner.experiment is not None else owner.task
+    if row is None:  # a task row that no longer exists: nobody's to change but an admin's
+        row = _Nobody()
+    authz.require(action.session, action.settings, action.actor, row,
+                  f"{where}: job {entry.job_id}", authz.Access.CHANGE)
+
+
+class _Nobody:
+    """The owner of a job whose hpcdet row is gone: only cluster admins may change it."""
+
+    owner = ""
+    workspace_id = None
 
 
 def _running_reason(request: UpdateRequest) -> str:

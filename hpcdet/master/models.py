@@ -22,6 +22,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -69,6 +70,11 @@ class Experiment(Base):
     searcher_name: Mapped[str] = mapped_column(String(32))
     resource_pool: Mapped[str | None] = mapped_column(String(128))
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Where it belongs (hpcdet.master.authz): NULL is its owner's alone (and admins').
+    workspace_id: Mapped[int | None] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="RESTRICT"), index=True)
+    project_id: Mapped[int | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="RESTRICT"), index=True)
     # The searcher's whole state (hpcdet.searcher.Searcher.to_state), saved in the same
     # transaction as the events it consumed; NULL until the searcher has started.
     searcher_state: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
@@ -92,6 +98,7 @@ class Trial(Base):
     restarts: Mapped[int] = mapped_column(Integer, default=0)
     run_id: Mapped[int] = mapped_column(Integer, default=0)
     steps_completed: Mapped[int] = mapped_column(BigInteger, default=0)
+    # sha256 (hex) of the trial's bearer token; the token itself is only in the job's files.
     token: Mapped[str] = mapped_column(String(64))
     job_dir: Mapped[str] = mapped_column(Text, default="")
     latest_checkpoint: Mapped[str | None] = mapped_column(String(64))
@@ -225,6 +232,8 @@ class Template(Base):
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
     config: Mapped[dict[str, Any]] = mapped_column()
     owner: Mapped[str] = mapped_column(String(128))
+    workspace_id: Mapped[int | None] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="RESTRICT"), index=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -288,6 +297,8 @@ class CommandTask(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     owner: Mapped[str] = mapped_column(String(128), index=True)
+    workspace_id: Mapped[int | None] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="RESTRICT"), index=True)
     # The Slurm job name (--job-name, else the script's file name, or "wrap").
     name: Mapped[str] = mapped_column(String(256))
     state: Mapped[str] = mapped_column(String(32), index=True)
@@ -319,6 +330,71 @@ class CommandTask(Base):
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 
-__all__ = ["Base", "Checkpoint", "ClusterSnapshot", "CommandTask", "Experiment", "Job", "Metric",
-           "ReportStream", "SearcherEvent", "StateChange", "Template", "Trial", "TrialLog",
-           "as_utc", "utcnow"]
+class AuthToken(Base):
+    """A user's session, API or one-time web-link token; only its sha256 is stored."""
+
+    __tablename__ = "auth_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(128), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # session | api | web_link | web
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    last_used_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class User(Base):
+    """A user the master has seen sign in (for ``det user list``)."""
+
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    first_seen: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Workspace(Base):
+    """A group of users sharing experiments, tasks and templates (Determined's workspace)."""
+
+    __tablename__ = "workspaces"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WorkspaceMember(Base):
+    """A user's role in a workspace: ``viewer``, ``editor`` or ``admin``."""
+
+    __tablename__ = "workspace_members"
+
+    workspace_id: Mapped[int] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128), primary_key=True, index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    added_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Project(Base):
+    """A named group of experiments inside a workspace (Determined's project)."""
+
+    __tablename__ = "projects"
+    __table_args__ = (UniqueConstraint("workspace_id", "name",
+                                       name="uq_projects_workspace_id_name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(128))
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+__all__ = ["AuthToken", "Base", "Checkpoint", "ClusterSnapshot", "CommandTask", "Experiment",
+           "Job", "Metric", "Project", "ReportStream", "SearcherEvent", "StateChange", "Template",
+           "Trial", "TrialLog", "User", "Workspace", "WorkspaceMember", "as_utc", "utcnow"]

@@ -7,6 +7,7 @@ database. The scheduler is asked about all active jobs with one ``Backend.poll``
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from hpcdet.master.searching import SearchDriver, SearchReport
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.spool_ingest import ingest_spooled_reports
 from hpcdet.master.submission import trial_info
+from hpcdet.master.tokens import hash_token
 from hpcdet.master.transitions import transition
 from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
 
@@ -164,7 +166,9 @@ class Reconciler:
                           latest_checkpoint=trial.latest_checkpoint)
         context = session.scalars(select(Experiment.context).where(
             Experiment.id == exp.id)).one()
-        return _SubmitPlan(job.id, run, dict(exp.config), info, context, trial.token)
+        token = secrets.token_urlsafe(32)  # only its hash is stored; the job's files get it
+        trial.token = hash_token(token)
+        return _SubmitPlan(job.id, run, dict(exp.config), info, context, token)
 
     def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
         runas = getattr(self.backend, "runas", None)

@@ -26,6 +26,7 @@ from hpcdet.master.jobspec import job_dir_for
 from hpcdet.master.logs import add_system_line
 from hpcdet.master.models import Experiment, SearcherEvent, Trial, utcnow
 from hpcdet.master.settings import MasterSettings
+from hpcdet.master.tokens import hash_token
 from hpcdet.master.transitions import transition
 from hpcdet.searcher import Create, Searcher, Stop, TrialRequest, make_searcher
 from hpcdet.searcher.asha import AdaptiveAshaSearch
@@ -174,7 +175,9 @@ class SearchDriver:
                        requests: Sequence[TrialRequest]) -> None:
         for request in requests:
             trial = Trial(experiment_id=exp.id, hparams=request.hparams, seed=request.seed,
-                          request_id=request.request_id, token=secrets.token_urlsafe(32))
+                          request_id=request.request_id,
+                          # replaced by a fresh token's hash at each submission
+                          token=hash_token(secrets.token_urlsafe(32)))
             session.add(trial)
             transition(session, trial, State.QUEUED,
                        cause=f"created by the {exp.config['searcher']['name']} searcher")

@@ -24,7 +24,8 @@ def experiment(exp: Experiment, num_trials: int) -> dict[str, Any]:
         "id": exp.id, "name": exp.name, "description": exp.description,
         "labels": list(exp.labels or []), "state": exp.state, "owner": exp.owner,
         "searcher": exp.searcher_name, "resource_pool": exp.resource_pool,
-        "archived": exp.archived, "created_at": _time(exp.created_at),
+        "archived": exp.archived, "workspace_id": exp.workspace_id,
+        "project_id": exp.project_id, "created_at": _time(exp.created_at),
         "ended_at": _time(exp.ended_at), "num_trials": num_trials,
         "progress": exp.progress,
     }

@@ -52,10 +52,19 @@ def _run_master(settings: MasterSettings) -> None:
     supervisor.start()
     log.info("hpcdet master on %s (listening on %s:%s, database %s)", settings.master_url,
              settings.host, settings.port, settings.database_kind)
+    warn_if_open(settings)
     try:
         _serve(settings)
     finally:
         supervisor.stop()
+
+
+def warn_if_open(settings: MasterSettings) -> None:
+    """Say loudly that an open master believes whatever name a caller claims."""
+    if settings.auth_mode == "open":
+        log.warning("auth.mode is open: ANYONE who can reach this master can claim ANY user "
+                    "name (X-Hpcdet-User); use auth.mode: munge on a shared cluster "
+                    "(docs/admin/security.md)")
 
 
 @main.command("sync-accounts")

@@ -79,6 +79,9 @@ class MasterSettings:
     port: int = 8080
     db_url: str = ""
     require_user: bool = False
+    # open: callers name themselves (X-Hpcdet-User); munge: a MUNGE-proven token only.
+    auth_mode: str = "open"
+    session_hours: float = 24.0
     # Users who may change (pause, kill, archive...) any experiment, not only their own.
     admins: tuple[str, ...] = ()
     reconcile_interval: float = 5.0
@@ -95,6 +98,11 @@ class MasterSettings:
         """The address compute nodes and users reach the master at."""
         rm = self.resource_manager
         return f"http://{rm.master_host}:{rm.master_port or self.port}"
+
+    @property
+    def identifies_users(self) -> bool:
+        """Whether the master tells users apart (munge mode, or open with ``require_user``)."""
+        return self.auth_mode == "munge" or self.require_user
 
     @property
     def database_kind(self) -> str:
@@ -153,6 +161,8 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         port=port,
         db_url=db_url,
         require_user=auth.flag("require_user", False),
+        auth_mode=auth.choice("mode", "munge", AUTH_MODES),
+        session_hours=auth.number("session_hours", 24.0, lo=0.01),
         admins=auth.names("admins"),
         reconcile_interval=Getter(get.section("reconciler"), f"{ROOT}.reconciler", errors).number(
             "interval_seconds", 5.0, lo=0.1),
@@ -167,12 +177,17 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
     )
 
 
-_AUTH_KEYS = {"require_user", "admins"}
+_AUTH_KEYS = {"mode", "require_user", "admins", "session_hours", "pam"}
+AUTH_MODES = ("munge", "open")
 
 
 def _auth_getter(doc: Mapping[str, Any], errors: list[str]) -> Getter:
     unknown_keys(doc, _AUTH_KEYS, f"{ROOT}.auth", errors)
-    return Getter(doc, f"{ROOT}.auth", errors)
+    get = Getter(doc, f"{ROOT}.auth", errors)
+    if get.flag("pam", False):
+        errors.append(f"{ROOT}.auth.pam: PAM sign-in is not available in this version; "
+                      "use det user web-login")
+    return get
 
 
 def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],

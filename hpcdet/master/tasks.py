@@ -160,6 +160,7 @@ def task_json(task: CommandTask, position: int | None = None) -> dict[str, Any]:
     """The task as the API shows it (docs/api.md)."""
     return {
         "id": task.id, "name": task.name, "owner": task.owner, "state": task.state,
+        "workspace_id": task.workspace_id,
         "job_id": task.job_id, "pool": task.pool, "partition": task.partition,
         "account": task.account, "queue_position": position,
         "native_state": task.native_state, "reason": task.reason,

@@ -53,6 +53,8 @@ def master(request: pytest.FixtureRequest, slurm: dict[str, str], tmp_path: Path
     }
     config["resource_manager"].update(resource_manager_settings)
     config.update(master_settings)
+    # load_settings defaults to munge; these tests name their user with DET_USER.
+    config["auth"] = {"mode": "open", **config.get("auth", {})}
     (tmp_path / "master.yaml").write_text(yaml.safe_dump(config))
     env = {**slurm, "DET_MASTER": f"http://127.0.0.1:{port}", "DET_USER": "tester"}
     live = LiveMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=tmp_path / "jobs",

@@ -212,12 +212,20 @@ def _photograph_every_page(browser: Any, context: Any, url: str, pages: dict[str
 
 
 def _others_see_no_actions(browser: Any, url: str, exp_id: int) -> None:
-    """Another user's page shows who may act instead of the buttons."""
+    """Another user, outside any workspace of the owner's, gets the not-found page: no
+    buttons, nothing of the experiment (docs/admin/security.md)."""
     other = browser.new_context(viewport=DESKTOP)
     try:
         sign_in(other, url, "somebody-else")
-        tab = WatchedPage(other).open(f"{url}/experiments/{exp_id}")
-        assert tab.count("[data-actions] button") == 0
-        assert f"Only {USER} or an admin" in tab.page.inner_text("main")
+        page = other.new_page()
+        response = page.goto(f"{url}/experiments/{exp_id}")
+        assert response is not None and response.status == 404
+        assert page.locator("[data-actions] button").count() == 0
+        text = page.inner_text("main")
+        assert f"Experiment {exp_id} not found" in text and "web-watched" not in text
+        listing = page.goto(f"{url}/")
+        assert listing is not None and listing.ok
+        assert "web-watched" not in page.inner_text("main")
+        page.close()
     finally:
         other.close()

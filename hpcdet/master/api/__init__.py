@@ -20,4 +20,6 @@ from hpcdet.master.api import (  # noqa: E402,F401
     tasks,
     templates,
     trials,
+    users,
+    workspaces,
 )

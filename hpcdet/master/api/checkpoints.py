@@ -11,10 +11,11 @@ from typing import Any
 from flask import Response, request
 from sqlalchemy import select
 
-from hpcdet.master import serialize
+from hpcdet.master import authz, serialize
 from hpcdet.master.api import bp
+from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, get_or_404, int_arg
+from hpcdet.master.api.common import db, int_arg, settings
 from hpcdet.master.checkpoint_gc import ACTIVE, DELETED, STORAGE_TYPES
 from hpcdet.master.errors import ApiError
 from hpcdet.master.jobspec import checkpoint_dir
@@ -35,8 +36,7 @@ def storage_dir(config: dict[str, Any]) -> str | None:
 @bp.get("/experiments/<int:exp_id>/checkpoints")
 def list_checkpoints(exp_id: int) -> Any:
     """An experiment's checkpoints by trial then step; ``best=N``: the N best by the metric."""
-    current_user()
-    exp = get_or_404(Experiment, exp_id, "experiment")
+    exp = experiment_for(exp_id)
     query = select(Checkpoint).join(Trial, Trial.id == Checkpoint.trial_id).where(
         Trial.experiment_id == exp_id)
     state = _state_arg()
@@ -71,16 +71,20 @@ def _best(rows: list[Checkpoint], metric: SearcherMetric, count: int) -> list[Ch
 
 
 def _lookup(uuid: str) -> tuple[Checkpoint, Experiment]:
-    checkpoint = get_or_404(Checkpoint, uuid, "checkpoint")
+    """The checkpoint and its experiment, if the caller may see it (404 otherwise)."""
+    who, what = current_user(), f"checkpoint {uuid}"
+    checkpoint = db().get(Checkpoint, uuid)
+    if checkpoint is None:
+        raise authz.not_found(what)
     exp = db().scalars(select(Experiment).join(Trial, Trial.experiment_id == Experiment.id)
                        .where(Trial.id == checkpoint.trial_id)).one()
+    authz.require(db(), settings(), who, exp, what, authz.Access.READ)
     return checkpoint, exp
 
 
 @bp.get("/checkpoints/<uuid>")
 def describe_checkpoint(uuid: str) -> Any:
     """One checkpoint: trial, experiment, steps, metadata, validation metrics, state, path."""
-    current_user()
     checkpoint, exp = _lookup(uuid)
     searcher = exp.config.get("searcher") or {}
     return {"checkpoint": serialize.checkpoint_detail(checkpoint, exp.id,
@@ -93,7 +97,6 @@ def download_checkpoint(uuid: str) -> Any:
 
     404 for an unknown checkpoint or one whose files are missing; 410 once it was deleted.
     """
-    current_user()
     checkpoint, exp = _lookup(uuid)
     if checkpoint.state == DELETED:
         raise ApiError(410, "gone", f"checkpoint {uuid} was deleted by checkpoint garbage "

@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from hpcdet.master.api import bp
-from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, get_or_404
+from hpcdet.master.api.access import experiment_for
+from hpcdet.master.api.common import db
 from hpcdet.master.asha_rungs import RungReached, rungs_by_trial
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Metric, Trial
@@ -33,8 +33,7 @@ def experiment_metric_series(exp_id: int) -> Any:
 
     Only trials with at least one point are listed, in id order, points in step order.
     """
-    current_user()
-    exp = get_or_404(Experiment, exp_id, "experiment")
+    exp = experiment_for(exp_id)
     group = request.args.get("group") or "validation"
     if group not in SERIES_GROUPS:
         raise ApiError(400, "bad_request", f"group: must be one of {', '.join(SERIES_GROUPS)}")
@@ -68,8 +67,7 @@ def metric_series(session: Session, exp_id: int, group: str, name: str) -> list[
 @bp.get("/experiments/<int:exp_id>/rungs")
 def experiment_rungs(exp_id: int) -> Any:
     """``{"searcher", "rungs": [{"trial_id", "rung", "num_rungs", "bracket", ...}]}``."""
-    current_user()
-    return rungs_answer(db(), get_or_404(Experiment, exp_id, "experiment"))
+    return rungs_answer(db(), experiment_for(exp_id))
 
 
 def rungs_answer(session: Session, exp: Experiment) -> dict[str, Any]:

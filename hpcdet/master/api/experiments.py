@@ -6,16 +6,19 @@ from collections import defaultdict
 from typing import Any
 
 from flask import current_app, request
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 
 from hpcdet.master import experiment_list, serialize
 from hpcdet.master.api import bp
+from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
 from hpcdet.master.api.templates import template_for_experiment
+from hpcdet.master.authz import visible
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, StateChange, Trial, TrialLog
 from hpcdet.master.submission import accept
+from hpcdet.master.workspaces import placement_for, project_in, workspace_for
 from hpcdet.states import State
 
 # How many of its last log lines an ERROR trial shows in the experiment's description.
@@ -26,15 +29,17 @@ LOG_TAIL_LINES = 10
 def create_experiment() -> Any:
     """Validate and store an experiment, or with ``dry_run`` render its job only.
 
-    With ``"template": NAME`` the template's config is merged under the submitted one.
+    With ``"template": NAME`` the template's config is merged under the submitted one;
+    ``"workspace"`` (and ``"project"``) names where it belongs (editor role needed).
     """
     owner = current_user()
     body = json_body()
+    where = placement_for(db(), settings(), owner, body.get("workspace"), body.get("project"))
     config_text, context = body.get("config"), body.get("context")
     if not isinstance(config_text, str) or not isinstance(context, str):
         raise ApiError(400, "bad_request", "body needs 'config' (YAML text) and 'context' "
                        "(base64 tar.gz)")
-    template = template_for_experiment(body.get("template"))
+    template = template_for_experiment(body.get("template"), owner)
     result = accept(db(), settings(), current_app.config["HPCDET_BACKEND"],
                     config_text=config_text, context_b64=context, owner=owner,
                     dry_run=bool(body.get("dry_run")), template=template)
@@ -44,6 +49,7 @@ def create_experiment() -> Any:
                 for i, s in enumerate(result.dry_run_jobs)]
         return {"dry_run": True, "jobs": jobs, "warnings": result.warnings,
                 "template": template_name}
+    result.experiment.workspace_id, result.experiment.project_id = where
     db().commit()
     return {"experiment": serialize.experiment(result.experiment, 0),
             "warnings": result.warnings, "template": template_name}, 201
@@ -54,21 +60,39 @@ def list_experiments() -> Any:
     """Experiments, newest first, filtered by state, owner and label; archived on request.
 
     Each has ``best_metric``: the searcher metric's best value over its trials, or null.
+    Only the experiments the caller may see are listed (and counted); ``workspace`` (and
+    ``project``) narrow the list to one workspace (project).
     """
-    current_user()
+    actor = current_user()
+    seen = visible(settings(), actor, Experiment.owner, Experiment.workspace_id)
+    seen += _in_workspace(actor, request.args.get("workspace"), request.args.get("project"))
     try:
         filters = experiment_list.filters_from(request.args)
     except experiment_list.BadParameter as exc:
         raise ApiError(400, "bad_request", f"query parameter {exc}") from None
     listing = experiment_list.list_experiments(
-        db(), filters, offset=int_arg("offset", 0), limit=int_arg("limit", 100, hi=1000))
+        db(), filters, offset=int_arg("offset", 0), limit=int_arg("limit", 100, hi=1000),
+        visible=seen)
     return {"experiments": listing.experiments, "total": listing.total}
+
+
+def _in_workspace(actor: str, workspace: str | None,
+                  project: str | None) -> list[ColumnElement[bool]]:
+    """The conditions for ``?workspace=W&project=P``; 404 for one the caller cannot see."""
+    if not workspace:
+        if project:
+            raise ApiError(400, "bad_request", "query parameter project: needs workspace")
+        return []
+    found = workspace_for(db(), settings(), actor, workspace)
+    if not project:
+        return [Experiment.workspace_id == found.id]
+    return [Experiment.project_id == project_in(db(), found, project).id]
 
 
 @bp.get("/experiments/<int:exp_id>")
 def describe_experiment(exp_id: int) -> Any:
     """One experiment with its effective config, history and trials (see experiment_detail)."""
-    current_user()
+    experiment_for(exp_id)
     return experiment_detail(exp_id)
 
 
@@ -130,6 +154,5 @@ def history(kind: str, entity_id: int) -> list[dict[str, Any]]:
 @bp.get("/experiments/<int:exp_id>/trials")
 def list_trials(exp_id: int) -> Any:
     """The experiment's trials, in id order."""
-    current_user()
-    get_or_404(Experiment, exp_id, "experiment")
+    experiment_for(exp_id)
     return {"trials": _trials_of(exp_id)}

@@ -29,8 +29,8 @@ MAX_BATCH = 1000
 @bp.get("/jobs")
 def list_jobs() -> Any:
     """Slurm's pending and running jobs in priority order (``?resource_pool=P``: one pool)."""
-    current_user()
-    return job_list(db(), settings(), request.args.get("resource_pool") or None)
+    actor = current_user()
+    return job_list(db(), settings(), request.args.get("resource_pool") or None, actor)
 
 
 @bp.post("/jobs/<job_id>/update")

@@ -10,11 +10,11 @@ from sqlalchemy.orm import Session
 
 from hpcdet.master import lifecycle, serialize
 from hpcdet.master.api import bp
+from hpcdet.master.api.access import CHANGE, experiment_for
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, get_or_404, settings
+from hpcdet.master.api.common import db
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Trial
-from hpcdet.master.permissions import require_modify
 
 _ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
     "pause": lifecycle.pause,
@@ -30,15 +30,14 @@ _ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
 def change_lifecycle(exp_id: int, action: str) -> Any:
     """Pause, activate, cancel, kill, archive or unarchive (see hpcdet.master.lifecycle).
 
-    Only the owner or an admin may (403 otherwise, :mod:`hpcdet.master.permissions`).
+    Only who may change it may (403; 404 for one the caller cannot see, :mod:`authz`).
     """
     actor = current_user()
     change = _ACTIONS.get(action)
     if change is None:
         raise ApiError(404, "not_found", f"no experiment action {action!r} (known: "
                        f"{', '.join(_ACTIONS)})")
-    exp = get_or_404(Experiment, exp_id, "experiment")
-    require_modify(settings(), actor, exp.owner, f"experiment {exp_id}")
+    exp = experiment_for(exp_id, CHANGE, actor)
     change(db(), exp, actor)
     db().commit()
     trials = db().scalar(select(func.count()).where(Trial.experiment_id == exp_id)) or 0

@@ -9,10 +9,10 @@ from sqlalchemy import Select, select
 
 from hpcdet.master import serialize
 from hpcdet.master.api import bp
-from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, get_or_404, int_arg
+from hpcdet.master.api.access import trial_for
+from hpcdet.master.api.common import db, int_arg
 from hpcdet.master.errors import ApiError
-from hpcdet.master.models import Trial, TrialLog
+from hpcdet.master.models import TrialLog
 
 STREAMS = ("stdout", "stderr", "master")
 MAX_LINES = 100_000
@@ -25,8 +25,7 @@ def read_logs(trial_id: int) -> Any:
 
     ``rank``, ``node`` and ``stream`` narrow every form.
     """
-    current_user()
-    trial = get_or_404(Trial, trial_id, "trial")
+    trial = trial_for(trial_id)
     query = _filtered(select(TrialLog).where(TrialLog.trial_id == trial_id))
     head, tail = int_arg("head", 0, hi=MAX_LINES), int_arg("tail", 0, hi=MAX_LINES)
     after = int_arg("after", 0, hi=2**62)

@@ -15,4 +15,4 @@ def master_info() -> Any:
     s = settings()
     return {"version": __version__, "cluster_name": s.resource_manager.cluster_name,
             "database": s.database_kind, "resource_manager": s.resource_manager.type,
-            "url": s.master_url}
+            "url": s.master_url, "auth_mode": s.auth_mode}

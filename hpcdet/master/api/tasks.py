@@ -12,12 +12,14 @@ from flask import current_app, request
 from sqlalchemy import func, select
 
 from hpcdet.dispatcher import Backend
-from hpcdet.master import task_submission, tasks
+from hpcdet.master import authz, task_submission, tasks
 from hpcdet.master.api import bp
+from hpcdet.master.api.access import CHANGE, task_for
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
+from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.api.experiments import history
 from hpcdet.master.models import CommandTask
+from hpcdet.master.workspaces import placement_for
 
 
 def _backend() -> Backend:
@@ -30,10 +32,13 @@ def create_task() -> Any:
     """Submit a batch script (or ``wrap`` command) as a command task; 201 with the task.
 
     With ``test_only`` nothing is submitted: the answer holds the wrapper script and the
-    sbatch argv the master would run.
+    sbatch argv the master would run. ``"workspace": NAME`` shares the task with the
+    workspace's members (editor role needed; checked before anything is submitted).
     """
     owner = current_user()
-    parsed = task_submission.parse_request(json_body())
+    body = json_body()
+    workspace_id, _ = placement_for(db(), settings(), owner, body.get("workspace"), None)
+    parsed = task_submission.parse_request(body)
     plan = task_submission.plan_task(db(), settings(), parsed, owner)
     if parsed.test_only:
         preview = task_submission.preview(settings(), _backend(), plan)
@@ -42,6 +47,7 @@ def create_task() -> Any:
                 "account": plan.spec.account, "name": plan.spec.name,
                 "workdir": plan.spec.workdir}
     task = task_submission.submit(db(), settings(), _backend(), plan)
+    task.workspace_id = workspace_id
     try:
         db().commit()
     except Exception:  # the job must not run untracked
@@ -52,9 +58,10 @@ def create_task() -> Any:
 
 @bp.get("/tasks")
 def list_tasks() -> Any:
-    """Tasks, newest first; ``state``, ``owner`` and ``active=true`` narrow the list."""
-    current_user()
-    query = select(CommandTask)
+    """Tasks the caller may see, newest first; ``state``, ``owner`` and ``active=true``
+    narrow the list."""
+    query = select(CommandTask).where(*authz.visible(
+        settings(), current_user(), CommandTask.owner, CommandTask.workspace_id))
     if request.args.get("state"):
         query = query.where(CommandTask.state == request.args["state"].upper())
     if request.args.get("owner"):
@@ -72,8 +79,7 @@ def list_tasks() -> Any:
 @bp.get("/tasks/<int:task_id>")
 def describe_task(task_id: int) -> Any:
     """One task with its state history and queue position."""
-    current_user()
-    task = get_or_404(CommandTask, task_id, "task")
+    task = task_for(task_id)
     body = tasks.task_json(task, tasks.queue_positions(db(), [task]).get(task.id))
     body["history"] = history("task", task_id)
     return {"task": body}
@@ -82,9 +88,8 @@ def describe_task(task_id: int) -> Any:
 @bp.post("/tasks/<int:task_id>/kill")
 def kill_task(task_id: int) -> Any:
     """Cancel the task's job (the reconciler runs scancel within a cycle)."""
-    actor = current_user()
-    task = get_or_404(CommandTask, task_id, "task")
-    tasks.request_kill(db(), task, actor)
+    task = task_for(task_id, CHANGE)
+    tasks.request_kill(db(), task, current_user())
     db().commit()
     return {"task": tasks.task_json(task)}
 
@@ -93,8 +98,7 @@ def kill_task(task_id: int) -> Any:
 def task_logs(task_id: int) -> Any:
     """A chunk of the task's output (``stream=output``) or error file, from ``offset``
     (bytes), or its last ``tail`` lines."""
-    current_user()
-    task = get_or_404(CommandTask, task_id, "task")
+    task = task_for(task_id)
     tail = request.args.get("tail")
     return tasks.read_log(task, request.args.get("stream", "output"),
                           offset=int_arg("offset", 0, hi=2**62),

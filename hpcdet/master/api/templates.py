@@ -15,43 +15,51 @@ from sqlalchemy.exc import IntegrityError
 
 from hpcdet import expconf
 from hpcdet.errors import ConfigError
+from hpcdet.master import authz
 from hpcdet.master.api import bp
+from hpcdet.master.api.access import CHANGE, template_for
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, json_body
+from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Template, utcnow
 from hpcdet.master.serialize import _time as iso_time
 from hpcdet.master.submission import parse_config
+from hpcdet.master.workspaces import placement_for
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
 @bp.get("/templates")
 def list_templates() -> Any:
-    """Every template, sorted by name (in Python, so SQLite and PostgreSQL agree)."""
-    current_user()
-    rows = sorted(db().scalars(select(Template)).all(), key=lambda t: t.name)
+    """The templates the caller may see, sorted by name (in Python, so SQLite and
+    PostgreSQL agree)."""
+    seen = authz.visible(settings(), current_user(), Template.owner, Template.workspace_id)
+    rows = sorted(db().scalars(select(Template).where(*seen)).all(), key=lambda t: t.name)
     return {"templates": [template_json(t) for t in rows]}
 
 
 @bp.get("/templates/<name>")
 def describe_template(name: str) -> Any:
     """One template by name."""
-    current_user()
-    return {"template": template_json(_get_or_404(name))}
+    return {"template": template_json(template_for(name))}
 
 
 @bp.post("/templates")
 def create_template() -> Any:
-    """Store a new template; 409 if the name is taken."""
+    """Store a new template; 409 if the name is taken (names are one namespace for all).
+
+    ``"workspace": NAME`` shares it with the workspace (editor role needed).
+    """
     owner = current_user()
     body = json_body()
     name = _valid_name(body.get("name"))
     config = _template_config(body.get("config"))
+    workspace_id, _ = placement_for(db(), settings(), owner, body.get("workspace"), None)
     if db().get(Template, name) is not None:
         raise _name_taken(name)
     now = utcnow()
-    template = Template(name=name, config=config, owner=owner, created_at=now, updated_at=now)
+    template = Template(name=name, config=config, owner=owner, workspace_id=workspace_id,
+                        created_at=now, updated_at=now)
     db().add(template)
     _commit_or_conflict(name)
     return {"template": template_json(template)}, 201
@@ -59,15 +67,22 @@ def create_template() -> Any:
 
 @bp.put("/templates/<name>")
 def set_template(name: str) -> Any:
-    """Create the template, or replace its config (the owner stays its creator)."""
+    """Create the template, or replace its config (the owner stays its creator).
+
+    Replacing needs the right to change it (403); one the caller cannot see is a 404.
+    """
     owner = current_user()
     name = _valid_name(name)
-    config = _template_config(json_body().get("config"))
+    body = json_body()
+    config = _template_config(body.get("config"))
     template = db().get(Template, name)
     now = utcnow()
     if template is None:
-        template = Template(name=name, owner=owner, created_at=now)
+        workspace_id, _ = placement_for(db(), settings(), owner, body.get("workspace"), None)
+        template = Template(name=name, owner=owner, workspace_id=workspace_id, created_at=now)
         db().add(template)
+    else:
+        template = template_for(name, CHANGE)
     template.config, template.updated_at = config, now
     _commit_or_conflict(name)
     return {"template": template_json(template)}
@@ -75,34 +90,30 @@ def set_template(name: str) -> Any:
 
 @bp.delete("/templates/<name>")
 def remove_template(name: str) -> Any:
-    current_user()
-    db().delete(_get_or_404(name))
+    """Remove the template; only who may change it may (403), unseen ones are a 404."""
+    db().delete(template_for(name, CHANGE))
     db().commit()
     return {}
 
 
 def template_json(t: Template) -> dict[str, Any]:
     """The ``Template`` shape of docs/api.md."""
-    return {"name": t.name, "owner": t.owner, "created_at": iso_time(t.created_at),
+    return {"name": t.name, "owner": t.owner, "workspace_id": t.workspace_id,
+            "created_at": iso_time(t.created_at),
             "updated_at": iso_time(t.updated_at), "config": t.config}
 
 
-def template_for_experiment(name: Any) -> Template | None:
-    """The template an experiment names (None if it names none); 400 if there is no such."""
+def template_for_experiment(name: Any, actor: str) -> Template | None:
+    """The template an experiment names (None if it names none); 400 if there is no such
+    template or ``actor`` may not see it."""
     if name is None:
         return None
     if not isinstance(name, str):
         raise ApiError(400, "bad_request", "template: must be a template name (a string)")
     template = db().get(Template, name)
-    if template is None:
+    if template is None or authz.access(db(), settings(), actor, template.owner,
+                                        template.workspace_id) is authz.Access.NONE:
         raise ApiError(400, "bad_request", f"template: no template named {name!r}")
-    return template
-
-
-def _get_or_404(name: str) -> Template:
-    template = db().get(Template, name)
-    if template is None:
-        raise ApiError(404, "not_found", f"template {name!r} not found")
     return template
 
 

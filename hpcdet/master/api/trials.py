@@ -15,8 +15,9 @@ from sqlalchemy import select
 
 from hpcdet.master import serialize
 from hpcdet.master.api import bp
-from hpcdet.master.api.auth import current_user, require_token
-from hpcdet.master.api.common import db, get_or_404, json_body
+from hpcdet.master.api.access import trial_for
+from hpcdet.master.api.auth import require_token
+from hpcdet.master.api.common import db, json_body
 from hpcdet.master.errors import ApiError
 from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.models import Checkpoint, Job, Metric, Trial
@@ -34,8 +35,7 @@ def jobs_by_trial(trial_ids: list[int]) -> dict[int, list[Job]]:
 @bp.get("/trials/<int:trial_id>")
 def describe_trial(trial_id: int) -> Any:
     """A trial with its state history, Slurm jobs and checkpoints."""
-    current_user()
-    return trial_detail(get_or_404(Trial, trial_id, "trial"))
+    return trial_detail(trial_for(trial_id))
 
 
 def trial_detail(trial: Trial) -> dict[str, Any]:
@@ -53,8 +53,7 @@ def trial_detail(trial: Trial) -> dict[str, Any]:
 @bp.get("/trials/<int:trial_id>/metrics")
 def read_metrics(trial_id: int) -> Any:
     """Reported metrics, one entry per (group, step); rows a later run rolled back are hidden."""
-    current_user()
-    get_or_404(Trial, trial_id, "trial")
+    trial_for(trial_id)
     group = request.args.get("group")
     return {"metrics": metric_reports(trial_id, [metric_group(group)] if group else None)}
 

@@ -11,9 +11,17 @@
     return match ? match[1] : "";
   }
 
+  // The web session's CSRF token (a munge master; "" on an open master), sent with
+  // every request so that a state-changing one is accepted.
+  function csrfToken() {
+    var meta = document.querySelector('meta[name="csrf-token"]');
+    return meta ? meta.getAttribute("content") : "";
+  }
+
   function request(method, url, body) {
     var headers = { "Accept": "application/json" };
     if (user()) { headers["X-Hpcdet-User"] = user(); }
+    if (csrfToken()) { headers["X-CSRF-Token"] = csrfToken(); }
     var init = { method: method, headers: headers };
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";

@@ -23,6 +23,7 @@ from hpcdet.master.models import Experiment
 from hpcdet.master.searcher_metric import SearcherMetric
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
+from hpcdet.master.web.identity import page_sees
 
 # The experiment page refreshes faster than the cluster pages: people watch it after
 # pressing Pause or Activate, and its data (the database, not Slurm) is cheap to read.
@@ -33,7 +34,7 @@ MAX_POLL_SECONDS = 5
 def experiment(exp_id: int) -> tuple[str, int]:
     """The experiment page; an unknown id is a 404 page in the common layout."""
     exp = db().get(Experiment, exp_id)
-    if exp is None:
+    if exp is None or not page_sees(exp.owner, exp.workspace_id):  # unseen: as if unknown
         return render_template("experiment.html", page="experiments", exp=None,
                                exp_id=exp_id), 404
     return render_template("experiment.html", page="experiments", **page_context(exp)), 200

@@ -17,7 +17,8 @@ from urllib.parse import urlencode
 
 from flask import render_template, request, url_for
 
-from hpcdet.master.api.common import db
+from hpcdet.master.api.common import db, settings
+from hpcdet.master.authz import visible
 from hpcdet.master.experiment_list import (
     EXPERIMENT_STATES,
     BadParameter,
@@ -27,8 +28,10 @@ from hpcdet.master.experiment_list import (
     list_experiments,
     wants_archived,
 )
+from hpcdet.master.models import Experiment
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
+from hpcdet.master.web.identity import page_user
 
 DEFAULT_PER_PAGE = 50
 MAX_PER_PAGE = 500
@@ -57,7 +60,9 @@ def index() -> tuple[str, int]:
     if args is None:
         return render_template("index.html", page="experiments", errors=errors,
                                form=_raw_form(request.args), **_helpers()), 400
-    listing = list_experiments(db(), args.filters, offset=args.offset, limit=args.per_page)
+    seen = visible(settings(), page_user(), Experiment.owner, Experiment.workspace_id)
+    listing = list_experiments(db(), args.filters, offset=args.offset, limit=args.per_page,
+                               visible=seen)
     return render_template("index.html", page="experiments", errors=[], form=_form(args),
                            experiments=listing.experiments, pager=pager(args, listing),
                            api_url=api_url(args), offset=args.offset,

@@ -18,6 +18,7 @@ from hpcdet.master.job_queue import job_list
 from hpcdet.master.snapshots import QUEUE, load_snapshot
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import poll_seconds, taken_text
+from hpcdet.master.web.identity import page_user
 
 
 @bp.get("/queue")
@@ -25,7 +26,7 @@ def queue() -> tuple[str, int]:
     """The merged queue (of one pool); an unknown pool is a 400 page naming the known ones."""
     pool = request.args.get("pool") or None
     try:
-        listing = job_list(db(), settings(), pool)
+        listing = job_list(db(), settings(), pool, page_user())
     except ConfigError as exc:
         found = load_snapshot(db(), QUEUE)
         return _render(pool, [], None if found is None else found[1], errors=exc.errors), 400

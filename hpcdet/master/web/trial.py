@@ -23,6 +23,7 @@ from hpcdet.master.models import Experiment, Trial, TrialLog
 from hpcdet.master.searcher_metric import SearcherMetric
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, poll_seconds, time_text
+from hpcdet.master.web.identity import page_sees
 
 CHART_GROUPS = ("training", "validation")
 LOG_TAIL = 200
@@ -38,10 +39,11 @@ MAX_RANK_DIGITS = 5  # a rank filter beyond this is no rank (and would overflow 
 def trial(trial_id: int) -> tuple[str, int]:
     """The trial page; an unknown trial is a 404 page in the layout."""
     found = db().get(Trial, trial_id)
-    if found is None:
+    experiment = None if found is None else db().get_one(Experiment, found.experiment_id)
+    if found is None or experiment is None or not page_sees(experiment.owner,
+                                                            experiment.workspace_id):
         return render_template("trial.html", page="experiments", trial_id=trial_id,
                                error=f"trial {trial_id} not found"), 404
-    experiment = db().get_one(Experiment, found.experiment_id)
     return render_template("trial.html", page="experiments", trial_id=trial_id, error=None,
                            **page_data(found, experiment)), 200
 

@@ -34,6 +34,12 @@ EXPECTED_COMMANDS = {
     ("job",), ("job", "list"), ("job", "update"), ("job", "update-batch"),
     ("sbatch",),
     ("task",), ("task", "list"), ("task", "describe"), ("task", "logs"), ("task", "kill"),
+    ("workspace",), ("workspace", "create"), ("workspace", "list"), ("workspace", "describe"),
+    ("workspace", "add-member"), ("workspace", "remove-member"),
+    ("project",), ("project", "create"), ("project", "list"), ("project", "describe"),
+    ("user",), ("user", "login"), ("user", "logout"), ("user", "whoami"), ("user", "list"),
+    ("user", "web-login"), ("user", "token"), ("user", "token", "create"),
+    ("user", "token", "list"), ("user", "token", "revoke"),
 }
 
 

@@ -232,3 +232,13 @@ def test_task_logs_follow_both_streams(det: Det, fake_master: FakeMaster) -> Non
     tail = fake_master.sent("GET", "/tasks/3/logs")
     assert det("task", "logs", "3", "--tail", "1").exit_code == 0
     assert fake_master.sent("GET", "/tasks/3/logs")[len(tail)].url.params["tail"] == "1"
+
+
+def test_det_workspace_shares_the_task_with_a_workspace(
+        det: Det, fake_master: FakeMaster, workdir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DET_WORKSPACE", "team")
+    fake_master.add("POST", "/tasks", task(), status=201)
+    assert det("sbatch", "--wrap", "echo hi").exit_code == 0
+    body = sent(fake_master)
+    assert body["workspace"] == "team" and "DET_WORKSPACE" not in body["environment"]

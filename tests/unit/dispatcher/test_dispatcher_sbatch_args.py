@@ -24,7 +24,7 @@ from hpcdet.errors import ConfigError
         ("-t10", "#SBATCH -t 10"),
         ("--time 10", "#SBATCH --time=10"),
         ("  --mem-per-gpu=16G  ", "#SBATCH --mem-per-gpu=16G"),
-        ("--comment=hello world", "#SBATCH --comment='hello world'"),
+        ("--mail-user=hello world", "#SBATCH --mail-user='hello world'"),
         ("-C a100&ib", "#SBATCH -C 'a100&ib'"),
         ("--gres=nvme:1", "#SBATCH --gres=nvme:1"),
         ("--gpus-per-node=2", "#SBATCH --gpus-per-node=2"),
@@ -37,8 +37,8 @@ def test_accepted_args_render_as_directives(arg: str, line: str) -> None:
 
 def test_values_reach_sbatch_unchanged(sbatch_directives: Callable[[str], list[str]]) -> None:
     value = 'it\'s "quoted" #not-a-comment \\ $(x)'
-    script = render_sbatch_args([f"--comment={value}", f"-C {value}"])
-    assert sbatch_directives(script) == [f"--comment={value}", "-C", value]
+    script = render_sbatch_args([f"--mail-user={value}", f"-C {value}"])
+    assert sbatch_directives(script) == [f"--mail-user={value}", "-C", value]
 
 
 def test_duplicates_are_dropped_keeping_order() -> None:
@@ -104,3 +104,34 @@ def test_every_problem_is_reported_at_once() -> None:
         "<config>.slurm.sbatch_args[0]", "<config>.slurm.sbatch_args[1]",
         "<config>.slurm.sbatch_args[2]",
     ]  # fmt: skip
+
+
+# issue 14 finding 1: options that change identity, output or hpcdet's bookkeeping.
+@pytest.mark.parametrize(
+    ("arg", "canonical"),
+    [
+        ("--uid=0", "--uid"), ("--uid 0", "--uid"), ("--ui=0", "--uid"), ("--gid=0", "--gid"),
+        ("--gid 0", "--gid"), ("--comment=x", "--comment"), ("--comm x", "--comment"),
+        ("-o x", "--output"), ("-ox", "--output"), ("-Ho x", "--output"), ("-e/tmp/e", "--error"),
+        ("--output=/tmp/x", "--output"), ("-D /", "--chdir"), ("--export=ALL", "--export"),
+        ("--export-file=/etc/shadow", "--export-file"), ("--get-user-env", "--get-user-env"),
+        ("--wrap=id", "--wrap"), ("--parsable", "--parsable"), ("-J x", "--job-name"),
+        ("--array=1-3", "--array"), ("-a 1", "--array"), ("-M other", "--clusters"),
+        ("-W", "--wait"), ("--nodefile=/etc/passwd", "--nodefile"), ("--open-mode=append",
+        "--open-mode"),
+    ],
+)  # fmt: skip
+def test_identity_output_and_bookkeeping_options_are_refused(arg: str, canonical: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_sbatch_args(["--mem=1G", arg])
+    first = info.value.errors[0]
+    assert first.startswith("<config>.slurm.sbatch_args[1]: option ")
+    assert "controlled by hpcdet" in first
+    # Named as given (``-o``) or by its long name (``--uid`` for ``--ui``).
+    assert canonical in first or f"option {arg[:2]} " in first
+
+
+def test_harmless_options_stay_allowed() -> None:
+    args = ["--dependency=afterok:1", "-H", "--mail-type=END", "--mem=1G", "-t 10"]
+    assert [arg.option for arg in parse_sbatch_args(args)] == [
+        "--dependency", "-H", "--mail-type", "--mem", "-t"]

@@ -26,6 +26,7 @@ from hpcdet.master.db import make_session_factory, migrate
 from hpcdet.master.models import Checkpoint, Experiment, Metric, SearcherEvent, Trial
 from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
 from hpcdet.master.spool_ingest import ingest_spooled_reports
+from hpcdet.master.tokens import hash_token
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 
@@ -91,7 +92,7 @@ def _trial(app: Any) -> tuple[int, int]:
                          searcher_name="single")
         session.add(exp)
         transition(session, exp, State.ACTIVE, cause="test")
-        trial = Trial(experiment_id=exp.id, hparams={}, seed=0, token=TOKEN)
+        trial = Trial(experiment_id=exp.id, hparams={}, seed=0, token=hash_token(TOKEN))
         session.add(trial)
         transition(session, trial, State.QUEUED, cause="test")
         transition(session, trial, State.RUNNING, cause="test")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import tarfile
+from pathlib import Path
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -45,3 +46,8 @@ def assert_error(response: Any, status: int, code: str) -> str:
     assert set(body["error"]) == {"code", "message", "details"}
     assert body["error"]["code"] == code
     return str(body["error"]["message"])
+
+
+def job_token(trial: Any) -> str:
+    """A submitted trial's token as its job got it (the database holds only its hash)."""
+    return (Path(trial.job_dir) / ".token").read_text().strip()

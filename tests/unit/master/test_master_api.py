@@ -12,6 +12,7 @@ from master_helpers import CONFIG, create, make_context
 from sqlalchemy import func, select
 
 from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.tokens import hash_token
 from hpcdet.states import State
 
 
@@ -133,7 +134,8 @@ def test_a_master_that_requires_users_refuses_anonymous_reads_of_every_route(
     for rule in reads:
         url = (rule.replace("<int:exp_id>", str(trial.experiment_id))
                .replace("<int:trial_id>", str(trial.id)).replace("<int:task_id>", "1")
-               .replace("<uuid>", "no-such-uuid").replace("<name>", "no-such-template"))
+               .replace("<uuid>", "no-such-uuid").replace("<name>", "no-such-template")
+               .replace("<project>", "no-such-project"))
         assert "<" not in url, rule
         assert_error(client.get(url), 401, "unauthorized")
         answer = client.get(url, headers={"X-Hpcdet-User": "ada"})
@@ -147,7 +149,7 @@ def _trial(app: Flask, client: FlaskClient) -> Trial:
         from hpcdet.master.transitions import transition
 
         session = db()
-        trial = Trial(experiment_id=exp_id, hparams={}, seed=1, token="secret-token")
+        trial = Trial(experiment_id=exp_id, hparams={}, seed=1, token=hash_token("secret-token"))
         session.add(trial)
         transition(session, trial, State.QUEUED, cause="test")
         session.commit()

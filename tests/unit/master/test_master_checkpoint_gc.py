@@ -15,7 +15,7 @@ import pytest
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
-from master_helpers import create
+from master_helpers import create, job_token
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
@@ -97,7 +97,7 @@ def finish(app: Flask, fake: FakeSchedulerBackend, trial: Trial) -> None:
 
 
 def auth(trial: Trial) -> dict[str, str]:
-    return {"Authorization": f"Bearer {trial.token}"}
+    return {"Authorization": f"Bearer {job_token(trial)}"}
 
 
 def validate(client: FlaskClient, trial: Trial, steps: int, loss: float) -> None:

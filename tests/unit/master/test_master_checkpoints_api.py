@@ -17,6 +17,7 @@ from hpcdet.dispatcher.slurm import SlurmBackend
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Trial
 from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.tokens import hash_token
 
 CONFIG = """\
 name: ckpts
@@ -26,6 +27,7 @@ searcher: {{name: single, metric: loss, max_length: {{batches: 10}}}}
 checkpoint_storage: {{type: shared_fs, host_path: {host}, storage_path: {host}/store}}
 """
 USER = {"X-Hpcdet-User": "alice"}
+TRIAL_TOKEN = "trial-secret"
 
 
 @pytest.fixture
@@ -38,12 +40,15 @@ def setup(client: FlaskClient, app: Flask, tmp_path: Path) -> tuple[int, Trial, 
     Reconciler(app.config["HPCDET_SETTINGS"], sessions, SlurmBackend())._search()
     with sessions() as session:
         trial = session.scalars(select(Trial).where(Trial.experiment_id == exp_id)).one()
+        trial.token = hash_token(TRIAL_TOKEN)  # never submitted: no job files, so set one
+        session.commit()
+        session.refresh(trial)
     return exp_id, trial, tmp_path / "shared" / "store"
 
 
 def save(client: FlaskClient, trial: Trial, root: Path, uuid: str, steps: int,
          loss: float | None) -> None:
-    bearer = {"Authorization": f"Bearer {trial.token}"}
+    bearer = {"Authorization": f"Bearer {TRIAL_TOKEN}"}
     if loss is not None:
         client.post(f"/api/v1/trials/{trial.id}/metrics", headers=bearer, json={
             "group": "validation",

@@ -24,6 +24,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 import hpcdet.core
 from hpcdet.core import _context, _preempt
 from hpcdet.master.models import Trial
+from hpcdet.master.tokens import hash_token
 from hpcdet.states import State
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
@@ -38,7 +39,7 @@ def _new_trial(app: Flask, client: FlaskClient) -> int:
         from hpcdet.master.api.common import db
         from hpcdet.master.transitions import transition
 
-        trial = Trial(experiment_id=exp_id, hparams={"lr": 0.1}, seed=1, token=TOKEN)
+        trial = Trial(experiment_id=exp_id, hparams={"lr": 0.1}, seed=1, token=hash_token(TOKEN))
         db().add(trial)
         transition(db(), trial, State.QUEUED, cause="test")
         db().commit()

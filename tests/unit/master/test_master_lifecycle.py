@@ -28,7 +28,7 @@ from lifecycle_helpers import (
     trial_of,
     trial_states,
 )
-from master_helpers import CONFIG, assert_error, create
+from master_helpers import CONFIG, assert_error, create, job_token
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
@@ -63,7 +63,7 @@ def _exp_state(app: Flask, exp_id: int) -> str:
 
 
 def _preempt(app: Flask, client: FlaskClient, trial_id: int) -> bool:
-    token = trial_of_id(app, trial_id).token
+    token = job_token(trial_of_id(app, trial_id))
     response = client.get(f"/api/v1/trials/{trial_id}/preemption",
                           headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200, response.get_json()

@@ -17,6 +17,7 @@ import hpcdet.core
 from hpcdet.cli.trial_profile import profile_text
 from hpcdet.core import _context
 from hpcdet.master.models import Trial
+from hpcdet.master.tokens import hash_token
 from hpcdet.states import State
 
 TOKEN = "profiling-token"
@@ -34,7 +35,7 @@ def trial_id(app: Flask, client: FlaskClient) -> int:
         from hpcdet.master.api.common import db
         from hpcdet.master.transitions import transition
 
-        trial = Trial(experiment_id=exp_id, hparams={}, seed=1, token=TOKEN)
+        trial = Trial(experiment_id=exp_id, hparams={}, seed=1, token=hash_token(TOKEN))
         db().add(trial)
         transition(db(), trial, State.QUEUED, cause="test")
         db().commit()

@@ -30,6 +30,7 @@ from hpcdet.master.models import (
 )
 from hpcdet.master.settings import MasterSettings
 from hpcdet.master.spool_ingest import ingest_spooled_reports
+from hpcdet.master.tokens import hash_token
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 
@@ -43,7 +44,7 @@ def _trial(app: Flask, token: str = TOKEN) -> int:
                          searcher_name="single")
         session.add(exp)
         transition(session, exp, State.ACTIVE, cause="t")
-        trial = Trial(experiment_id=exp.id, hparams={}, seed=0, token=token)
+        trial = Trial(experiment_id=exp.id, hparams={}, seed=0, token=hash_token(token))
         session.add(trial)
         transition(session, trial, State.QUEUED, cause="t")
         session.commit()

@@ -11,7 +11,7 @@ from typing import Any
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
-from master_helpers import create
+from master_helpers import create, job_token
 from sqlalchemy import select, update
 
 from hpcdet.dispatcher import JobPhase
@@ -90,7 +90,7 @@ def report(client: FlaskClient, trial: Trial, steps: int, metrics: dict[str, flo
     response = client.post(f"/api/v1/trials/{trial.id}/metrics",
                            json={"group": "validation",
                                  "reports": [{"steps_completed": steps, "metrics": metrics}]},
-                           headers={"Authorization": f"Bearer {trial.token}"})
+                           headers={"Authorization": f"Bearer {job_token(trial)}"})
     assert response.status_code == 200, response.get_json()
 
 
@@ -298,7 +298,7 @@ def test_the_experiments_best_validation_is_served_to_its_trials(
 
     def best(trial: Trial, token: str | None = None) -> Any:
         return client.get(f"/api/v1/trials/{trial.id}/experiment_best_validation",
-                          headers={"Authorization": f"Bearer {token or trial.token}"})
+                          headers={"Authorization": f"Bearer {token or job_token(trial)}"})
 
     assert best(a).get_json() == {"best": None}
     report(client, a, 10, {"loss": 0.7, "epochs": 1})

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from flask import Flask
 from flask.testing import FlaskClient
-from master_helpers import assert_error, create
+from master_helpers import assert_error, create, job_token
 from sqlalchemy import event, select, update
 
 from hpcdet.master.db import make_session_factory
@@ -69,7 +69,7 @@ def report(client: FlaskClient, trial: Trial, group: str, steps: int,
            metrics: dict[str, float]) -> None:
     response = client.post(f"/api/v1/trials/{trial.id}/metrics", json={
         "group": group, "reports": [{"steps_completed": steps, "metrics": metrics}]},
-        headers={"Authorization": f"Bearer {trial.token}"})
+        headers={"Authorization": f"Bearer {job_token(trial)}"})
     assert response.status_code == 200, response.get_json()
 
 
@@ -223,7 +223,10 @@ def test_an_experiment_before_its_first_trial(client: FlaskClient) -> None:
 def test_actions_are_shown_to_the_owner_only_on_a_master_that_names_users(
         app: Flask, client: FlaskClient) -> None:
     app.config["HPCDET_SETTINGS"] = replace(app.config["HPCDET_SETTINGS"], require_user=True)
-    exp_id = create(client).get_json()["experiment"]["id"]
+    alice = {"X-Hpcdet-User": "alice"}
+    client.post("/api/v1/workspaces", json={"name": "team"}, headers=alice)
+    client.put("/api/v1/workspaces/team/members/bob", json={"role": "viewer"}, headers=alice)
+    exp_id = create(client, workspace="team").get_json()["experiment"]["id"]
     client.set_cookie("hpcdet_user", "alice")
     owner = page(client, f"/experiments/{exp_id}")
     assert "<div class=\"actions\" data-actions>" in owner
@@ -233,7 +236,9 @@ def test_actions_are_shown_to_the_owner_only_on_a_master_that_names_users(
     client.set_cookie("hpcdet_user", "bob")
     other = page(client, f"/experiments/{exp_id}")
     assert "data-actions" not in other and "data-action=" not in other
-    assert "Only alice or an admin may pause" in other
+    assert "Only alice, an editor of its workspace or an admin may pause" in other
+    client.set_cookie("hpcdet_user", "carol")  # not in the workspace: as if it did not exist
+    page(client, f"/experiments/{exp_id}", status=404)
 
 
 def test_an_open_master_shows_the_actions_to_everybody(client: FlaskClient) -> None:

@@ -61,10 +61,17 @@ def test_auth_admins_is_read_and_checked(tmp_path: pytest.TempPathFactory) -> No
 
 
 def test_another_user_may_not_pause_but_the_owner_and_an_admin_may(named: FlaskClient) -> None:
-    exp_id = create(named).get_json()["experiment"]["id"]  # owner alice
+    private = create(named).get_json()["experiment"]["id"]  # owner alice, no workspace
+    assert_error(named.post(f"/api/v1/experiments/{private}/pause", headers=as_user("bob")),
+                 404, "not_found")
+    assert named.post("/api/v1/workspaces", json={"name": "team"},
+                      headers=as_user("alice")).status_code == 201
+    assert named.put("/api/v1/workspaces/team/members/bob", json={"role": "viewer"},
+                     headers=as_user("alice")).status_code == 200
+    exp_id = create(named, workspace="team").get_json()["experiment"]["id"]
     message = assert_error(named.post(f"/api/v1/experiments/{exp_id}/pause",
                                       headers=as_user("bob")), 403, "forbidden")
-    assert "'bob' may not change experiment" in message and "'alice'" in message
+    assert "'bob' may read but not change experiment" in message
     assert named.post(f"/api/v1/experiments/{exp_id}/pause",
                       headers=as_user("root")).get_json()["experiment"]["state"] == "PAUSED"
     assert named.post(f"/api/v1/experiments/{exp_id}/activate",

@@ -1,0 +1,355 @@
+"""Every route of the master, walked as a user who is not alice, on alice's objects.
+
+On a master that identifies its users, a caller who is neither the owner, a member of the
+object's workspace nor a cluster admin gets 403 or 404 from every route that reads or
+changes an experiment, trial, log, metric, checkpoint, task, template, job or workspace,
+and never a byte of the owner's data; listings leave the objects out. A route that is not
+classified in :data:`ROUTES` fails :func:`test_every_route_is_classified`: whoever adds one
+decides here what it may show to whom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from master_helpers import make_context
+from queue_helpers import FakeJob, FakeSlurmQueue, trial_comment
+from sqlalchemy import select
+
+from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.master.app import create_app
+from hpcdet.master.db import session_scope
+from hpcdet.master.job_queue import read_queue_snapshot
+from hpcdet.master.models import (
+    AuthToken,
+    Checkpoint,
+    CommandTask,
+    Experiment,
+    Job,
+    Metric,
+    Template,
+    Trial,
+    TrialLog,
+    WorkspaceMember,
+)
+from hpcdet.master.settings import MasterSettings
+from hpcdet.master.snapshots import QUEUE, store_snapshot
+
+OWNER, INTRUDER = "alice", "mallory"
+# Words only alice's objects contain: none may reach the intruder (the owner's name included).
+SECRETS = (OWNER, "s3cret-token", "s3cret-exp", "s3cret-label", "s3cret-log", "s3cret-meta", "s3cret-task",
+           "S3CRET_ENV", "s3cret-project-text")
+CONFIG = """\
+name: s3cret-exp
+labels: [s3cret-label]
+entrypoint: python3 train.py
+hyperparameters: {lr: 0.1}
+searcher: {name: single, metric: validation_loss, max_length: {batches: 10}}
+"""
+TEMPLATE = "environment: {environment_variables: [S3CRET_ENV=1]}\n"
+
+# How each (endpoint, method) answers the intruder:
+#   public   - facts about the master or cluster, no user's data (may be 200)
+#   token    - the harness's routes: a trial's bearer token, never a user (401)
+#   listing  - 200, but alice's objects are left out (and not counted)
+#   create   - creates the caller's own object; naming alice's workspace is a 404
+#   self     - the caller's own identity, sessions and tokens (nothing of alice's)
+#   own      - alice's object: 403 or 404, nothing of hers in the body, nothing changed
+ROUTES: dict[tuple[str, str], str] = {
+    ("api.master_info", "GET"): "public",
+    ("api.list_resource_pools", "GET"): "public",
+    ("web.cluster", "GET"): "public",
+    ("web.login", "GET"): "public",
+    ("web.login", "POST"): "public",
+    ("web.logout", "POST"): "public",
+    ("static", "GET"): "public",
+    ("api.login", "POST"): "public",
+    # User names are public on a cluster (getent passwd); Determined lists them to everyone.
+    ("api.list_users", "GET"): "public",
+    ("web.link_login", "GET"): "public",
+    ("api.logout", "POST"): "self",
+    ("api.whoami", "GET"): "self",
+    ("api.list_tokens", "GET"): "self",
+    ("api.create_token", "POST"): "self",
+    ("api.web_link", "POST"): "self",
+    ("api.revoke_token", "DELETE"): "own",
+    ("api.trial_preemption", "GET"): "token",
+    ("api.experiment_best_validation", "GET"): "token",
+    ("api.report_early_exit", "POST"): "token",
+    ("api.report_metrics", "POST"): "token",
+    ("api.report_checkpoint", "POST"): "token",
+    ("api.list_experiments", "GET"): "listing",
+    ("api.list_tasks", "GET"): "listing",
+    ("api.list_templates", "GET"): "listing",
+    ("api.list_workspaces", "GET"): "listing",
+    ("api.list_jobs", "GET"): "listing",
+    ("web.index", "GET"): "listing",
+    ("web.queue", "GET"): "listing",
+    ("api.create_experiment", "POST"): "create",
+    ("api.create_task", "POST"): "create",
+    ("api.create_template", "POST"): "create",
+    ("api.create_workspace", "POST"): "create",
+    ("api.describe_experiment", "GET"): "own",
+    ("api.change_lifecycle", "POST"): "own",
+    ("api.list_checkpoints", "GET"): "own",
+    ("api.experiment_metric_series", "GET"): "own",
+    ("api.experiment_rungs", "GET"): "own",
+    ("api.list_trials", "GET"): "own",
+    ("api.describe_checkpoint", "GET"): "own",
+    ("api.download_checkpoint", "GET"): "own",
+    ("api.update_one_job", "POST"): "own",
+    ("api.update_job_batch", "POST"): "own",
+    ("api.describe_task", "GET"): "own",
+    ("api.kill_task", "POST"): "own",
+    ("api.task_logs", "GET"): "own",
+    ("api.describe_template", "GET"): "own",
+    ("api.set_template", "PUT"): "own",
+    ("api.remove_template", "DELETE"): "own",
+    ("api.describe_trial", "GET"): "own",
+    ("api.read_logs", "GET"): "own",
+    ("api.read_metrics", "GET"): "own",
+    ("api.describe_workspace", "GET"): "own",
+    ("api.set_member", "PUT"): "own",
+    ("api.remove_member", "DELETE"): "own",
+    ("api.create_project", "POST"): "own",
+    ("api.list_projects", "GET"): "own",
+    ("api.describe_project", "GET"): "own",
+    ("web.experiment", "GET"): "own",
+    ("web.trial", "GET"): "own",
+}
+# Objects of a person rather than of a workspace (her tokens): a workspace viewer sees none.
+PERSONAL = {"api.revoke_token"}
+LIFECYCLE_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
+
+
+@pytest.fixture
+def slurm_queue() -> FakeSlurmQueue:
+    return FakeSlurmQueue()
+
+
+@pytest.fixture
+def walker_app(settings: MasterSettings, slurm_queue: FakeSlurmQueue) -> Iterator[Flask]:
+    named = replace(settings, require_user=True, admins=("root",))
+    app = create_app(named, backend=SlurmBackend(runner=slurm_queue))
+    app.config["TESTING"] = True
+    yield app
+    app.config["HPCDET_ENGINE"].dispose()
+
+
+def as_user(name: str) -> dict[str, str]:
+    return {"X-Hpcdet-User": name}
+
+
+def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> dict[str, Any]:
+    """alice's workspace, project, experiment (trial, job, log, metric, checkpoint), task
+    and template; her jobs in Slurm's queue and in the stored queue snapshot. ``shared``:
+    the experiment, task and template are in her workspace, where the intruder is a viewer.
+    """
+    client = app.test_client()
+    alice = as_user(OWNER)
+    where = {"workspace": "team-a"} if shared else {}
+    assert client.post("/api/v1/workspaces", json={"name": "team-a"},
+                       headers=alice).status_code == 201
+    assert client.post("/api/v1/workspaces/team-a/projects", headers=alice, json={
+        "name": "proj-a", "description": "s3cret-project-text"}).status_code == 201
+    if shared:
+        assert client.put(f"/api/v1/workspaces/team-a/members/{INTRUDER}", headers=alice,
+                          json={"role": "viewer"}).status_code == 200
+    created = client.post("/api/v1/experiments", headers=alice, json={
+        "config": CONFIG, "context": make_context(), **where})
+    assert created.status_code == 201, created.get_json()
+    exp_id = created.get_json()["experiment"]["id"]
+    assert client.post("/api/v1/templates", headers=alice, json={
+        "name": "tpl-a", "config": TEMPLATE, **where}).status_code == 201
+    made = client.post("/api/v1/auth/tokens", headers=alice, json={"name": "s3cret-token"})
+    assert made.status_code == 201, made.get_json()
+    factory = app.config["HPCDET_SESSION_FACTORY"]
+    with session_scope(factory) as session:
+        trial = Trial(experiment_id=exp_id, state="QUEUED", hparams={"lr": 0.1}, seed=1,
+                      token="trial-token")
+        session.add(trial)
+        session.flush()
+        session.add_all([
+            Job(trial_id=trial.id, run_id=1, job_id="301", name="det-x"),
+            TrialLog(trial_id=trial.id, stream="stdout", line="s3cret-log"),
+            Metric(trial_id=trial.id, group="validation", steps_completed=1,
+                   name="validation_loss", value=0.5),
+            Checkpoint(uuid="ckpt-a", trial_id=trial.id, steps_completed=1,
+                       metadata_={"note": "s3cret-meta"}, resources={}, state="ACTIVE")])
+        task = CommandTask(owner=OWNER, name="s3cret-task", state="QUEUED", job_id="302",
+                           job_dir="/nonexistent", options=[], args=[], cwd="/", workdir="/",
+                           output_pattern="out.txt",
+                           workspace_id=created.get_json()["experiment"]["workspace_id"])
+        session.add(task)
+        session.flush()
+        ids = {"exp": exp_id, "trial": trial.id, "task": task.id, "token": made.get_json()["id"],
+               "comment": trial_comment(session, "301")}
+    task_comment = f"hpcdet:unit:task-{ids['task']}"
+    slurm_queue.add(FakeJob("301", 900, name="det-x", comment=ids["comment"]),
+                    FakeJob("302", 800, name="s3cret-task", comment=task_comment))
+    data = read_queue_snapshot(app.config["HPCDET_BACKEND"], app.config["HPCDET_SETTINGS"])
+    with session_scope(factory) as session:
+        store_snapshot(session, QUEUE, data)
+    slurm_queue.calls.clear()
+    return ids
+
+
+def urls(rule: str, ids: dict[str, Any]) -> list[str]:
+    """The rule with alice's objects filled in (one URL per lifecycle action)."""
+    name = "team-a" if "/workspaces/" in rule else "tpl-a"
+    url = (rule.replace("<int:exp_id>", str(ids["exp"]))
+           .replace("<int:trial_id>", str(ids["trial"]))
+           .replace("<int:task_id>", str(ids["task"])).replace("<uuid>", "ckpt-a")
+           .replace("<name>", name).replace("<user>", INTRUDER)
+           .replace("<project>", "proj-a").replace("<job_id>", "301")
+           .replace("<path:filename>", "hpcdet.css")
+           .replace("<int:token_id>", str(ids["token"])).replace("<token>", "not-a-link"))
+    if "<action>" in url:
+        return [url.replace("<action>", action) for action in LIFECYCLE_ACTIONS]
+    assert "<" not in url, rule
+    return [url]
+
+
+BODIES: dict[str, Any] = {
+    "api.change_lifecycle": {},
+    "api.update_one_job": {"priority": 5},
+    "api.update_job_batch": {"updates": [{"job_id": "301", "priority": 5},
+                                         {"job_id": "302", "priority": 5}]},
+    "api.kill_task": {},
+    "api.set_template": {"config": "description: overwritten\n"},
+    "api.set_member": {"role": "admin"},
+    "api.create_project": {"name": "intruders-project"},
+    "api.create_experiment": {"config": CONFIG, "context": make_context(),
+                              "workspace": "team-a"},
+    "api.create_task": {"wrap": "true", "workspace": "team-a"},
+    "api.create_template": {"name": "tpl-b", "config": TEMPLATE, "workspace": "team-a"},
+    "api.create_workspace": {"name": "team-a"},
+}
+
+
+def call(client: FlaskClient, method: str, url: str, endpoint: str, user: str) -> Any:
+    client.set_cookie("hpcdet_user", user)
+    return client.open(url, method=method, json=BODIES.get(endpoint), headers=as_user(user))
+
+
+def routes(app: Flask) -> list[tuple[str, str, str]]:
+    """``(endpoint, method, rule)`` for every route and method of the app."""
+    return sorted((rule.endpoint, method, rule.rule) for rule in app.url_map.iter_rules()
+                  for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}))
+
+
+def test_every_route_is_classified(walker_app: Flask) -> None:
+    found = {(endpoint, method) for endpoint, method, _ in routes(walker_app)}
+    assert sorted(found - set(ROUTES)) == [], "classify the new routes in ROUTES"
+    assert sorted(set(ROUTES) - found) == [], "ROUTES names routes that no longer exist"
+
+
+def test_a_non_member_gets_403_or_404_and_none_of_the_owners_data(
+        walker_app: Flask, slurm_queue: FakeSlurmQueue) -> None:
+    ids = seed(walker_app, slurm_queue)
+    client = walker_app.test_client()
+    walked = 0
+    for endpoint, method, rule in routes(walker_app):
+        kind = ROUTES[(endpoint, method)]
+        for url in urls(rule, ids):
+            answer = call(client, method, url, endpoint, INTRUDER)
+            body = answer.get_data(as_text=True)
+            answer.close()
+            where = f"{method} {url} ({kind})"
+            if kind == "own":
+                assert answer.status_code in (403, 404), (where, body)
+            elif kind == "token":
+                assert answer.status_code == 401, (where, body)
+            elif kind == "create" and endpoint != "api.create_workspace":
+                assert answer.status_code == 404, (where, body)
+            elif kind == "listing":
+                assert answer.status_code == 200, (where, body)
+            if endpoint != "static":
+                leaked = [word for word in SECRETS if word in body]
+                assert leaked == [], (where, leaked, body[:2000])
+            walked += 1
+    assert walked >= len(ROUTES)
+    assert_nothing_changed(walker_app, ids, slurm_queue)
+
+
+def test_a_viewer_reads_but_every_change_is_a_403(walker_app: Flask,
+                                                  slurm_queue: FakeSlurmQueue) -> None:
+    """In alice's workspace as a viewer: the same walk; reads answer, changes are 403."""
+    ids = seed(walker_app, slurm_queue, shared=True)
+    client = walker_app.test_client()
+    for endpoint, method, rule in routes(walker_app):
+        if ROUTES[(endpoint, method)] != "own":
+            continue
+        for url in urls(rule, ids):
+            answer = call(client, method, url, endpoint, INTRUDER)
+            body = answer.get_data(as_text=True)
+            answer.close()
+            if endpoint in PERSONAL:  # a person's, in no workspace: unseen by members
+                assert answer.status_code == 404, (method, url, body[:500])
+            elif method == "GET" and endpoint != "api.download_checkpoint":
+                assert answer.status_code == 200, (method, url, body[:500])
+            elif method != "GET":
+                assert answer.status_code == 403, (method, url, body[:500])
+    assert_nothing_changed(walker_app, ids, slurm_queue, viewer=True)
+    made = client.post("/api/v1/experiments", headers=as_user(INTRUDER),
+                       json=BODIES["api.create_experiment"])
+    assert made.status_code == 403
+
+
+def assert_nothing_changed(app: Flask, ids: dict[str, Any], slurm_queue: FakeSlurmQueue,
+                           viewer: bool = False) -> None:
+    """alice's objects are as she left them, and no scontrol ran for the intruder."""
+    assert slurm_queue.commands("scontrol") == []
+    with session_scope(app.config["HPCDET_SESSION_FACTORY"]) as session:
+        exp = session.get(Experiment, ids["exp"])
+        assert exp is not None and exp.state == "ACTIVE" and not exp.archived
+        task = session.get(CommandTask, ids["task"])
+        assert task is not None and task.state == "QUEUED" and not task.cancel_requested
+        template = session.get(Template, "tpl-a")
+        assert template is not None and template.config.get("description") is None
+        members = session.scalars(select(WorkspaceMember)).all()
+        expected = [(OWNER, "admin")] + ([(INTRUDER, "viewer")] if viewer else [])
+        assert sorted((m.user, m.role) for m in members) == expected
+        assert session.get(Experiment, ids["exp"] + 1) is None  # none made in her workspace
+        token = session.get(AuthToken, ids["token"])
+        assert token is not None and token.revoked_at is None
+
+
+def test_the_owner_reads_every_route_the_intruder_was_refused(
+        walker_app: Flask, slurm_queue: FakeSlurmQueue) -> None:
+    """The walk above used real URLs: alice gets 200 from each of them (GET)."""
+    ids = seed(walker_app, slurm_queue)
+    client = walker_app.test_client()
+    for endpoint, method, rule in routes(walker_app):
+        if ROUTES[(endpoint, method)] != "own" or method != "GET":
+            continue
+        for url in urls(rule, ids):
+            answer = call(client, method, url, endpoint, OWNER)
+            answer.close()
+            if endpoint == "api.download_checkpoint":  # found; its files are not on disk
+                assert "its files are not at" in answer.get_json()["error"]["message"]
+                continue
+            assert answer.status_code == 200, (url, answer.get_data(as_text=True)[:500])
+
+
+def test_listings_show_the_owner_her_objects(walker_app: Flask,
+                                             slurm_queue: FakeSlurmQueue) -> None:
+    ids = seed(walker_app, slurm_queue)
+    client = walker_app.test_client()
+    mine = client.get("/api/v1/experiments", headers=as_user(OWNER)).get_json()
+    assert mine["total"] == 1 and mine["experiments"][0]["id"] == ids["exp"]
+    theirs = client.get("/api/v1/experiments", headers=as_user(INTRUDER)).get_json()
+    assert theirs == {"experiments": [], "total": 0}
+    unseen = client.get("/api/v1/experiments?workspace=team-a", headers=as_user(INTRUDER))
+    assert unseen.status_code == 404 and OWNER not in unseen.get_data(as_text=True)
+    jobs = client.get("/api/v1/jobs", headers=as_user(INTRUDER)).get_json()["jobs"]
+    assert {row["job_id"]: row["hidden"] for row in jobs} == {"301": True, "302": True}
+    shown = client.get("/api/v1/jobs", headers=as_user(OWNER)).get_json()["jobs"]
+    assert [row["experiment_id"] for row in shown if row["job_id"] == "301"] == [ids["exp"]]
+    admin = client.get("/api/v1/tasks", headers=as_user("root")).get_json()
+    assert admin["total"] == 1
