@@ -2,7 +2,8 @@
 user_a's jobs as user_a through ``sudo`` and the run-as helper (docs/admin/security.md).
 
 Needs root (runuser) and ``scripts/dev-cluster users`` (run here if missing). Users run the
-real ``det`` as themselves (``runuser -u user_a -- det ...``).
+real ``det`` as themselves (``runuser -u user_a -- det ...``); the master (``auth.mode:
+munge``) knows them by their MUNGE credential.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class OwnerMaster(LiveMaster):
 
     def det_as(self, user: str, *args: str) -> subprocess.CompletedProcess[str]:
         result = _as(user, str(BIN / "det"), "-m", self.url, *args,
-                     env={"DET_USER": user, "PYTHONPATH": str(REPO)})
+                     env={"PYTHONPATH": str(REPO)})
         return subprocess.CompletedProcess(result.args, result.returncode,
                                            result.stdout.decode(), result.stderr.decode())
 
@@ -88,8 +89,8 @@ def owner_master(request: pytest.FixtureRequest, users: None) -> Iterator[OwnerM
     config: dict[str, Any] = {
         "port": port, "host": "127.0.0.1", "db": {"url": db_url}, "state_dir": str(state),
         "reconciler": {"interval_seconds": 1}, "webserver": {"workers": 1, "threads": 4},
-        # An open master for now (the identity part switches this test to munge).
-        "auth": {"require_user": True},
+        # Users prove who they are with MUNGE: det run as user_a is user_a.
+        "auth": {"mode": "munge"},
         "security": {"jobs_run_as": "owner", "runas_helper": HELPER},
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "it-multiuser",
                              "job_storage_root": str(JOB_ROOT), "slot_type": "cpu"},
@@ -273,7 +274,7 @@ def test_det_sbatch_runs_as_its_user_from_a_private_home(owner_master: OwnerMast
         result = _as("user_a", "sh", "-c", f'cd "{directory}" && exec "$0" "$@"',
                      str(BIN / "det"), "-m", owner_master.url, "sbatch", "--parsable",
                      "job.sh",
-                     env={"DET_USER": "user_a", "PYTHONPATH": str(REPO), "GREETING": "hi"})
+                     env={"PYTHONPATH": str(REPO), "GREETING": "hi"})
         assert result.returncode == 0, result
         job_id = result.stdout.decode().strip().split(";")[0]
         assert _sacct_users([job_id]) == {"user_a"}
