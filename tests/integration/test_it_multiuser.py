@@ -8,6 +8,7 @@ munge``) knows them by their MUNGE credential.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -80,18 +81,25 @@ class OwnerMaster(LiveMaster):
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def owner_master(request: pytest.FixtureRequest, users: None) -> Iterator[OwnerMaster]:
+    db = None if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
+    with _owner_master(db) as live:
+        yield live
+
+
+@contextlib.contextmanager
+def _owner_master(db_url: str | None, helper: str = HELPER) -> Iterator[OwnerMaster]:
+    """det-master as ``hpcdet`` with ``jobs_run_as: owner``; SQLite unless ``db_url``."""
     state = Path(f"/var/lib/{SERVICE}/it-{secrets.token_hex(4)}")
     state.mkdir(mode=0o700)
     shutil.chown(state, SERVICE, SERVICE)
-    db_url = (f"sqlite:///{state / 'master.sqlite'}" if request.param == "sqlite"
-              else request.getfixturevalue("postgres_url"))
+    db_url = db_url or f"sqlite:///{state / 'master.sqlite'}"
     port = free_port()
     config: dict[str, Any] = {
         "port": port, "host": "127.0.0.1", "db": {"url": db_url}, "state_dir": str(state),
         "reconciler": {"interval_seconds": 1}, "webserver": {"workers": 1, "threads": 4},
         # Users prove who they are with MUNGE: det run as user_a is user_a.
         "auth": {"mode": "munge"},
-        "security": {"jobs_run_as": "owner", "runas_helper": HELPER},
+        "security": {"jobs_run_as": "owner", "runas_helper": helper},
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "it-multiuser",
                              "job_storage_root": str(JOB_ROOT), "slot_type": "cpu"},
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(JOB_ROOT / "user_a"),
@@ -393,3 +401,26 @@ def test_an_identity_changing_sbatch_arg_never_reaches_slurm(owner_master: Owner
         assert "#SBATCH --uid is not allowed" in logs, logs
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.usefixtures("users")
+def test_a_missing_sudo_rule_is_one_line_quoting_the_rule_and_leaves_no_job() -> None:
+    unlisted = "/usr/local/libexec/hpcdet-runas-not-in-sudoers"
+    with _owner_master(None, helper=unlisted) as master:
+        directory = _experiment(f"exp-{secrets.token_hex(4)}")
+        try:
+            created = master.det_as("user_a", "experiment", "create",
+                                    str(directory / "config.yaml"), str(directory))
+            assert created.returncode == 0, created.stdout + created.stderr
+            exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+            answer = _wait_ended(master, exp_id)
+            assert answer["experiment"]["state"] == "ERROR"
+            trial_id = answer["trials"][0]["id"]
+            detail = load_json(master.det_as("user_a", "trial", "describe", str(trial_id),
+                                             "--json").stdout)
+            assert not detail["trial"]["job_ids"]
+            logs = master.det_as("user_a", "trial", "logs", str(trial_id)).stdout
+            rule = f"install this sudoers rule: {SERVICE} ALL=(ALL,!root) NOPASSWD: {unlisted}"
+            assert [line for line in logs.splitlines() if rule in line], logs
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
