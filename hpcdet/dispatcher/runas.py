@@ -86,6 +86,15 @@ class RunAs:
     def cancel(self, user: str, job_ids: Sequence[str]) -> str:
         return self.run(user, "cancel", *job_ids)
 
+    def hold(self, user: str, job_id: str) -> str:
+        return self.run(user, "hold", job_id)
+
+    def release(self, user: str, job_id: str) -> str:
+        return self.run(user, "release", job_id)
+
+    def requeue(self, user: str, job_id: str) -> str:
+        return self.run(user, "requeue", job_id)
+
     def update(self, user: str, job_id: str, values: Mapping[str, str]) -> str:
         return self.run(user, "update", job_id, *(f"{k}={v}" for k, v in values.items()))
 

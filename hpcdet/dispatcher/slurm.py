@@ -380,11 +380,21 @@ def write_script(path: Path, text: str) -> None:
 
 
 def submit_as(runas: RunAs, owner: str, submission: Submission) -> str:
-    """Write the script into the job directory and submit it, both as ``owner``."""
+    """Write the script into the job directory and submit it, both as ``owner``.
+
+    ``submission.argv`` is ``sbatch --parsable [options] SCRIPT [args]``: the options and the
+    script's arguments go to the helper's ``submit``, which checks them again.
+    """
     job_dir, name = posixpath.split(submission.script_path)
+    argv = list(submission.argv)
+    if submission.script_path not in argv:
+        raise ValidationError(f"the submit command does not name {submission.script_path}")
+    at = argv.index(submission.script_path)
+    options = [word for word in argv[1:at] if word != "--parsable"]
+    args = (job_dir, name, *options, "--", *argv[at + 1:])
     runas.prepare(owner, job_dir, tar_of({name: (submission.script.encode("utf-8"), 0o700)}))
-    argv = runas.argv(owner, "submit", job_dir, name)
-    return parse_sbatch_output(argv, runas.run(owner, "submit", job_dir, name))
+    return parse_sbatch_output(runas.argv(owner, "submit", *args),
+                               runas.run(owner, "submit", *args))
 
 
 def parse_sbatch_output(argv: Sequence[str], stdout: str) -> str:

@@ -266,14 +266,17 @@ def _workdir(request: TaskRequest, owner_mode: bool = False) -> str:
 
 
 def _is_dir(path: str, *, trust_hidden: bool) -> bool:
-    return Path(path).is_dir() or (trust_hidden and _hidden(path))
+    try:
+        return Path(path).is_dir()
+    except PermissionError:  # Python 3.11's is_dir() raises it
+        return trust_hidden and _hidden(path)
 
 
 def _hidden(path: str) -> bool:
     """True if an ancestor of ``path`` is one this process may not search."""
     parent = posixpath.dirname(path)
     while parent and parent != "/":
-        if Path(parent).exists():
+        if os.access(parent, os.F_OK):
             return not os.access(parent, os.X_OK)
         parent = posixpath.dirname(parent)
     return False

@@ -8,7 +8,9 @@ imports nothing from hpcdet, so that what runs as every user is this one short f
 
 Verbs (scheduler-neutral; :data:`SCHEDULERS` maps them to one scheduler's argv)::
 
-    submit  JOB_DIR SCRIPT_NAME       submit JOB_DIR/SCRIPT_NAME; prints the job id
+    submit  JOB_DIR SCRIPT_NAME [--OPTION[=VALUE]...] [-- SCRIPT_ARGS...]
+                                      submit JOB_DIR/SCRIPT_NAME with allowlisted scheduler
+                                      options; prints the job id
     cancel  JOB_ID...                 cancel jobs
     hold    JOB_ID                    hold a queued job
     release JOB_ID                    release a held job
@@ -56,6 +58,24 @@ _UNSAFE = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL byte"}
 _MAX_ARG = 4096
 # Scheduler options in a submitted script that would change who the job runs as.
 _DENIED_DIRECTIVES = ("--uid", "--gid", "--get-user-env")
+_OPTION = re.compile(r"^--([a-z][a-z-]{0,40})(?:=(.*))?$", re.DOTALL)
+# sbatch options the submit verb passes on: every sbatch 22.05 option except those that
+# change the job's identity (uid, gid, get-user-env), read files as the submitter
+# (export-file, nodefile, bbf), or change what sbatch itself does (wrap, wait, test-only...).
+SUBMIT_OPTIONS: Mapping[str, frozenset[str]] = {"slurm": frozenset({
+    "account", "acctg-freq", "array", "batch", "bb", "begin", "chdir", "cluster-constraint",
+    "comment", "constraint", "container", "contiguous", "core-spec", "cores-per-socket",
+    "cpu-freq", "cpus-per-gpu", "cpus-per-task", "deadline", "delay-boot", "dependency",
+    "distribution", "error", "exclude", "exclusive", "export", "extra-node-info", "gpu-bind",
+    "gpu-freq", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
+    "gres-flags", "hint", "hold", "input", "job-name", "kill-on-invalid-dep", "licenses",
+    "mail-type", "mail-user", "mcs-label", "mem", "mem-bind", "mem-per-cpu", "mem-per-gpu",
+    "mincpus", "network", "nice", "no-kill", "no-requeue", "nodelist", "nodes", "ntasks",
+    "ntasks-per-core", "ntasks-per-gpu", "ntasks-per-node", "ntasks-per-socket", "open-mode",
+    "output", "overcommit", "oversubscribe", "partition", "power", "prefer", "priority",
+    "profile", "propagate", "qos", "reboot", "requeue", "reservation", "signal",
+    "sockets-per-node", "spread-job", "switches", "thread-spec", "threads-per-core", "time",
+    "time-min", "tmp", "use-min-nodes", "wait-all-nodes", "wckey"})}
 _DIRECTIVE_PREFIX = {"slurm": "#SBATCH", "pbs": "#PBS"}
 
 
@@ -107,7 +127,8 @@ def _slurm_update(args: Sequence[str]) -> list[str]:
 # verb -> argv builder; args are validated before they get here.
 SCHEDULERS: Mapping[str, Mapping[str, _Argv]] = {
     "slurm": {
-        "submit": lambda a: ["sbatch", "--parsable", a[0]],
+        # a: [script, *options, "--", *script_args]
+        "submit": lambda a: ["sbatch", "--parsable", *_split_submit(a)],
         "cancel": lambda a: ["scancel", *a],
         "hold": lambda a: ["scontrol", "hold", a[0]],
         "release": lambda a: ["scontrol", "release", a[0]],
@@ -115,6 +136,13 @@ SCHEDULERS: Mapping[str, Mapping[str, _Argv]] = {
         "update": _slurm_update,
     },
 }
+
+
+def _split_submit(args: Sequence[str]) -> list[str]:
+    """``[script, *options, "--", *script_args]`` -> ``[*options, script, *script_args]``."""
+    rest = list(args[1:])
+    cut = rest.index("--") if "--" in rest else len(rest)
+    return [*rest[:cut], args[0], *rest[cut + 1:]]
 
 
 # ---- settings and caller ------------------------------------------------------------------
@@ -185,9 +213,7 @@ def check_caller(caller: Caller, config: Config, *, euid: int) -> None:
 
 def check_text(value: str, what: str) -> str:
     """No line breaks, NUL, leading '-' (an option) or absurd length in any argument."""
-    for char, description in _UNSAFE.items():
-        if char in value:
-            raise Refused(EXIT_INVALID, f"{what} contains {description}")
+    _check_chars(value, what)
     if value.startswith("-"):
         raise Refused(EXIT_INVALID, f"{what} must not start with '-': {value!r}")
     if not value or len(value) > _MAX_ARG:
@@ -218,6 +244,28 @@ def check_job_dir(value: str, config: Config, caller: Caller, *, must_exist: boo
     if must_exist and not os.path.isdir(real):
         raise Refused(EXIT_INVALID, f"job directory {value!r} does not exist")
     return real
+
+
+def check_submit_extras(extras: Sequence[str], scheduler: str) -> list[str]:
+    """Allowlisted ``--option[=value]`` words, then optionally ``--`` and script arguments."""
+    extras = list(extras)
+    cut = extras.index("--") if "--" in extras else len(extras)
+    for word in extras[:cut]:
+        match = _OPTION.match(word)
+        if match is None or match.group(1) not in SUBMIT_OPTIONS[scheduler]:
+            raise Refused(EXIT_INVALID, f"submit: option {word[:80]!r} is not allowed")
+        _check_chars(word, f"submit option --{match.group(1)}")
+    for arg in extras[cut + 1:]:
+        _check_chars(arg, "script argument")
+    return [*extras[:cut], "--", *extras[cut + 1:]]
+
+
+def _check_chars(value: str, what: str) -> None:
+    for char, description in _UNSAFE.items():
+        if char in value:
+            raise Refused(EXIT_INVALID, f"{what} contains {description}")
+    if len(value) > _MAX_ARG:
+        raise Refused(EXIT_INVALID, f"{what} is longer than {_MAX_ARG} characters")
 
 
 def check_update(args: Sequence[str]) -> list[str]:
@@ -382,7 +430,7 @@ def check_script(job_dir: str, script_name: str, scheduler: str) -> str:
 
 # ---- dispatch -----------------------------------------------------------------------------
 
-_ARITY = {"submit": (2, 2), "cancel": (1, 1000), "hold": (1, 1), "release": (1, 1),
+_ARITY = {"submit": (2, 1000), "cancel": (1, 1000), "hold": (1, 1), "release": (1, 1),
           "requeue": (1, 1), "update": (2, 16), "prepare": (1, 1), "remove": (1, 1)}
 
 
@@ -399,7 +447,8 @@ def plan(verb: str, args: Sequence[str], config: Config, caller: Caller) -> tupl
         return verb, [job_dir]
     if verb == "submit":
         job_dir = check_job_dir(args[0], config, caller, must_exist=True)
-        return "run", table[verb]([check_script(job_dir, args[1], config.scheduler)])
+        script = check_script(job_dir, args[1], config.scheduler)
+        return "run", table[verb]([script, *check_submit_extras(args[2:], config.scheduler)])
     if verb == "update":
         return "run", table[verb]([check_job_id(args[0]), *check_update(args[1:])])
     return "run", table[verb]([check_job_id(arg) for arg in args])
@@ -448,7 +497,7 @@ def main(argv: Sequence[str] | None = None, *, config_path: str = CONFIG_PATH) -
         if action == "remove":
             remove(values[0])
             return 0
-        cwd = os.path.dirname(values[-1]) if args[0] == "submit" else None
+        cwd = os.path.realpath(args[1]) if args[0] == "submit" else None
         return run_scheduler(values, config, cwd)
     except Refused as exc:
         return _fail(exc.code, str(exc))

@@ -2,11 +2,13 @@
 user_a's jobs as user_a through ``sudo`` and the run-as helper (docs/admin/security.md).
 
 Needs root (runuser) and ``scripts/dev-cluster users`` (run here if missing). Users run the
-real ``det`` as themselves (``runuser -u user_a -- det ...``).
+real ``det`` as themselves (``runuser -u user_a -- det ...``); the master (``auth.mode:
+munge``) knows them by their MUNGE credential.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -27,6 +29,7 @@ SERVICE = "hpcdet"
 JOB_ROOT = Path("/srv/hpcdet-dev/jobs")
 HELPER = "/usr/local/libexec/hpcdet-runas"
 SLURM_CONF = "/etc/hpcdet/dev-cluster/slurm.conf"
+RUNUSER = shutil.which("runuser", path="/usr/sbin:/sbin:/usr/bin:/bin") or "runuser"
 PATH = f"{BIN}:/usr/local/bin:/usr/bin:/bin"
 HOSTILE = [";id", "1;id", "$(id)", "`id`", "../../../etc", "--uid=0", "-u0", "1\nid", "/etc",
            f"{JOB_ROOT}/user_a/../user_b", "/home/user_a"]
@@ -47,7 +50,7 @@ def _as(user: str, *argv: str, env: dict[str, str] | None = None,
     """Run ``argv`` as ``user`` with a clean environment (plus ``env``)."""
     clean = {"PATH": PATH, "HOME": f"/home/{user}" if user != SERVICE else f"/var/lib/{SERVICE}",
              "SLURM_CONF": SLURM_CONF, "LANG": "C.UTF-8", **(env or {})}
-    return subprocess.run(["runuser", "-u", user, "--", "env", "-i",
+    return subprocess.run([RUNUSER, "-u", user, "--", "env", "-i",
                            *(f"{k}={v}" for k, v in clean.items()), *argv],
                           input=stdin, capture_output=True, timeout=300, check=False)
 
@@ -66,7 +69,7 @@ class OwnerMaster(LiveMaster):
 
     def det_as(self, user: str, *args: str) -> subprocess.CompletedProcess[str]:
         result = _as(user, str(BIN / "det"), "-m", self.url, *args,
-                     env={"DET_USER": user, "PYTHONPATH": str(REPO)})
+                     env={"PYTHONPATH": str(REPO)})
         return subprocess.CompletedProcess(result.args, result.returncode,
                                            result.stdout.decode(), result.stderr.decode())
 
@@ -78,18 +81,25 @@ class OwnerMaster(LiveMaster):
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def owner_master(request: pytest.FixtureRequest, users: None) -> Iterator[OwnerMaster]:
+    db = None if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
+    with _owner_master(db) as live:
+        yield live
+
+
+@contextlib.contextmanager
+def _owner_master(db_url: str | None, helper: str = HELPER) -> Iterator[OwnerMaster]:
+    """det-master as ``hpcdet`` with ``jobs_run_as: owner``; SQLite unless ``db_url``."""
     state = Path(f"/var/lib/{SERVICE}/it-{secrets.token_hex(4)}")
     state.mkdir(mode=0o700)
     shutil.chown(state, SERVICE, SERVICE)
-    db_url = (f"sqlite:///{state / 'master.sqlite'}" if request.param == "sqlite"
-              else request.getfixturevalue("postgres_url"))
+    db_url = db_url or f"sqlite:///{state / 'master.sqlite'}"
     port = free_port()
     config: dict[str, Any] = {
         "port": port, "host": "127.0.0.1", "db": {"url": db_url}, "state_dir": str(state),
         "reconciler": {"interval_seconds": 1}, "webserver": {"workers": 1, "threads": 4},
-        # An open master for now (the identity part switches this test to munge).
-        "auth": {"require_user": True},
-        "security": {"jobs_run_as": "owner", "runas_helper": HELPER},
+        # Users prove who they are with MUNGE: det run as user_a is user_a.
+        "auth": {"mode": "munge"},
+        "security": {"jobs_run_as": "owner", "runas_helper": helper},
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "it-multiuser",
                              "job_storage_root": str(JOB_ROOT), "slot_type": "cpu"},
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(JOB_ROOT / "user_a"),
@@ -99,7 +109,7 @@ def owner_master(request: pytest.FixtureRequest, users: None) -> Iterator[OwnerM
     log = Path(f"/tmp/hpcdet-it-multiuser-{port}.log")
     env = {"PATH": PATH, "HOME": f"/var/lib/{SERVICE}", "SLURM_CONF": SLURM_CONF,
            "PYTHONPATH": str(REPO), "LANG": "C.UTF-8"}
-    argv = ("runuser", "-u", SERVICE, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+    argv = (RUNUSER, "-u", SERVICE, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
             str(BIN / "det-master"), "--config", str(state / "master.yaml"))
     live = OwnerMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=JOB_ROOT, log=log,
                        db_url=db_url, argv=argv)
@@ -272,7 +282,7 @@ def test_det_sbatch_runs_as_its_user_from_a_private_home(owner_master: OwnerMast
         result = _as("user_a", "sh", "-c", f'cd "{directory}" && exec "$0" "$@"',
                      str(BIN / "det"), "-m", owner_master.url, "sbatch", "--parsable",
                      "job.sh",
-                     env={"DET_USER": "user_a", "PYTHONPATH": str(REPO), "GREETING": "hi"})
+                     env={"PYTHONPATH": str(REPO), "GREETING": "hi"})
         assert result.returncode == 0, result
         job_id = result.stdout.decode().strip().split(";")[0]
         assert _sacct_users([job_id]) == {"user_a"}
@@ -291,3 +301,126 @@ def test_det_sbatch_runs_as_its_user_from_a_private_home(owner_master: OwnerMast
         assert out.stat().st_uid == _uid("user_a")
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_killing_user_as_experiment_cancels_its_job_as_user_a(owner_master: OwnerMaster) -> None:
+    directory = _experiment(f"exp-{secrets.token_hex(4)}")
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["entrypoint"] = "python3 -c 'import time; time.sleep(600)'"
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        created = owner_master.det_as("user_a", "experiment", "create",
+                                      str(directory / "config.yaml"), str(directory))
+        assert created.returncode == 0, created.stdout + created.stderr
+        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+        job_id = _wait_for_job(owner_master, exp_id)
+        killed = owner_master.det_as("user_a", "experiment", "kill", str(exp_id))
+        assert killed.returncode == 0, killed
+        assert _wait_ended(owner_master, exp_id)["experiment"]["state"] == "CANCELED"
+        for _ in range(60):
+            out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "User,State", "-j", job_id],
+                                 env={**os.environ, "SLURM_CONF": SLURM_CONF},
+                                 capture_output=True, text=True, check=False).stdout.strip()
+            if out.startswith("user_a|CANCELLED"):
+                break
+            time.sleep(1)
+        # "CANCELLED by <uid>": the scancel ran as user_a, through the helper.
+        assert out == f"user_a|CANCELLED by {_uid('user_a')}", out
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _wait_for_job(master: OwnerMaster, exp_id: int) -> str:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        answer = load_json(master.det_as("user_a", "experiment", "describe", str(exp_id),
+                                         "--json").stdout)
+        trial_id = answer["trials"][0]["id"] if answer["trials"] else None
+        if trial_id is not None:
+            detail = load_json(master.det_as("user_a", "trial", "describe", str(trial_id),
+                                             "--json").stdout)
+            if detail["trial"]["job_ids"]:
+                return str(detail["trial"]["job_ids"][0])
+        time.sleep(1)
+    raise AssertionError(f"no job for experiment {exp_id}:\n{master.log.read_text()[-3000:]}")
+
+
+def test_job_update_moves_user_as_pending_job_as_user_a(owner_master: OwnerMaster) -> None:
+    directory = _experiment(f"exp-{secrets.token_hex(4)}")
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["slurm"] = {"sbatch_args": ["--begin=now+3600"]}  # stays PENDING (BeginTime)
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        created = owner_master.det_as("user_a", "experiment", "create",
+                                      str(directory / "config.yaml"), str(directory))
+        assert created.returncode == 0, created.stdout + created.stderr
+        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+        job_id = _wait_for_job(owner_master, exp_id)
+        moved = owner_master.det_as("user_a", "job", "update", job_id, "--resource-pool",
+                                    "debug")
+        assert moved.returncode == 0, (moved, owner_master.log.read_text()[-2000:])
+        env = {**os.environ, "SLURM_CONF": SLURM_CONF}
+        shown = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%u %P %T"], env=env,
+                               capture_output=True, text=True, check=False).stdout.split()
+        assert shown == ["user_a", "debug", "PENDING"]
+        log = Path(_slurmctld_log()).read_text(errors="replace")
+        assert f"_slurm_rpc_update_job: complete JobId={job_id} uid={_uid('user_a')}" in log
+        owner_master.det_as("user_a", "experiment", "kill", str(exp_id))
+        _wait_ended(owner_master, exp_id)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _slurmctld_log() -> str:
+    for line in Path(SLURM_CONF).read_text().splitlines():
+        if line.startswith("SlurmctldLogFile="):
+            return line.split("=", 1)[1]
+    raise AssertionError("no SlurmctldLogFile in slurm.conf")
+
+
+@pytest.mark.parametrize("owner_master", ["sqlite"], indirect=True)
+def test_an_identity_changing_sbatch_arg_never_reaches_slurm(owner_master: OwnerMaster) -> None:
+    directory = _experiment(f"exp-{secrets.token_hex(4)}")
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["slurm"] = {"sbatch_args": ["--uid=0"]}
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        created = owner_master.det_as("user_a", "experiment", "create",
+                                      str(directory / "config.yaml"), str(directory))
+        if created.returncode != 0:  # refused up front (the hardening part's check)
+            assert "uid" in created.stderr and "Traceback" not in created.stderr, created
+            return
+        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+        answer = _wait_ended(owner_master, exp_id)
+        assert answer["experiment"]["state"] == "ERROR"
+        trial_id = answer["trials"][0]["id"]
+        detail = load_json(owner_master.det_as("user_a", "trial", "describe", str(trial_id),
+                                               "--json").stdout)
+        assert not detail["trial"]["job_ids"]
+        logs = owner_master.det_as("user_a", "trial", "logs", str(trial_id)).stdout
+        assert "#SBATCH --uid is not allowed" in logs, logs
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.usefixtures("users")
+def test_a_missing_sudo_rule_is_one_line_quoting_the_rule_and_leaves_no_job() -> None:
+    unlisted = "/usr/local/libexec/hpcdet-runas-not-in-sudoers"
+    with _owner_master(None, helper=unlisted) as master:
+        directory = _experiment(f"exp-{secrets.token_hex(4)}")
+        try:
+            created = master.det_as("user_a", "experiment", "create",
+                                    str(directory / "config.yaml"), str(directory))
+            assert created.returncode == 0, created.stdout + created.stderr
+            exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+            answer = _wait_ended(master, exp_id)
+            assert answer["experiment"]["state"] == "ERROR"
+            trial_id = answer["trials"][0]["id"]
+            detail = load_json(master.det_as("user_a", "trial", "describe", str(trial_id),
+                                             "--json").stdout)
+            assert not detail["trial"]["job_ids"]
+            logs = master.det_as("user_a", "trial", "logs", str(trial_id)).stdout
+            rule = f"install this sudoers rule: {SERVICE} ALL=(ALL,!root) NOPASSWD: {unlisted}"
+            assert [line for line in logs.splitlines() if rule in line], logs
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)

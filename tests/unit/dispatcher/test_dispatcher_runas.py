@@ -44,12 +44,13 @@ def test_submit_as_owner_prepares_then_submits_through_sudo() -> None:
     sudo = FakeSudo()
     backend = SlurmBackend(runner=None, runas=_runas(sudo))
     path = "/srv/jobs/user_a/exp-1/trial-1/job-1.sh"
-    job_id = backend.submit(Submission("#!/bin/bash\ntrue\n", path, ("sbatch",), owner="user_a"))
+    job_id = backend.submit(Submission("#!/bin/bash\ntrue\n", path,
+                                       ("sbatch", "--parsable", path), owner="user_a"))
     assert job_id == "4242"
     (prepare, archive), (submit, _) = sudo.calls
     assert prepare == (*SUDO, "user_a", "--", HELPER, "prepare", "/srv/jobs/user_a/exp-1/trial-1")
     assert submit == (*SUDO, "user_a", "--", HELPER, "submit", "/srv/jobs/user_a/exp-1/trial-1",
-                      "job-1.sh")
+                      "job-1.sh", "--")
     assert archive is not None
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         member = tar.getmember("job-1.sh")
@@ -133,3 +134,35 @@ def test_job_dir_archive_is_private_and_has_no_links() -> None:
 def test_other_sudo_failures_say_what_is_wrong(error: SchedulerError, message: str) -> None:
     with pytest.raises(RunAsRefusedError, match=message):
         _runas(FakeSudo(error)).cancel("ghost", ["1"])
+
+
+def test_submit_as_owner_passes_the_task_options_and_script_arguments() -> None:
+    sudo = FakeSudo()
+    path = "/srv/jobs/user_a/tasks/task-1/hpcdet-task.sh"
+    argv = ("sbatch", "--parsable", "--job-name=x", "--chdir=/home/user_a", path, "--lr", "1")
+    SlurmBackend(runner=None, runas=_runas(sudo)).submit(
+        Submission("#!/bin/bash\n", path, argv, owner="user_a"))
+    assert sudo.calls[1][0][-8:] == ("submit", "/srv/jobs/user_a/tasks/task-1", "hpcdet-task.sh",
+                                     "--job-name=x", "--chdir=/home/user_a", "--", "--lr", "1")
+
+
+def test_hold_release_requeue_as_owner() -> None:
+    sudo = FakeSudo()
+    runas = _runas(sudo)
+    runas.hold("user_a", "1")
+    runas.release("user_a", "1")
+    runas.requeue("user_a", "1")
+    assert [argv[-2:] for argv, _ in sudo.calls] == [("hold", "1"), ("release", "1"),
+                                                      ("requeue", "1")]
+
+
+def test_job_files_are_private_in_service_mode_too(tmp_path: Any) -> None:
+    """Finding 9: environment_variables (in the job script) and trial.json were 0755/0644."""
+    import stat
+
+    from hpcdet.dispatcher.jobdir import prepare_job_dir
+
+    root = prepare_job_dir(tmp_path / "job", context_tar=None, trial_info={"k": "v"}, token="t")
+    assert stat.S_IMODE((root / "trial.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((root / ".token").stat().st_mode) == 0o600
+

@@ -137,3 +137,18 @@ def test_security_storage_roots_and_max_body_mb(tmp_path: Path) -> None:
         load_settings(path, environ={})
     assert any("storage_roots[0]: must be an absolute path" in e for e in info.value.errors)
     assert any("max_body_mb" in e for e in info.value.errors)
+
+
+def test_security_run_as_keys(tmp_path: Path) -> None:
+    from hpcdet.master.settings import load_settings
+
+    assert not load_settings(environ={}).runas.owner_mode
+    path = tmp_path / "master.yaml"
+    path.write_text("security: {jobs_run_as: owner, runas_helper: /opt/hpcdet-runas}\n")
+    runas = load_settings(path, environ={}).runas
+    assert (runas.owner_mode, runas.runas_helper) == (True, "/opt/hpcdet-runas")
+    path.write_text("security: {jobs_run_as: root, runas_helper: relative}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, environ={})
+    assert len(info.value.errors) == 2
+    assert all(e.startswith("<master.yaml>.security.") for e in info.value.errors)

@@ -40,6 +40,10 @@ def test_plans_map_neutral_verbs_to_slurm_argv(setup: tuple[Config, Caller, Path
         ["scontrol", "update", "JobId=12", "Partition=batch", "Nice=10"]
     assert helper.plan("submit", [str(job_dir), "job-1.sh"], config, caller)[1] == \
         ["sbatch", "--parsable", str(job_dir / "job-1.sh")]
+    assert helper.plan("submit", [str(job_dir), "job-1.sh", "--job-name=a b", "--exclusive",
+                                  "--nice=-1", "--", "--lr", "1;id"], config, caller)[1] == \
+        ["sbatch", "--parsable", "--job-name=a b", "--exclusive", "--nice=-1",
+         str(job_dir / "job-1.sh"), "--lr", "1;id"]
 
 
 @pytest.mark.parametrize("bad", INJECTIONS)
@@ -96,6 +100,21 @@ def test_unknown_verbs_and_arity_are_usage_errors(setup: tuple[Config, Caller, P
         with pytest.raises(Refused) as info:
             helper.plan(verb, args, config, caller)
         assert info.value.code == helper.EXIT_USAGE
+
+
+@pytest.mark.parametrize("option", [
+    "--uid=0", "--gid=0", "--uid", "--get-user-env", "--export-file=/etc/shadow", "--wrap=id",
+    "-u0", "-D/", "--wait", "--test-only", "--parsable", "--job-name=a\nb", "job.sh", ";id",
+    "--JOB-NAME=x", "--no-such-option",
+])
+def test_submit_refuses_options_outside_the_allowlist(setup: tuple[Config, Caller, Path],
+                                                      option: str) -> None:
+    config, caller, job_dir = setup
+    with pytest.raises(Refused) as info:
+        helper.plan("submit", [str(job_dir), "job-1.sh", option], config, caller)
+    assert info.value.code == helper.EXIT_INVALID
+    with pytest.raises(Refused):  # script arguments: no line breaks or NUL either
+        helper.plan("submit", [str(job_dir), "job-1.sh", "--", "a\nb"], config, caller)
 
 
 @pytest.mark.parametrize("directive", ["--uid=0", "--gid=0", "--uid 0", "--get-user-env"])
