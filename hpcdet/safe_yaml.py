@@ -11,7 +11,8 @@ these before any value is built, with a one-line :class:`YamlLimitError` naming 
 - the document, with every alias expanded, at most :data:`MAX_EXPANDED` units (one per
   value plus one per character of each scalar), and no alias inside its own anchor.
 
-:func:`check_depth` applies the same depth limit to an already parsed JSON value.
+:func:`check_depth` applies the same depth limit to an already parsed JSON value, and
+:func:`find_nul` finds a NUL character, which no string the master stores may hold.
 """
 
 from __future__ import annotations
@@ -71,9 +72,13 @@ def load(text: str) -> Any:  # noqa: ANN401 (any YAML value)
         if node is None:
             return None
         _check_expanded(node)
-        return loader.construct_document(node)
+        document = loader.construct_document(node)
     finally:
         loader.dispose()
+    where = find_nul(document)
+    if where is not None:
+        raise YamlLimitError(f"{where or 'the document'}: contains a NUL character (\\0)")
+    return document
 
 
 def _check_expanded(root: yaml.Node) -> None:
@@ -131,3 +136,27 @@ def check_depth(value: object, limit: int = MAX_DEPTH) -> bool:
                 return False
             stack.extend((child, depth + 1) for child in item)
     return True
+
+
+def find_nul(value: object, where: str = "") -> str | None:
+    """Where in ``value`` (a parsed YAML or JSON value) a string or key holds a NUL
+    character, as a dotted path (``data.name``, ``labels[2]``; ``""`` for the top), or None.
+
+    PostgreSQL's text and JSONB types cannot hold U+0000: such a string must be refused
+    before it reaches a query, or the database driver's error becomes a 500.
+    """
+    stack: list[tuple[object, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return path
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                name = f"{path}.{key}" if path else str(key)
+                if isinstance(key, str) and "\x00" in key:
+                    return name.replace("\x00", "\\0")
+                stack.append((child, name))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+    return None

@@ -8,7 +8,7 @@ from flask import Flask, g
 from werkzeug.routing import IntegerConverter, Map
 
 from hpcdet.dispatcher import Backend, get_backend
-from hpcdet.master.api import body_limits
+from hpcdet.master.api import body_limits, nul_guard
 from hpcdet.master.db import make_engine, make_session_factory
 from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.settings import MasterSettings, load_settings
@@ -61,6 +61,7 @@ def _register(app: Flask) -> None:
     app.register_blueprint(api_bp)
     app.register_blueprint(web_bp)
     register_error_handlers(app)
+    nul_guard.install(app)
     body_limits.install(app)
     app.teardown_appcontext(_close_session)
 

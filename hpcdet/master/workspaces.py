@@ -139,9 +139,22 @@ def set_member(session: Session, settings: MasterSettings, actor: str, name: str
         session.add(WorkspaceMember(workspace_id=workspace.id, user=user,
                                     role=_valid_role(role)))
     else:
-        member.role = _valid_role(role)
+        new_role = _valid_role(role)
+        if new_role != "admin":
+            _keep_an_admin(session, workspace, member, f"make {user!r} a {new_role}")
+        member.role = new_role
     session.flush()
     return workspace
+
+
+def _keep_an_admin(session: Session, workspace: Workspace, member: WorkspaceMember,
+                   change: str) -> None:
+    """409 when ``member`` is the workspace's last admin: it would be left unmanaged."""
+    admins = session.scalar(select(func.count()).where(
+        WorkspaceMember.workspace_id == workspace.id, WorkspaceMember.role == "admin"))
+    if member.role == "admin" and admins == 1:
+        raise ApiError(409, "conflict", f"cannot {change}: {member.user!r} is the last admin "
+                       f"of workspace {workspace.name!r}; make another member admin first")
 
 
 def remove_member(session: Session, settings: MasterSettings, actor: str, name: str,
@@ -151,11 +164,7 @@ def remove_member(session: Session, settings: MasterSettings, actor: str, name: 
     member = session.get(WorkspaceMember, (workspace.id, user))
     if member is None:
         raise authz.not_found(f"member {user!r} of workspace {name!r}")
-    admins = session.scalar(select(func.count()).where(
-        WorkspaceMember.workspace_id == workspace.id, WorkspaceMember.role == "admin"))
-    if member.role == "admin" and admins == 1:
-        raise ApiError(409, "conflict", f"{user!r} is the last admin of workspace {name!r}: "
-                       "make another member admin first")
+    _keep_an_admin(session, workspace, member, f"remove {user!r}")
     session.delete(member)
     session.flush()
     return workspace

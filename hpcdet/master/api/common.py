@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.settings import MasterSettings
-from hpcdet.safe_yaml import MAX_DEPTH, check_depth
+from hpcdet.safe_yaml import MAX_DEPTH, check_depth, find_nul
 
 M = TypeVar("M")
 
@@ -49,6 +49,10 @@ def json_body() -> dict[str, Any]:
                        f"the request body nests more than {MAX_DEPTH} levels deep")
     if not isinstance(body, dict):
         raise ApiError(400, "bad_request", "the request body must be a JSON object")
+    where = find_nul(body)
+    if where is not None:
+        raise ApiError(400, "bad_request", f"the request body's {where}: contains a NUL "
+                       "character (\\u0000)")
     return body
 
 

@@ -175,6 +175,9 @@ def test_only_workspace_admins_manage_members_and_the_last_admin_stays(
                  404, "not_found")
     assert_error(client.delete("/api/v1/workspaces/team/members/alice",
                                headers=as_user("alice")), 409, "conflict")
+    # Nor may the last admin demote herself: the workspace would have no one to manage it.
+    assert_error(client.put("/api/v1/workspaces/team/members/alice", json={"role": "viewer"},
+                            headers=as_user("alice")), 409, "conflict")
     assert_error(client.put("/api/v1/workspaces/team/members/ed", json={"role": "owner"},
                             headers=as_user("alice")), 400, "bad_request")
     described = client.get("/api/v1/workspaces/team", headers=as_user("root")).get_json()

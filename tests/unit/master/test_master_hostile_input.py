@@ -125,3 +125,26 @@ def test_refused_sbatch_args_name_the_template_they_came_from(app: Flask,
     assert stored.get_json()["error"]["details"][0].startswith(
         "<template>.slurm.sbatch_args[0]: option --uid is controlled by hpcdet")
     assert client.get("/api/v1/templates/evil", headers=USER).status_code == 404
+
+
+@pytest.mark.parametrize("url", [
+    "/api/v1/templates/a%00b", "/api/v1/workspaces/a%00b", "/api/v1/experiments?workspace=a%00b",
+    "/api/v1/experiments?la%00bel=x", "/api/v1/workspaces/w/projects/a%00b"])
+def test_a_nul_in_the_path_or_query_is_a_400(client: FlaskClient, url: str) -> None:
+    """PostgreSQL cannot store NUL: its driver's error used to be a 500 on these routes."""
+    message = assert_error(client.get(url, headers={"X-Hpcdet-User": "alice"}), 400,
+                           "bad_request")
+    assert "NUL" in message
+
+
+def test_a_nul_in_a_body_or_a_config_is_a_400(app: Flask, client: FlaskClient) -> None:
+    user = {"X-Hpcdet-User": "alice"}
+    made = client.post("/api/v1/workspaces", json={"name": "w"}, headers=user)
+    assert made.status_code == 201
+    message = assert_error(client.post("/api/v1/workspaces/w/projects", headers=user, json={
+        "name": "p", "description": "a\x00b"}), 400, "bad_request")
+    assert "description" in message and "NUL" in message
+    quoted = CONFIG.replace("entrypoint:", 'description: "a\\0b"\nentrypoint:', 1)
+    answer = create(client, config=quoted)
+    assert answer.status_code == 400 and "NUL" in answer.get_data(as_text=True)
+    assert experiment_count(app) == 0
