@@ -10,6 +10,7 @@ decides here what it may show to whom.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -23,6 +24,8 @@ from queue_helpers import FakeJob, FakeSlurmQueue, trial_comment
 from sqlalchemy import select
 
 from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.master import tokens
+from hpcdet.master.api.auth import SESSION_COOKIE
 from hpcdet.master.app import create_app
 from hpcdet.master.db import session_scope
 from hpcdet.master.job_queue import read_queue_snapshot
@@ -135,16 +138,47 @@ def slurm_queue() -> FakeSlurmQueue:
     return FakeSlurmQueue()
 
 
-@pytest.fixture
-def walker_app(settings: MasterSettings, slurm_queue: FakeSlurmQueue) -> Iterator[Flask]:
-    named = replace(settings, require_user=True, admins=("root",))
-    app = create_app(named, backend=SlurmBackend(runner=slurm_queue))
+# The walk runs on both kinds of master that tell users apart: proven users (auth.mode
+# munge: each user's API token, and a web session cookie for the pages) and named users
+# (auth.mode open with require_user: X-Hpcdet-User and the pages' name cookie).
+WALKER_MODES = ("munge", "named")
+_CURRENT: dict[str, Flask] = {}  # the walker app of the running test, for as_user()
+
+
+@pytest.fixture(params=WALKER_MODES)
+def walker_app(request: pytest.FixtureRequest, settings: MasterSettings,
+               slurm_queue: FakeSlurmQueue) -> Iterator[Flask]:
+    if request.param == "munge":
+        identified = replace(settings, auth_mode="munge", admins=("root",))
+    else:
+        identified = replace(settings, require_user=True, admins=("root",))
+    app = create_app(identified, backend=SlurmBackend(runner=slurm_queue))
     app.config["TESTING"] = True
+    app.config["WALKER_TOKENS"] = {}
+    _CURRENT["app"] = app
     yield app
+    _CURRENT.clear()
     app.config["HPCDET_ENGINE"].dispose()
 
 
+def _token(app: Flask, name: str, kind: str) -> str:
+    """``name``'s token of ``kind`` on ``app``, issued once (only its hash is stored)."""
+    cache: dict[tuple[str, str], str] = app.config["WALKER_TOKENS"]
+    if (name, kind) not in cache:
+        with session_scope(app.config["HPCDET_SESSION_FACTORY"]) as session:
+            cache[(name, kind)] = tokens.issue(session, name, kind, dt.timedelta(hours=1))[0]
+    return cache[(name, kind)]
+
+
+def munge_mode(app: Flask) -> bool:
+    return bool(app.config["HPCDET_SETTINGS"].auth_mode == "munge")
+
+
 def as_user(name: str) -> dict[str, str]:
+    """Headers that make the request ``name``'s on the running test's master."""
+    app = _CURRENT["app"]
+    if munge_mode(app):
+        return {"Authorization": f"Bearer {_token(app, name, 'api')}"}
     return {"X-Hpcdet-User": name}
 
 
@@ -237,8 +271,15 @@ BODIES: dict[str, Any] = {
 
 
 def call(client: FlaskClient, method: str, url: str, endpoint: str, user: str) -> Any:
-    client.set_cookie("hpcdet_user", user)
-    return client.open(url, method=method, json=BODIES.get(endpoint), headers=as_user(user))
+    app = _CURRENT["app"]
+    if munge_mode(app):  # the pages know the user by the session cookie of a one-time link
+        client.set_cookie(SESSION_COOKIE, _token(app, user, "web"))
+    else:
+        client.set_cookie("hpcdet_user", user)
+    answer = client.open(url, method=method, json=BODIES.get(endpoint), headers=as_user(user))
+    if endpoint == "api.logout":  # it revoked the caller's token: the next call gets a new one
+        app.config["WALKER_TOKENS"].pop((user, "api"), None)
+    return answer
 
 
 def routes(app: Flask) -> list[tuple[str, str, str]]:
