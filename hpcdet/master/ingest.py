@@ -147,11 +147,13 @@ class MetricWriter:
     def engine(self) -> Engine:
         return self._engine
 
-    def token_of(self, trial_id: int) -> str | None:
+    def token_of(self, trial_id: int, *, fresh: bool = False) -> str | None:
         """The hash of the trial's token; None if there is no such trial. Cached for
-        :data:`TOKEN_CACHE_SECONDS`: each submission of the trial gets a new token."""
+        :data:`TOKEN_CACHE_SECONDS` unless ``fresh``: each submission of the trial gets a
+        new token, so a token that does not match the cached hash is checked again fresh."""
         cached = self._tokens.get(trial_id)
-        if cached is not None and time.monotonic() - cached[1] < TOKEN_CACHE_SECONDS:
+        if not fresh and cached is not None \
+                and time.monotonic() - cached[1] < TOKEN_CACHE_SECONDS:
             return cached[0]
         with self._engine.connect() as conn:
             token = conn.execute(text("SELECT token FROM trials WHERE id = :id"),

@@ -387,18 +387,11 @@ def test_an_identity_changing_sbatch_arg_never_reaches_slurm(owner_master: Owner
     try:
         created = owner_master.det_as("user_a", "experiment", "create",
                                       str(directory / "config.yaml"), str(directory))
-        if created.returncode != 0:  # refused up front (the hardening part's check)
-            assert "uid" in created.stderr and "Traceback" not in created.stderr, created
-            return
-        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
-        answer = _wait_ended(owner_master, exp_id)
-        assert answer["experiment"]["state"] == "ERROR"
-        trial_id = answer["trials"][0]["id"]
-        detail = load_json(owner_master.det_as("user_a", "trial", "describe", str(trial_id),
-                                               "--json").stdout)
-        assert not detail["trial"]["job_ids"]
-        logs = owner_master.det_as("user_a", "trial", "logs", str(trial_id)).stdout
-        assert "#SBATCH --uid is not allowed" in logs, logs
+        # Refused at create, one line, and nothing was made (the helper would refuse too).
+        assert created.returncode != 0 and "--uid" in created.stderr, created
+        assert "Traceback" not in created.stderr and len(created.stderr.splitlines()) <= 3
+        listed = load_json(owner_master.det_as("user_a", "experiment", "list", "--json").stdout)
+        assert listed["experiments"] == []
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -424,3 +417,54 @@ def test_a_missing_sudo_rule_is_one_line_quoting_the_rule_and_leaves_no_job() ->
             assert [line for line in logs.splitlines() if rule in line], logs
         finally:
             shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.parametrize("owner_master", ["sqlite"], indirect=True)
+def test_intruder_can_neither_read_nor_change_user_as_experiment(
+        owner_master: OwnerMaster) -> None:
+    """The Must-show list: through the master (det, proven by MUNGE, with or without -u)
+    and through the filesystem, intruder learns nothing of user_a's experiment and cannot
+    pause, kill, update or move its job."""
+    directory = _experiment(f"exp-{secrets.token_hex(4)}")
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["slurm"] = {"sbatch_args": ["--begin=now+3600"]}  # stays PENDING (BeginTime)
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    env = {**os.environ, "SLURM_CONF": SLURM_CONF}
+    try:
+        created = owner_master.det_as("user_a", "experiment", "create",
+                                      str(directory / "config.yaml"), str(directory))
+        assert created.returncode == 0, created.stdout + created.stderr
+        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+        job_id = _wait_for_job(owner_master, exp_id)
+        trial_id = load_json(owner_master.det_as("user_a", "experiment", "describe",
+                                                 str(exp_id), "--json").stdout)["trials"][0]["id"]
+        before = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%u %P %T %y"], env=env,
+                                capture_output=True, text=True, check=False).stdout.split()
+        attempts = [
+            ("experiment", "describe", str(exp_id)), ("trial", "logs", str(trial_id)),
+            ("trial", "describe", str(trial_id)), ("experiment", "pause", str(exp_id)),
+            ("experiment", "kill", str(exp_id)), ("experiment", "archive", str(exp_id)),
+            ("job", "update", job_id, "--resource-pool", "debug"),
+            ("job", "update", job_id, "--priority", "1"),
+            ("-u", "user_a", "experiment", "kill", str(exp_id)),  # a name proves nothing
+        ]
+        for attempt in attempts:
+            refused = owner_master.det_as("intruder", *attempt)
+            assert refused.returncode != 0, (attempt, refused.stdout)
+            assert "Traceback" not in refused.stderr and "private" not in refused.stdout
+        listed = load_json(owner_master.det_as("intruder", "experiment", "list", "--json").stdout)
+        assert listed["experiments"] == []
+        job_dir = JOB_ROOT / "user_a"
+        for path in (job_dir, *job_dir.rglob("trial.json"), *job_dir.rglob("*.sh")):
+            peek = _as("intruder", "cat" if path.is_file() else "ls", str(path))
+            assert peek.returncode != 0 and b"Permission denied" in peek.stderr, path
+        after = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%u %P %T %y"], env=env,
+                               capture_output=True, text=True, check=False).stdout.split()
+        assert after == before and after[:3] == ["user_a", "batch", "PENDING"], (before, after)
+        state = load_json(owner_master.det_as("user_a", "experiment", "describe", str(exp_id),
+                                              "--json").stdout)["experiment"]
+        assert (state["state"], state["archived"]) == ("ACTIVE", False)
+        owner_master.det_as("user_a", "experiment", "kill", str(exp_id))
+        _wait_ended(owner_master, exp_id)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

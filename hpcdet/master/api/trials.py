@@ -16,12 +16,13 @@ from sqlalchemy import select
 from hpcdet.master import serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import trial_for
-from hpcdet.master.api.auth import require_token
+from hpcdet.master.api.auth import bearer_token, require_token
 from hpcdet.master.api.common import db, json_body
 from hpcdet.master.errors import ApiError
 from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.models import Checkpoint, Job, Metric, Trial
 from hpcdet.master.reports import apply_reports, checkpoint_batch, metric_group, metrics_batch
+from hpcdet.master.tokens import token_matches
 
 
 def jobs_by_trial(trial_ids: list[int]) -> dict[int, list[Job]]:
@@ -122,4 +123,7 @@ def _require_token_of(writer: MetricWriter, trial_id: int) -> None:
     token = writer.token_of(trial_id)
     if token is None:
         raise ApiError(404, "not_found", f"trial {trial_id} not found")
+    if not token_matches(bearer_token(), token):
+        # The cached hash may be the previous submission's: read the current one once.
+        token = writer.token_of(trial_id, fresh=True) or token
     require_token(trial_id, token)

@@ -80,6 +80,27 @@ def test_the_database_holds_only_the_hash_of_a_trials_token(
         .status_code == 401
 
 
+def test_a_resubmissions_new_token_works_at_once_despite_the_cached_hash(
+        client: FlaskClient, app: Flask, reconciler: Reconciler) -> None:
+    """Each submission gets a new token; the report route caches the hash it last read, so
+    the new job's first reports used to be refused (401) until the cache expired."""
+    create(client)
+    reconciler.cycle()
+    with app.config["HPCDET_SESSION_FACTORY"]() as session:
+        [trial] = session.query(Trial).all()
+        trial_id = trial.id
+    url = f"/api/v1/trials/{trial_id}/metrics"
+    body = {"group": "training", "reports": [{"steps_completed": 1, "metrics": {"loss": 1.0}}]}
+    first, second = "first-runs-token", "second-runs-token"
+    for token, steps in ((first, 1), (second, 2)):  # as a resubmission rotates it
+        with app.config["HPCDET_SESSION_FACTORY"]() as session:
+            session.get(Trial, trial_id).token = hash_token(token)  # type: ignore[union-attr]
+            session.commit()
+        body["reports"][0]["steps_completed"] = steps  # type: ignore[index]
+        answer = client.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.get_json()
+
+
 def test_migration_0006_hashes_the_tokens_of_existing_trials(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     config = Config()
