@@ -113,8 +113,10 @@ def test_the_owner_is_the_proven_user(master: LiveMaster) -> None:
     created = as_user(master, "intruder", "-u", "user_a", "experiment", "create", str(path),
                       str(path.parent))
     exp_id = int(ok(created).split()[-1])
-    owner = master_get(master, "user_a", f"/experiments/{exp_id}")["experiment"]["owner"]
+    owner = master_get(master, "intruder", f"/experiments/{exp_id}")["experiment"]["owner"]
     assert owner == "intruder"
+    # user_a, whose name was given, does not even see it: it is intruder's alone.
+    assert master_get(master, "user_a", f"/experiments/{exp_id}")["status"] == 404
     ok(as_user(master, "intruder", "experiment", "kill", str(exp_id)))
 
 

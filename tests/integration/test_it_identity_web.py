@@ -88,10 +88,12 @@ def test_one_time_link_csrf_and_ownership(master: LiveMaster, context: Any) -> N
     assert post_from_page(page, kill, "forged") == 403
     assert state_of(master, mine) == "ACTIVE"
 
-    # Another user's experiment: no buttons, and the API refuses even with the CSRF token.
-    page.goto(f"{master.url}/experiments/{theirs}")
+    # Another user's experiment: its page is the 404 page (not even its name shows), and
+    # the API refuses even with the CSRF token, as for an experiment that does not exist.
+    shown = page.goto(f"{master.url}/experiments/{theirs}")
+    assert shown is not None and shown.status == 404
     assert page.locator("[data-actions]").count() == 0
-    assert post_from_page(page, f"{master.url}/api/v1/experiments/{theirs}/pause", csrf) == 403
+    assert post_from_page(page, f"{master.url}/api/v1/experiments/{theirs}/pause", csrf) == 404
     assert state_of(master, theirs) == "ACTIVE"
 
     # Their own: the page's Pause button (it sends the CSRF token) works.

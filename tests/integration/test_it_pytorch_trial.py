@@ -28,6 +28,12 @@ import yaml
 from it_helpers import REPO, LiveMaster, load_json
 
 pytestmark = [pytest.mark.slurm, pytest.mark.torch]
+
+
+@pytest.fixture
+def master_settings(tmp_path: Path) -> dict[str, Any]:
+    """The tests keep checkpoints in ``tmp_path/ckpt``: a storage root the site allows."""
+    return {"security": {"storage_roots": [str(tmp_path / "ckpt"), str(tmp_path / "jobs")]}}
 DIGITS = REPO / "examples" / "digits"
 TOTAL_BATCHES = 96  # a bit over 4 epochs of 23 batches: the run ends mid-epoch
 PERIOD_BATCHES = 24  # validate and checkpoint every 24 batches: not on an epoch boundary
