@@ -75,8 +75,14 @@ def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
 
     ``O_NOFOLLOW`` refuses a link as the last component, ``O_NONBLOCK`` keeps a FIFO from
     blocking the open, and ``fstat`` on the opened descriptor refuses anything but a
-    regular file. Raises :class:`UnsafeFileError` (an :class:`OSError`) naming the path.
+    regular file. A link in the directories above it is followed only if root owns it
+    (a site's ``/scratch -> /lustre/scratch``), never one a user or a job made: user_a
+    replacing her own ``trial-1`` directory by a link to user_b's must not make the
+    master read user_b's files for her. The path the descriptor really opened is
+    checked afterwards too, so a directory swapped for a link meanwhile is caught.
+    Raises :class:`UnsafeFileError` (an :class:`OSError`) naming the path.
     """
+    expected = _trusted_path(path)
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(path, flags)
@@ -85,18 +91,52 @@ def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
             raise UnsafeFileError(errno.ELOOP, "is a symbolic link; hpcdet does not follow "
                                   "links in job directories", str(path)) from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeFileError(errno.EINVAL, "is not a regular file; not read", str(path))
+        if _opened_path(fd) not in (None, expected):
+            raise UnsafeFileError(errno.ELOOP, "changed while it was opened (a directory "
+                                  "became a link); not read", str(path))
+    except BaseException:
         os.close(fd)
-        raise UnsafeFileError(errno.EINVAL, "is not a regular file; not read", str(path))
+        raise
     return os.fdopen(fd, "rb")
 
 
 def is_real_dir(path: str | os.PathLike[str]) -> bool:
-    """True if ``path`` is a directory and not a symbolic link to one."""
+    """True if ``path`` is a directory, not a link to one, and reached through no link a
+    user or a job made (see :func:`open_regular`)."""
     try:
+        _trusted_path(path)
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def _trusted_path(path: str | os.PathLike[str]) -> str:
+    """``path`` made absolute with root's links in its directories resolved; raises
+    :class:`UnsafeFileError` at a link anyone else owns."""
+    current = "/"
+    parts = Path(os.path.abspath(path)).parts
+    for part in parts[1:-1]:
+        candidate = os.path.join(current, part)
+        info = os.lstat(candidate)
+        if stat.S_ISLNK(info.st_mode):
+            if info.st_uid != 0:
+                raise UnsafeFileError(errno.ELOOP, f"has a symbolic link in its path "
+                                      f"({candidate}) that root does not own; hpcdet does "
+                                      "not follow it", str(path))
+            candidate = os.path.realpath(candidate)
+        current = candidate
+    return os.path.join(current, parts[-1]) if len(parts) > 1 else current
+
+
+def _opened_path(fd: int) -> str | None:
+    """The path the kernel opened ``fd`` at (Linux ``/proc``); None where unknown."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

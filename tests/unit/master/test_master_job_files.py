@@ -3,6 +3,7 @@ and the master's files are private (modes)."""
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from sqlalchemy import select
 from hpcdet.dispatcher import JobRef
 from hpcdet.dispatcher.jobdir import prepare_job_dir
 from hpcdet.dispatcher.slurm import read_exit_file
+from hpcdet.jobfiles import UnsafeFileError, is_real_dir, open_regular
 from hpcdet.master.app import create_app
 from hpcdet.master.logs import ingest_job_logs
 from hpcdet.master.models import TrialLog
@@ -114,3 +116,39 @@ def test_the_sqlite_database_and_state_dir_are_private(tmp_path: Path) -> None:
     engine.dispose()
     for path in (state, database, *state.glob("hpcdet.sqlite-*")):
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+def _two_users_trials(tmp_path: Path) -> tuple[Path, Path]:
+    """user_b's trial directory with a log, and user_a's trial directory replaced by a link
+    to it, made (owned) by user_a as she could in her own directory."""
+    theirs = tmp_path / "jobs" / "user_b" / "exp-2" / "trial-2"
+    (theirs / "spool").mkdir(parents=True)
+    (theirs / "slurm-7.out").write_text("user_b's secret\n")
+    mine = tmp_path / "jobs" / "user_a" / "exp-1" / "trial-1"
+    mine.parent.mkdir(parents=True)
+    mine.symlink_to(theirs)
+    os.lchown(mine, 4242, 4242)  # a link a user made, not root
+    return mine, theirs
+
+
+def test_a_users_link_in_the_directories_above_is_not_followed(tmp_path: Path) -> None:
+    """Finding 4, one level up: user_a's trial directory made a link to user_b's must not
+    let the master read user_b's log (or ingest and delete her spool) for user_a."""
+    mine, theirs = _two_users_trials(tmp_path)
+    with pytest.raises(UnsafeFileError, match="symbolic link in its path"):
+        open_regular(mine / "slurm-7.out")
+    assert not is_real_dir(mine / "spool")
+    with open_regular(theirs / "slurm-7.out") as handle:  # the real path still reads
+        assert handle.read() == b"user_b's secret\n"
+
+
+def test_roots_links_above_a_job_directory_are_followed(tmp_path: Path) -> None:
+    """A site's own link (``/scratch -> /lustre/scratch``, owned by root) keeps working."""
+    real = tmp_path / "lustre" / "jobs"
+    (real / "trial-1").mkdir(parents=True)
+    (real / "trial-1" / "slurm-1.out").write_text("mine\n")
+    (tmp_path / "scratch").symlink_to(tmp_path / "lustre")
+    assert os.lstat(tmp_path / "scratch").st_uid == 0  # the tests run as root
+    with open_regular(tmp_path / "scratch" / "jobs" / "trial-1" / "slurm-1.out") as handle:
+        assert handle.read() == b"mine\n"
+    assert is_real_dir(tmp_path / "scratch" / "jobs" / "trial-1")
