@@ -36,8 +36,9 @@ def create_as(master: LiveMaster, user: str, name: str) -> int:
                           str(path.parent))).split()[-1])
 
 
-def state_of(master: LiveMaster, exp_id: int) -> str:
-    token = json.loads(ok(as_user(master, "user_a", "user", "token", "create", "--json",
+def state_of(master: LiveMaster, exp_id: int, owner: str = "user_a") -> str:
+    """The experiment's state, as its owner reads it (nobody else sees it)."""
+    token = json.loads(ok(as_user(master, owner, "user", "token", "create", "--json",
                                   "--expires-days", "1")))["token"]
     answer = httpx.get(f"{master.url}/api/v1/experiments/{exp_id}",
                        headers={"Authorization": f"Bearer {token}"}).json()
@@ -94,7 +95,7 @@ def test_one_time_link_csrf_and_ownership(master: LiveMaster, context: Any) -> N
     assert shown is not None and shown.status == 404
     assert page.locator("[data-actions]").count() == 0
     assert post_from_page(page, f"{master.url}/api/v1/experiments/{theirs}/pause", csrf) == 404
-    assert state_of(master, theirs) == "ACTIVE"
+    assert state_of(master, theirs, "user_b") == "ACTIVE"
 
     # Their own: the page's Pause button (it sends the CSRF token) works.
     page.goto(f"{master.url}/experiments/{mine}")
