@@ -132,3 +132,14 @@ def test_output() -> Path:
     path = Path(os.environ.get("HPCDET_TEST_OUTPUT") or REPO / "test-output")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def dev_tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA and a server certificate made by ``scripts/dev-tls`` (openssl), for TLS tests."""
+    directory = tmp_path_factory.mktemp("tls")
+    subprocess.run([str(Path(__file__).resolve().parents[1] / "scripts" / "dev-tls")],
+                   check=True, capture_output=True, timeout=120,
+                   env={"PATH": "/usr/bin:/bin", "HPCDET_TLS_DIR": str(directory),
+                        "HOME": str(directory)})
+    return directory

@@ -345,17 +345,22 @@ def _wait_for_job(master: OwnerMaster, exp_id: int) -> str:
     raise AssertionError(f"no job for experiment {exp_id}:\n{master.log.read_text()[-3000:]}")
 
 
+def _pending_experiment(master: OwnerMaster, directory: Path) -> tuple[int, str]:
+    """user_a's experiment whose job stays PENDING (BeginTime in an hour): (id, job id)."""
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["slurm"] = {"sbatch_args": ["--begin=now+3600"]}
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    created = master.det_as("user_a", "experiment", "create", str(directory / "config.yaml"),
+                            str(directory))
+    assert created.returncode == 0, created.stdout + created.stderr
+    exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+    return exp_id, _wait_for_job(master, exp_id)
+
+
 def test_job_update_moves_user_as_pending_job_as_user_a(owner_master: OwnerMaster) -> None:
     directory = _experiment(f"exp-{secrets.token_hex(4)}")
-    config = yaml.safe_load((directory / "config.yaml").read_text())
-    config["slurm"] = {"sbatch_args": ["--begin=now+3600"]}  # stays PENDING (BeginTime)
-    (directory / "config.yaml").write_text(yaml.safe_dump(config))
     try:
-        created = owner_master.det_as("user_a", "experiment", "create",
-                                      str(directory / "config.yaml"), str(directory))
-        assert created.returncode == 0, created.stdout + created.stderr
-        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
-        job_id = _wait_for_job(owner_master, exp_id)
+        exp_id, job_id = _pending_experiment(owner_master, directory)
         moved = owner_master.det_as("user_a", "job", "update", job_id, "--resource-pool",
                                     "debug")
         assert moved.returncode == 0, (moved, owner_master.log.read_text()[-2000:])
@@ -427,16 +432,9 @@ def test_intruder_can_neither_read_nor_change_user_as_experiment(
     and through the filesystem, intruder learns nothing of user_a's experiment and cannot
     pause, kill, update or move its job."""
     directory = _experiment(f"exp-{secrets.token_hex(4)}")
-    config = yaml.safe_load((directory / "config.yaml").read_text())
-    config["slurm"] = {"sbatch_args": ["--begin=now+3600"]}  # stays PENDING (BeginTime)
-    (directory / "config.yaml").write_text(yaml.safe_dump(config))
     env = {**os.environ, "SLURM_CONF": SLURM_CONF}
     try:
-        created = owner_master.det_as("user_a", "experiment", "create",
-                                      str(directory / "config.yaml"), str(directory))
-        assert created.returncode == 0, created.stdout + created.stderr
-        exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
-        job_id = _wait_for_job(owner_master, exp_id)
+        exp_id, job_id = _pending_experiment(owner_master, directory)
         trial_id = load_json(owner_master.det_as("user_a", "experiment", "describe",
                                                  str(exp_id), "--json").stdout)["trials"][0]["id"]
         before = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%u %P %T %y"], env=env,

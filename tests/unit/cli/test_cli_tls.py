@@ -6,7 +6,6 @@ A real TLS server in a thread (werkzeug, certificates from scripts/dev-tls) answ
 
 from __future__ import annotations
 
-import shutil
 import ssl
 import subprocess
 import threading
@@ -26,16 +25,11 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    directory = tmp_path_factory.mktemp("tls")
-    subprocess.run([str(REPO / "scripts" / "dev-tls")], check=True, capture_output=True,
-                   env={"PATH": "/usr/bin:/bin", "HPCDET_TLS_DIR": str(directory),
-                        "HOME": str(directory)}, timeout=120)
-    leaf = (directory / "server.pem").read_text().split("-----END CERTIFICATE-----")[0]
-    (directory / "leaf.pem").write_text(leaf + "-----END CERTIFICATE-----\n")
-    return directory
+def tls_dir(dev_tls_dir: Path) -> Path:
+    """scripts/dev-tls's CA and certificate, plus the server's own (leaf) certificate alone."""
+    leaf = (dev_tls_dir / "server.pem").read_text().split("-----END CERTIFICATE-----")[0]
+    (dev_tls_dir / "leaf.pem").write_text(leaf + "-----END CERTIFICATE-----\n")
+    return dev_tls_dir
 
 
 @pytest.fixture(scope="module")

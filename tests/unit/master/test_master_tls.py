@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -22,15 +21,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A CA and server certificate made by scripts/dev-tls (needs openssl)."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    directory = tmp_path_factory.mktemp("tls")
-    subprocess.run([str(REPO / "scripts" / "dev-tls")], check=True, capture_output=True,
-                   env={"PATH": "/usr/bin:/bin", "HPCDET_TLS_DIR": str(directory),
-                        "HOME": str(directory)}, timeout=120)
-    return directory
+def tls_dir(dev_tls_dir: Path) -> Path:
+    """A CA and server certificate made by scripts/dev-tls."""
+    return dev_tls_dir
 
 
 def _load(tmp_path: Path, security: object) -> MasterSettings:
