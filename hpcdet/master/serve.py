@@ -50,6 +50,7 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
 def _run_master(settings: MasterSettings) -> None:
     from hpcdet.master.db import migrate
 
+    refuse_root_owner_mode(settings)
     private_state_dir(settings.state_dir)
     migrate(settings.db_url)
     supervisor = ReconcilerSupervisor(settings)
@@ -69,6 +70,19 @@ def warn_if_open(settings: MasterSettings) -> None:
         log.warning("auth.mode is open: ANYONE who can reach this master can claim ANY user "
                     "name (X-Hpcdet-User); use auth.mode: munge on a shared cluster "
                     "(docs/admin/security.md)")
+
+
+def refuse_root_owner_mode(settings: MasterSettings, euid: int | None = None) -> None:
+    """Jobs as their owners need the master to run as its service account: the run-as
+    helper (and sudo's rule) refuse root; say so at start rather than at every submission."""
+    euid = os.geteuid() if euid is None else euid
+    if euid == 0 and settings.runas.owner_mode:
+        raise click.ClickException(
+            "security.jobs_run_as: owner: run the master as its service account, not root "
+            "(runuser -u hpcdet -- det-master ...; docs/admin/security.md)")
+    if euid == 0:
+        log.warning("the master runs as root: every job runs as root too; on a shared "
+                    "cluster run it as a service account (docs/admin/security.md)")
 
 
 def private_state_dir(state_dir: str) -> Path:

@@ -164,7 +164,7 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         "url", f"sqlite:///{Path(state_dir).expanduser() / 'hpcdet.sqlite'}")
     auth = _auth_getter(get.section("auth"), errors)
     security = _security(get.section("security"), errors)
-    return MasterSettings(
+    settings = MasterSettings(
         host=get.text("host", "0.0.0.0"),
         port=port,
         db_url=db_url,
@@ -185,6 +185,11 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         hardening=build_hardening(security, f"{ROOT}.security", errors),
         tls=build_tls(security, f"{ROOT}.security", errors),
     )
+    if settings.runas.owner_mode and settings.auth_mode != "munge":
+        # Jobs run as the caller's name: on an open master anyone could name anyone.
+        errors.append(f"{ROOT}.security.jobs_run_as: owner needs auth.mode: munge (jobs run "
+                      "as the user MUNGE proves; an open master believes any name)")
+    return settings
 
 
 _AUTH_KEYS = {"mode", "require_user", "admins", "session_hours", "pam"}

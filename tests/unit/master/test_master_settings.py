@@ -152,3 +152,32 @@ def test_security_run_as_keys(tmp_path: Path) -> None:
         load_settings(path, environ={})
     assert len(info.value.errors) == 2
     assert all(e.startswith("<master.yaml>.security.") for e in info.value.errors)
+
+
+def test_jobs_as_their_owner_need_proven_users(tmp_path: Path) -> None:
+    """On an open master anyone can claim any name: running jobs as that name would let
+    anyone run jobs as anyone."""
+    path = tmp_path / "master.yaml"
+    path.write_text("auth: {mode: open, require_user: true}\nsecurity: {jobs_run_as: owner}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, environ={})
+    assert info.value.errors == ["<master.yaml>.security.jobs_run_as: owner needs auth.mode: "
+                                 "munge (jobs run as the user MUNGE proves; an open master "
+                                 "believes any name)"]
+
+
+def test_a_root_master_refuses_to_run_jobs_as_their_owners(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import click
+
+    from hpcdet.master.serve import refuse_root_owner_mode
+    from hpcdet.master.settings import MasterSettings
+    from hpcdet.master.settings_runas import RunAsSettings
+
+    owner = MasterSettings(auth_mode="munge", runas=RunAsSettings(jobs_run_as="owner"))
+    with pytest.raises(click.ClickException, match="not root"):
+        refuse_root_owner_mode(owner, euid=0)
+    refuse_root_owner_mode(owner, euid=1000)  # the service account: fine
+    with caplog.at_level("WARNING", logger="hpcdet.master"):
+        refuse_root_owner_mode(MasterSettings(), euid=0)
+    assert "runs as root" in caplog.text
