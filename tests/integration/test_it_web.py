@@ -157,7 +157,9 @@ def _logs_follow_live(trial: WatchedPage) -> None:
     lines = "#logs [data-log-id]"
     first = wait_for(lambda: trial.count(lines), "the first log lines", 180)
     wait_for(lambda: trial.count(lines) > first, "more log lines without a reload", 120)
-    assert "epoch" in trial.page.locator("#logs").inner_text()
+    # The first lines may all be the ranks' start-up lines: the training's come later.
+    wait_for(lambda: "epoch" in trial.page.locator("#logs").inner_text(),
+             "an epoch line in the live log view", 120)
 
 
 def _logs_filter_by_rank(trial: WatchedPage) -> None:
