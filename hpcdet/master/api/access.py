@@ -6,6 +6,8 @@ it through these helpers, so the rules of :mod:`hpcdet.master.authz` apply every
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from sqlalchemy import select
 
 from hpcdet.master import authz
@@ -48,22 +50,26 @@ def trial_for(trial_id: int, needed: Access = READ, actor: str | None = None) ->
 
 def task_for(task_id: int, needed: Access = READ) -> CommandTask:
     """The command task, if the caller may ``needed`` it."""
-    who, what = current_user(), f"task {task_id}"
-    task = db().get(CommandTask, task_id)
-    if task is None:
-        raise authz.not_found(what)
-    authz.require(db(), settings(), who, task, what, needed)
-    return task
+    return _owned_row(CommandTask, task_id, f"task {task_id}", needed)
 
 
 def template_for(name: str, needed: Access = READ) -> Template:
     """The template, if the caller may ``needed`` it."""
-    who, what = current_user(), f"template {name!r}"
-    template = db().get(Template, name)
-    if template is None:
+    return _owned_row(Template, name, f"template {name!r}", needed)
+
+
+_Row = TypeVar("_Row", CommandTask, Template)
+
+
+def _owned_row(model: type[_Row], key: object, what: str, needed: Access) -> _Row:
+    """The row of ``model`` at ``key``, if the caller may ``needed`` it. The caller is
+    known first, so a request without an identity stays a 401, never a 404."""
+    who = current_user()
+    row = db().get(model, key)
+    if row is None:
         raise authz.not_found(what)
-    authz.require(db(), settings(), who, template, what, needed)
-    return template
+    authz.require(db(), settings(), who, row, what, needed)
+    return row
 
 
 class _Owned:
