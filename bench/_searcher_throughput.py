@@ -1,7 +1,8 @@
 """``bench/searcher.py throughput``: validations per second through the master's ASHA searcher.
 
 What is measured
-    The master's real search step (:class:`hpcdet.master.searching.SearchDriver`) consuming
+    The master's real search step (:class:`~hpcdet.master.experiments.searching.SearchDriver`)
+    consuming
     validation events from the database: an ``adaptive_asha`` experiment with ``--trials``
     trials (all created up front) and ``--events`` validation events already queued in
     ``searcher_events`` (each trial reporting epoch 1, 2, ... with a noisy loss), as the
@@ -28,10 +29,10 @@ from typing import Any
 
 from sqlalchemy import create_engine, insert, select, text
 
-import hpcdet.master.searching as searching
+import hpcdet.master.experiments.searching as searching
 from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope
 from hpcdet.master.models import Experiment, SearcherEvent, Trial
-from hpcdet.master.settings import MasterSettings
+from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 

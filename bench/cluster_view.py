@@ -60,13 +60,13 @@ from flask import Flask  # noqa: E402
 from poll import check_cluster, ensure_slurm_conf  # noqa: E402
 
 from hpcdet.dispatcher.commands import CommandRunner  # noqa: E402
-from hpcdet.dispatcher.slurm import SlurmBackend  # noqa: E402
+from hpcdet.dispatcher.slurm.backend import SlurmBackend  # noqa: E402
 from hpcdet.master.app import create_app  # noqa: E402
 from hpcdet.master.db import migrate, session_scope  # noqa: E402
-from hpcdet.master.job_queue import job_rows, read_fresh_queue, read_queue_snapshot  # noqa: E402
-from hpcdet.master.pools import read_pools  # noqa: E402
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings  # noqa: E402
-from hpcdet.master.snapshots import POOLS, QUEUE, store_snapshot  # noqa: E402
+from hpcdet.master.queue.job_queue import job_rows, read_fresh_queue, read_queue_snapshot  # noqa: E402
+from hpcdet.master.queue.pools import read_pools  # noqa: E402
+from hpcdet.master.queue.snapshots import POOLS, QUEUE, store_snapshot  # noqa: E402
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings  # noqa: E402
 
 JOB_NAME = "hpcdet-bench-view"
 TARGET_REFRESH_COMMANDS = 3  # sinfo + squeue (pools), squeue (queue)

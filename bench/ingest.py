@@ -69,7 +69,7 @@ from sqlalchemy.orm import Session  # noqa: E402
 
 from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope  # noqa: E402
 from hpcdet.master.models import Experiment, Trial  # noqa: E402
-from hpcdet.master.tokens import hash_token  # noqa: E402
+from hpcdet.master.security.tokens import hash_token  # noqa: E402
 from hpcdet.master.transitions import transition  # noqa: E402
 from hpcdet.states import State  # noqa: E402
 

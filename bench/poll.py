@@ -49,7 +49,7 @@ from _common import log, run_script, terminate_as_interrupt  # noqa: E402
 
 from hpcdet.dispatcher.base import JobPhase, JobRef, JobStatus  # noqa: E402
 from hpcdet.dispatcher.commands import CommandRunner  # noqa: E402
-from hpcdet.dispatcher.slurm import SlurmBackend  # noqa: E402
+from hpcdet.dispatcher.slurm.backend import SlurmBackend  # noqa: E402
 from hpcdet.errors import SchedulerError  # noqa: E402
 
 JOB_NAME = "hpcdet-bench-poll"

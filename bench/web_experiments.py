@@ -55,11 +55,11 @@ from sqlalchemy import create_engine, event, insert, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from hpcdet import expconf  # noqa: E402
-from hpcdet.dispatcher.slurm import SlurmBackend  # noqa: E402
+from hpcdet.dispatcher.slurm.backend import SlurmBackend  # noqa: E402
 from hpcdet.master.app import create_app  # noqa: E402
 from hpcdet.master.db import migrate, session_scope  # noqa: E402
 from hpcdet.master.models import Experiment, Trial  # noqa: E402
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings  # noqa: E402
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings  # noqa: E402
 
 TARGET_MS = 300.0
 EXAMPLE = REPO / "examples" / "digits" / "asha.yaml"

@@ -1,7 +1,7 @@
 """``det sbatch``: submit an unmodified batch script through the master, as sbatch would.
 
 The options are read exactly as sbatch reads them (#SBATCH lines, then ``SBATCH_*``
-variables, then the command line; :mod:`hpcdet.dispatcher.sbatch_options`), merged here,
+variables, then the command line; :mod:`hpcdet.dispatcher.slurm.sbatch_options`), merged here,
 where the user's environment and working directory are known, and sent to the master,
 which runs sbatch and tracks the job as a command task (``det task``). See docs/sbatch.md.
 """
@@ -21,7 +21,7 @@ import click
 from hpcdet import __version__
 from hpcdet.cli.main import CliState
 from hpcdet.cli.output import warn
-from hpcdet.dispatcher.sbatch_options import (
+from hpcdet.dispatcher.slurm.sbatch_options import (
     CLI_ONLY,
     Setting,
     check_not_refused,
@@ -34,7 +34,7 @@ from hpcdet.dispatcher.sbatch_options import (
     script_words,
     value_of,
 )
-from hpcdet.dispatcher.slurm_task import ENV_NAME, MAX_SCRIPT_BYTES, check_script
+from hpcdet.dispatcher.slurm.task import ENV_NAME, MAX_SCRIPT_BYTES, check_script
 from hpcdet.errors import ValidationError
 
 USAGE = "[SBATCH OPTIONS] SCRIPT [ARGS]..."

@@ -4,7 +4,7 @@ The training loop must never wait for the master. When more than ``max_pending``
 are waiting, the reporter appends the next ones here instead of holding them in memory,
 and it reads them back, oldest first, once the master answers again. When it closes, it
 writes whatever is still undelivered here for the master to collect from the job
-directory (``hpcdet/master/spool_ingest.py``). The layout (documented in
+directory (``hpcdet/master/reports/spool_ingest.py``). The layout (documented in
 ``docs/job-directory.md``)::
 
     <job_dir>/spool/r<run_id>.q<requeue>.k<rank>/

@@ -177,7 +177,7 @@ class Backend(abc.ABC):
 
 
 BACKEND_MODULES: Mapping[str, str] = {
-    "slurm": "hpcdet.dispatcher.slurm",
+    "slurm": "hpcdet.dispatcher.slurm.backend",
 }
 
 

@@ -10,9 +10,9 @@ from werkzeug.routing import IntegerConverter, Map
 from hpcdet.dispatcher import Backend, get_backend
 from hpcdet.master.api import body_limits, nul_guard
 from hpcdet.master.db import make_engine, make_session_factory
-from hpcdet.master.ingest import MetricWriter
-from hpcdet.master.settings import MasterSettings, load_settings
-from hpcdet.master.settings_runas import make_runas
+from hpcdet.master.reports.ingest import MetricWriter
+from hpcdet.master.settings.core import MasterSettings, load_settings
+from hpcdet.master.settings.runas import make_runas
 
 MAX_DB_INT = 2**63 - 1
 

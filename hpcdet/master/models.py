@@ -70,7 +70,7 @@ class Experiment(Base):
     searcher_name: Mapped[str] = mapped_column(String(32))
     resource_pool: Mapped[str | None] = mapped_column(String(128))
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
-    # Where it belongs (hpcdet.master.authz): NULL is its owner's alone (and admins').
+    # Where it belongs (hpcdet.master.security.authz): NULL is its owner's alone (and admins').
     workspace_id: Mapped[int | None] = mapped_column(
         ForeignKey("workspaces.id", ondelete="RESTRICT"), index=True)
     project_id: Mapped[int | None] = mapped_column(

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from hpcdet.errors import ConfigError
-from hpcdet.master.settings import MasterSettings, load_settings
+from hpcdet.master.settings.core import MasterSettings, load_settings
 
 log = logging.getLogger("hpcdet.master")
 
@@ -107,7 +107,7 @@ def sync_accounts_command(settings: MasterSettings, dry_run: bool) -> None:
     from hpcdet.dispatcher.commands import CommandRunner
     from hpcdet.errors import HpcdetError
     from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope
-    from hpcdet.master.fair_share import describe, sync_accounts
+    from hpcdet.master.queue.fair_share import describe, sync_accounts
 
     try:
         migrate(settings.db_url)
@@ -186,13 +186,13 @@ def run_reconciler(settings: MasterSettings) -> None:
     """Entry point of the reconciler process."""
     from hpcdet.dispatcher import get_backend
     from hpcdet.master.db import make_engine, make_session_factory
-    from hpcdet.master.reconciler import Reconciler
+    from hpcdet.master.scheduling.reconciler import Reconciler
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     _stop_when_orphaned(stop)
-    from hpcdet.master.settings_runas import make_runas
+    from hpcdet.master.settings.runas import make_runas
 
     backend = get_backend(settings.resource_manager.type,
                           template_dir=settings.resource_manager.template_dir,

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher import JobPhase, JobRef
-from hpcdet.dispatcher.slurm import SlurmBackend
-from hpcdet.master.jobspec import TrialRun, build_job_spec
-from hpcdet.master.pools import Pool, pools_from_snapshot, read_pools
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
-from hpcdet.master.settings_pools import CustomPool, PartitionOverride, SlurmDefaults
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.master.queue.pools import Pool, pools_from_snapshot, read_pools
+from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
+from hpcdet.master.settings.pools import CustomPool, PartitionOverride, SlurmDefaults
 
 pytestmark = [pytest.mark.slurm]
 

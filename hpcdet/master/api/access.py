@@ -1,7 +1,7 @@
 """Look an object up for the caller: 404 if missing *or unseen*, 403 if seen but not theirs.
 
 Every route that reads or changes an experiment, trial, checkpoint, task or template finds
-it through these helpers, so the rules of :mod:`hpcdet.master.authz` apply everywhere.
+it through these helpers, so the rules of :mod:`hpcdet.master.security.authz` apply everywhere.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import TypeVar
 
 from sqlalchemy import select
 
-from hpcdet.master import authz
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, settings
-from hpcdet.master.authz import Access
 from hpcdet.master.models import CommandTask, Experiment, Template, Trial
+from hpcdet.master.security import authz
+from hpcdet.master.security.authz import Access
 
 READ, CHANGE = Access.READ, Access.CHANGE
 

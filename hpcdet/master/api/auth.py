@@ -14,11 +14,11 @@ import hmac
 
 from flask import current_app, g, request
 
-from hpcdet.master import tokens
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Trial
-from hpcdet.master.permissions import ANONYMOUS
-from hpcdet.master.settings import MasterSettings
+from hpcdet.master.security import tokens
+from hpcdet.master.security.permissions import ANONYMOUS
+from hpcdet.master.settings.core import MasterSettings
 
 USER_HEADER = "X-Hpcdet-User"
 SESSION_COOKIE = "hpcdet_session"

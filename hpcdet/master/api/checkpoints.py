@@ -12,17 +12,18 @@ from flask import Response, request
 from sqlalchemy import select
 
 from hpcdet.jobfiles import is_real_dir, open_regular
-from hpcdet.master import authz, serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, int_arg, settings
-from hpcdet.master.checkpoint_gc import ACTIVE, DELETED, STORAGE_TYPES
 from hpcdet.master.errors import ApiError
-from hpcdet.master.jobspec import checkpoint_dir
+from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Checkpoint, Experiment, Trial
-from hpcdet.master.searcher_metric import SearcherMetric
-from hpcdet.master.storage_roots import StorageError, checkpoint_path
+from hpcdet.master.reports.checkpoint_gc import ACTIVE, DELETED, STORAGE_TYPES
+from hpcdet.master.reports.searcher_metric import SearcherMetric
+from hpcdet.master.scheduling.jobspec import checkpoint_dir
+from hpcdet.master.security import authz
+from hpcdet.master.security.storage_roots import StorageError, checkpoint_path
 
 STATES = (ACTIVE, DELETED, "ALL")
 _BLOCK = 512

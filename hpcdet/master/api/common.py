@@ -8,7 +8,7 @@ from flask import current_app, g, request
 from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import ApiError
-from hpcdet.master.settings import MasterSettings
+from hpcdet.master.settings.core import MasterSettings
 from hpcdet.safe_yaml import MAX_DEPTH, check_depth, find_nul
 
 M = TypeVar("M")

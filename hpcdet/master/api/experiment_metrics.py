@@ -4,7 +4,7 @@
   every trial over ``steps_completed``, read in one query for all trials (default: the
   validation values of the searcher metric).
 * ``GET /experiments/<id>/rungs``: the rung each trial of an ``adaptive_asha`` experiment
-  has reached (:mod:`hpcdet.master.asha_rungs`); empty for other searchers.
+  has reached (:mod:`hpcdet.master.experiments.asha_rungs`); empty for other searchers.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.common import db
-from hpcdet.master.asha_rungs import RungReached, rungs_by_trial
 from hpcdet.master.errors import ApiError
+from hpcdet.master.experiments.asha_rungs import RungReached, rungs_by_trial
 from hpcdet.master.models import Experiment, Metric, Trial
-from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.master.reports.searcher_metric import SearcherMetric
 
 # The groups a series can be drawn from (profiling samples are system metrics, per node).
 SERIES_GROUPS = ("validation", "training")

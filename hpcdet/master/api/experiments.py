@@ -8,17 +8,17 @@ from typing import Any
 from flask import current_app, request
 from sqlalchemy import ColumnElement, func, select
 
-from hpcdet.master import experiment_list, serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
 from hpcdet.master.api.templates import template_for_experiment
-from hpcdet.master.authz import visible
 from hpcdet.master.errors import ApiError
+from hpcdet.master.experiments import experiment_list, serialize
 from hpcdet.master.models import Experiment, StateChange, Trial, TrialLog
-from hpcdet.master.submission import accept
-from hpcdet.master.workspaces import placement_for, project_in, workspace_for
+from hpcdet.master.scheduling.submission import accept
+from hpcdet.master.security.authz import visible
+from hpcdet.master.security.workspaces import placement_for, project_in, workspace_for
 from hpcdet.states import State
 
 # How many of its last log lines an ERROR trial shows in the experiment's description.

@@ -22,7 +22,7 @@ from hpcdet.master.api.auth import require_token, require_trial_token
 from hpcdet.master.api.common import db, get_or_404, json_body
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Trial
-from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.states import State
 
 

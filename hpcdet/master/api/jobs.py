@@ -15,8 +15,8 @@ from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import ApiError
-from hpcdet.master.job_queue import job_list
-from hpcdet.master.job_updates import (
+from hpcdet.master.queue.job_queue import job_list
+from hpcdet.master.queue.job_updates import (
     UpdateRequest,
     parse_update,
     update_job_placement,

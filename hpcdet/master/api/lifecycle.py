@@ -8,12 +8,12 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from hpcdet.master import lifecycle, serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db
 from hpcdet.master.errors import ApiError
+from hpcdet.master.experiments import lifecycle, serialize
 from hpcdet.master.models import Experiment, Trial
 
 _ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
@@ -30,7 +30,7 @@ _ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
 # a lifecycle 404, and the OpenAPI description lists the actions.
 @bp.post(f"/experiments/<int:exp_id>/<any({', '.join(_ACTIONS)}):action>")
 def change_lifecycle(exp_id: int, action: str) -> Any:
-    """Pause, activate, cancel, kill, archive or unarchive (see hpcdet.master.lifecycle).
+    """Pause, activate, cancel, kill, archive or unarchive (master/experiments/lifecycle.py).
 
     Only who may change it may (403; 404 for one the caller cannot see, :mod:`authz`).
     """

@@ -7,11 +7,11 @@ from typing import Any
 from flask import request
 from sqlalchemy import Select, select
 
-from hpcdet.master import serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import trial_for
 from hpcdet.master.api.common import db, int_arg
 from hpcdet.master.errors import ApiError
+from hpcdet.master.experiments import serialize
 from hpcdet.master.models import TrialLog
 
 STREAMS = ("stdout", "stderr", "master")

@@ -43,7 +43,7 @@ ANY_OBJ: Schema = {"type": "object"}
 TIME: Schema = nullable({"type": "string"})
 OPT_STR = nullable(STR)
 OPT_INT = nullable(INT)
-# Workspace and project names (hpcdet.master.workspaces.NAME).
+# Workspace and project names (hpcdet.master.security.workspaces.NAME).
 NAME: Schema = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"}
 ROLE: Schema = {"type": "string", "enum": ["viewer", "editor", "admin"]}
 # Where a new experiment, task or template goes (editor role there needed; null: its owner's).

@@ -12,9 +12,9 @@ from typing import Any
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, settings
-from hpcdet.master.pools import pools_from_snapshot
-from hpcdet.master.serialize import _time as iso_time
-from hpcdet.master.snapshots import POOLS, load_snapshot
+from hpcdet.master.experiments.serialize import _time as iso_time
+from hpcdet.master.queue.pools import pools_from_snapshot
+from hpcdet.master.queue.snapshots import POOLS, load_snapshot
 
 
 @bp.get("/resource-pools")

@@ -12,14 +12,15 @@ from flask import current_app, request
 from sqlalchemy import func, select
 
 from hpcdet.dispatcher import Backend
-from hpcdet.master import authz, task_submission, tasks
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, task_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.api.experiments import history
 from hpcdet.master.models import CommandTask
-from hpcdet.master.workspaces import placement_for
+from hpcdet.master.scheduling import task_submission, tasks
+from hpcdet.master.security import authz
+from hpcdet.master.security.workspaces import placement_for
 
 
 def _backend() -> Backend:

@@ -15,16 +15,16 @@ from sqlalchemy.exc import IntegrityError
 
 from hpcdet import expconf
 from hpcdet.errors import ConfigError
-from hpcdet.master import authz
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, template_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import ApiError
+from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import Template, utcnow
-from hpcdet.master.serialize import _time as iso_time
-from hpcdet.master.submission import check_sbatch_args, parse_config
-from hpcdet.master.workspaces import placement_for
+from hpcdet.master.scheduling.submission import check_sbatch_args, parse_config
+from hpcdet.master.security import authz
+from hpcdet.master.security.workspaces import placement_for
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
 

@@ -1,7 +1,8 @@
 """Trial routes: describe, metrics (read and report), checkpoints (register).
 
-Reports take one path, :func:`hpcdet.master.reports.apply_reports`, shared with the
-spooled reports the master collects from job directories (:mod:`hpcdet.master.spool_ingest`).
+Reports take one path, :func:`hpcdet.master.reports.reports.apply_reports`, shared with the
+spooled reports the master collects from job directories
+(:mod:`hpcdet.master.reports.spool_ingest`).
 """
 
 from __future__ import annotations
@@ -13,16 +14,21 @@ from typing import Any
 from flask import current_app, request
 from sqlalchemy import select
 
-from hpcdet.master import serialize
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import trial_for
 from hpcdet.master.api.auth import bearer_token, require_token
 from hpcdet.master.api.common import db, json_body
 from hpcdet.master.errors import ApiError
-from hpcdet.master.ingest import MetricWriter
+from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Checkpoint, Job, Metric, Trial
-from hpcdet.master.reports import apply_reports, checkpoint_batch, metric_group, metrics_batch
-from hpcdet.master.tokens import token_matches
+from hpcdet.master.reports.ingest import MetricWriter
+from hpcdet.master.reports.reports import (
+    apply_reports,
+    checkpoint_batch,
+    metric_group,
+    metrics_batch,
+)
+from hpcdet.master.security.tokens import token_matches
 
 
 def jobs_by_trial(trial_ids: list[int]) -> dict[int, list[Job]]:
@@ -80,7 +86,7 @@ def metric_reports(trial_id: int, groups: Collection[str] | None = None) -> list
 def report_metrics(trial_id: int) -> Any:
     """Store a batch of metric reports from the trial's harness (Bearer token).
 
-    Rows take the group-commit path (:mod:`hpcdet.master.ingest`); with ``stream`` and
+    Rows take the group-commit path (:mod:`hpcdet.master.reports.ingest`); with ``stream`` and
     ``seq`` each report is stored once however often it is sent, and validations, far
     rarer, also move the trial's latest and best validation and queue a searcher event.
     """

@@ -18,14 +18,14 @@ from flask import request
 from sqlalchemy import select
 
 from hpcdet import munge
-from hpcdet.master import tokens
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import bearer_token, current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import ApiError
+from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import AuthToken, User, as_utc, utcnow
-from hpcdet.master.permissions import ANONYMOUS
-from hpcdet.master.serialize import _time as iso_time
+from hpcdet.master.security import tokens
+from hpcdet.master.security.permissions import ANONYMOUS
 
 MAX_API_TOKEN_DAYS = 3650
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}

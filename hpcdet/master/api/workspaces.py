@@ -1,4 +1,4 @@
-"""Workspace and project routes (Determined's model; rules in :mod:`hpcdet.master.authz`).
+"""Workspace and project routes (Determined's model; rules in :mod:`hpcdet.master.security.authz`).
 
 * ``POST /workspaces`` ``{name}``; ``GET /workspaces``; ``GET /workspaces/<name>``
 * ``PUT /workspaces/<name>/members/<user>`` ``{role}``; ``DELETE`` the same to remove
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcdet.master import workspaces
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
+from hpcdet.master.security import workspaces
 
 
 @bp.post("/workspaces")

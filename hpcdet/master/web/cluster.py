@@ -9,8 +9,8 @@ from __future__ import annotations
 from flask import render_template
 
 from hpcdet.master.api.common import db
-from hpcdet.master.pools import pools_from_snapshot
-from hpcdet.master.snapshots import POOLS, load_snapshot
+from hpcdet.master.queue.pools import pools_from_snapshot
+from hpcdet.master.queue.snapshots import POOLS, load_snapshot
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import poll_seconds, taken_text
 

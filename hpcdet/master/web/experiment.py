@@ -20,7 +20,7 @@ from hpcdet.master.api.common import db
 from hpcdet.master.api.experiment_metrics import metric_series, rungs_answer
 from hpcdet.master.api.experiments import experiment_detail
 from hpcdet.master.models import Experiment
-from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
 from hpcdet.master.web.identity import page_sees

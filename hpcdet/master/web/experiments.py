@@ -1,6 +1,7 @@
 """``/``: the experiments, filtered and paginated on the server, refreshed live.
 
-The rows come from :mod:`hpcdet.master.experiment_list`, as ``GET /api/v1/experiments``'s
+The rows come from :mod:`hpcdet.master.experiments.experiment_list`, as
+``GET /api/v1/experiments``'s
 do, so the page and the API agree; ``static/experiments.js`` then polls that endpoint with
 the same filters, offset and limit. Query: ``state``, ``owner``, ``label``, ``archived``,
 ``page`` (1-based) and ``per_page`` (default 50, at most 500). A bad value is a 400 page
@@ -18,8 +19,7 @@ from urllib.parse import urlencode
 from flask import render_template, request, url_for
 
 from hpcdet.master.api.common import db, settings
-from hpcdet.master.authz import visible
-from hpcdet.master.experiment_list import (
+from hpcdet.master.experiments.experiment_list import (
     EXPERIMENT_STATES,
     BadParameter,
     ListFilters,
@@ -29,6 +29,7 @@ from hpcdet.master.experiment_list import (
     wants_archived,
 )
 from hpcdet.master.models import Experiment
+from hpcdet.master.security.authz import visible
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
 from hpcdet.master.web.identity import page_user

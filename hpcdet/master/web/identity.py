@@ -10,7 +10,7 @@ On an open master (``auth.mode: open``) the user name is chosen on ``/login`` an
 cookie. The CLI names its user in the ``X-Hpcdet-User`` header; the pages' scripts send the same
 header with the name from the ``hpcdet_user`` cookie, so the API never reads the cookie and a
 form posted from another site cannot act as the signed-in user (a cross-site request cannot
-set a custom header). Names are not passwords (see :mod:`hpcdet.master.permissions`).
+set a custom header). Names are not passwords (see :mod:`hpcdet.master.security.permissions`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 from flask import abort, current_app, g, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
-from hpcdet.master import authz, tokens
 from hpcdet.master.api.auth import CSRF_FIELD, SESSION_COOKIE, web_session_user
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.errors import ApiError
-from hpcdet.master.permissions import ANONYMOUS, may_modify
+from hpcdet.master.security import authz, tokens
+from hpcdet.master.security.permissions import ANONYMOUS, may_modify
 from hpcdet.master.web import bp
 
 COOKIE = "hpcdet_user"
@@ -47,7 +47,7 @@ def page_user() -> str:
 
 
 def page_sees(owner: str, workspace_id: int | None) -> bool:
-    """Whether the browser's user may see an object (:mod:`hpcdet.master.authz`)."""
+    """Whether the browser's user may see an object (:mod:`hpcdet.master.security.authz`)."""
     return authz.access(db(), settings(), page_user(), owner, workspace_id) is not \
         authz.Access.NONE
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from flask import render_template, request
 
-from hpcdet.dispatcher.slurm_reasons import REASONS, reason_words
+from hpcdet.dispatcher.slurm.reasons import REASONS, reason_words
 from hpcdet.errors import ConfigError
 from hpcdet.master.api.common import db, settings
-from hpcdet.master.job_queue import job_list
-from hpcdet.master.snapshots import QUEUE, load_snapshot
+from hpcdet.master.queue.job_queue import job_list
+from hpcdet.master.queue.snapshots import QUEUE, load_snapshot
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import poll_seconds, taken_text
 from hpcdet.master.web.identity import page_user

@@ -14,13 +14,13 @@ from typing import Any
 from flask import render_template, request, url_for
 from sqlalchemy import select
 
-from hpcdet.dispatcher.slurm_reasons import REASONS, reason_words
-from hpcdet.master import serialize
+from hpcdet.dispatcher.slurm.reasons import REASONS, reason_words
 from hpcdet.master.api.common import db
 from hpcdet.master.api.logs import STREAMS, last_rows
 from hpcdet.master.api.trials import metric_reports, trial_detail
+from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Experiment, Trial, TrialLog
-from hpcdet.master.searcher_metric import SearcherMetric
+from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, poll_seconds, time_text
 from hpcdet.master.web.identity import page_sees

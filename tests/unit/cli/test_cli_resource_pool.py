@@ -72,10 +72,10 @@ def test_an_unreachable_master_is_one_line(det: Det, fake_master: FakeMaster) ->
 @pytest.fixture
 def real_master(db_url: str, tmp_path: Path) -> Iterator[tuple[httpx.WSGITransport, Any]]:
     """The real master app with its database, reached over HTTP through WSGI."""
-    from hpcdet.dispatcher.slurm import SlurmBackend
+    from hpcdet.dispatcher.slurm.backend import SlurmBackend
     from hpcdet.master.app import create_app
     from hpcdet.master.db import migrate
-    from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
+    from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
     migrate(db_url)
     rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),
@@ -93,8 +93,8 @@ def _run(transport: httpx.BaseTransport, *args: str) -> Result:
 
 def _store_pools(app: Any) -> None:
     from hpcdet.master.db import make_session_factory, session_scope
-    from hpcdet.master.pools import read_pools
-    from hpcdet.master.snapshots import POOLS, store_snapshot
+    from hpcdet.master.queue.pools import read_pools
+    from hpcdet.master.queue.snapshots import POOLS, store_snapshot
 
     sinfo = ("batch*|node1|idle|4|0/4/0/4|(null)|gpu:0|\n"
              "batch*|node2|mixed|4|1/3/0/4|gpu:2|gpu:1|\n"

@@ -147,10 +147,10 @@ def test_template_help_imports_nothing_heavy() -> None:
 @pytest.fixture
 def real_master(db_url: str, tmp_path: Path) -> Iterator[httpx.WSGITransport]:
     """The real master app (SQLite or PostgreSQL), reached over HTTP through WSGI."""
-    from hpcdet.dispatcher.slurm import SlurmBackend
+    from hpcdet.dispatcher.slurm.backend import SlurmBackend
     from hpcdet.master.app import create_app
     from hpcdet.master.db import migrate
-    from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
+    from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
     migrate(db_url)
     rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),

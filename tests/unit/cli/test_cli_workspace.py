@@ -20,10 +20,10 @@ CONFIG = ("name: shared\nentrypoint: python3 train.py\n"
 
 @pytest.fixture
 def named_master(db_url: str, tmp_path: Path) -> Iterator[httpx.WSGITransport]:
-    from hpcdet.dispatcher.slurm import SlurmBackend
+    from hpcdet.dispatcher.slurm.backend import SlurmBackend
     from hpcdet.master.app import create_app
     from hpcdet.master.db import migrate
-    from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
+    from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
     migrate(db_url)
     rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),

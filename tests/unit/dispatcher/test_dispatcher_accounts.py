@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hpcdet.dispatcher.slurm_accounts import (
+from hpcdet.dispatcher.slurm.accounts import (
     SlurmAccount,
     accounts_named,
     apply,

@@ -6,7 +6,7 @@ import pytest
 
 from hpcdet.dispatcher.base import get_backend
 from hpcdet.dispatcher.commands import CommandRunner
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import SchedulerError
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher.base import JobPhase, JobRef, JobStatus
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import SchedulerError, ValidationError
 
 SQUEUE_NAMES_FORMAT = "--Format=JobID:|,Name:|"

@@ -19,7 +19,7 @@ import pytest
 
 from hpcdet.dispatcher.base import BindMount, ContainerSpec, JobSpec
 from hpcdet.dispatcher.containers import launch_argv
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import ConfigError, ValidationError
 
 # "{pwned}" becomes a path that must still not exist after the script ran.

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hpcdet.dispatcher.slurm_partitions import (
+from hpcdet.dispatcher.slurm.partitions import (
     NodeInfo,
     gpu_count,
     parse_pending,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher.base import JobPhase, JobRef, JobStatus
-from hpcdet.dispatcher.slurm import SLURM_STATES, SlurmBackend, phase_of
+from hpcdet.dispatcher.slurm.backend import SLURM_STATES, SlurmBackend, phase_of
 from hpcdet.errors import SchedulerError, ValidationError
 
 SQUEUE_ARGV = ("squeue", "--noheader", "--states=all")

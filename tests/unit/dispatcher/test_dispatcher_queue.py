@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hpcdet.dispatcher.slurm_queue import (
+from hpcdet.dispatcher.slurm.queue import (
     FIELDS,
     SEPARATOR,
     JobUpdate,

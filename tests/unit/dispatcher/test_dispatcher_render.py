@@ -12,7 +12,7 @@ from hpcdet.dispatcher.base import JobSpec
 from hpcdet.dispatcher.containers import RUN_TYPES
 from hpcdet.dispatcher.render import directive_quote, make_environment, render_directives
 from hpcdet.dispatcher.safety import check_safe, shquote
-from hpcdet.dispatcher.slurm import TEMPLATE_NAME, SlurmBackend
+from hpcdet.dispatcher.slurm.backend import TEMPLATE_NAME, SlurmBackend
 from hpcdet.errors import ValidationError
 
 SpecFactory = Callable[[str], JobSpec]

@@ -12,8 +12,8 @@ import pytest
 from hpcdet.dispatcher.base import Submission
 from hpcdet.dispatcher.jobdir import job_dir_archive
 from hpcdet.dispatcher.runas import RunAs, RunAsRefusedError, sudoers_line
-from hpcdet.dispatcher.slurm import SlurmBackend
-from hpcdet.dispatcher.slurm_queue import JobUpdate, update_job_as
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.slurm.queue import JobUpdate, update_job_as
 from hpcdet.errors import SchedulerError, ValidationError
 
 HELPER = "/usr/local/libexec/hpcdet-runas"

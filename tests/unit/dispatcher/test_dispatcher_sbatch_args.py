@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from hpcdet.dispatcher.sbatch_args import (
+from hpcdet.dispatcher.slurm.sbatch_args import (
     CONTROLLED_OPTIONS,
     SbatchArg,
     parse_sbatch_args,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpcdet.dispatcher.sbatch_options import (
+from hpcdet.dispatcher.slurm.sbatch_options import (
     BY_NAME,
     BY_SHORT,
     CLI_ONLY,

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from hpcdet.dispatcher.base import JobSpec
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import ValidationError
 
 SpecFactory = Callable[[str], JobSpec]

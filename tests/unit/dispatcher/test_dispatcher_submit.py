@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher.base import Submission
-from hpcdet.dispatcher.slurm import SlurmBackend, UnparseableOutputError
+from hpcdet.dispatcher.slurm.backend import SlurmBackend, UnparseableOutputError
 from hpcdet.errors import SchedulerError
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hpcdet.dispatcher.render import make_environment
-from hpcdet.dispatcher.slurm_task import (
+from hpcdet.dispatcher.slurm.task import (
     TaskSpec,
     check_script,
     environment_file,

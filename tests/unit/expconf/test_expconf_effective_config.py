@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from hpcdet.errors import ConfigError
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
-from hpcdet.master.settings_hardening import HardeningSettings
-from hpcdet.master.submission import default_storage, effective_config
+from hpcdet.master.scheduling.submission import default_storage, effective_config
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
+from hpcdet.master.settings.hardening import HardeningSettings
 
 USER: dict[str, Any] = {
     "entrypoint": "python3 train.py",

@@ -19,14 +19,14 @@ from report_servers import LiveMaster
 from sqlalchemy import func, select
 
 import hpcdet.core
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import MasterError
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory, migrate
 from hpcdet.master.models import Checkpoint, Experiment, Metric, SearcherEvent, Trial
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
-from hpcdet.master.spool_ingest import ingest_spooled_reports
-from hpcdet.master.tokens import hash_token
+from hpcdet.master.reports.spool_ingest import ingest_spooled_reports
+from hpcdet.master.security.tokens import hash_token
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 

@@ -11,11 +11,11 @@ from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
 
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory, migrate
-from hpcdet.master.reconciler import Reconciler
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
+from hpcdet.master.scheduling.reconciler import Reconciler
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
 
 @pytest.fixture

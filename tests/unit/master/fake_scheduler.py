@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hpcdet.dispatcher import JobPhase, JobRef, JobStatus, Submission
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import SchedulerError
 
 

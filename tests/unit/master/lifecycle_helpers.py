@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Job, StateChange, Trial, TrialLog
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
 
 USER = {"X-Hpcdet-User": "bob"}
 

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hpcdet.dispatcher.slurm_queue import FIELDS, SEPARATOR
+from hpcdet.dispatcher.slurm.queue import FIELDS, SEPARATOR
 from hpcdet.errors import SchedulerError
 from hpcdet.master.models import Experiment, Job, Trial
 

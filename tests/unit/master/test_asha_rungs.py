@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hpcdet.master.asha_rungs import RungReached, rungs_by_request, rungs_by_trial
+from hpcdet.master.experiments.asha_rungs import RungReached, rungs_by_request, rungs_by_trial
 from hpcdet.searcher import make_searcher
 from hpcdet.searcher.asha import AdaptiveAshaSearch, AshaConfig
 

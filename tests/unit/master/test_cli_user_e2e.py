@@ -19,9 +19,9 @@ from flask import Flask
 
 from hpcdet import munge
 from hpcdet.cli.main import CliState, cli
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
-from hpcdet.master.settings import MasterSettings
+from hpcdet.master.settings.core import MasterSettings
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 URL = "http://localhost:8080"

@@ -12,7 +12,7 @@ from master_helpers import CONFIG, create, make_context
 from sqlalchemy import func, select
 
 from hpcdet.master.models import Experiment, Trial
-from hpcdet.master.tokens import hash_token
+from hpcdet.master.security.tokens import hash_token
 from hpcdet.states import State
 
 
@@ -84,7 +84,7 @@ def test_unsafe_values_are_refused_before_storing(app: Flask, client: FlaskClien
 
 def test_oversized_context_is_refused(app: Flask, client: FlaskClient,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("hpcdet.master.submission.CONTEXT_LIMIT", 10)
+    monkeypatch.setattr("hpcdet.master.scheduling.submission.CONTEXT_LIMIT", 10)
     assert_error(create(client), 413, "payload_too_large")
     assert experiment_count(app) == 0
 

@@ -19,12 +19,12 @@ from master_helpers import assert_error, make_context
 from sqlalchemy import select, update
 
 from hpcdet import munge
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import AuthToken, Experiment, User
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.tokens import csrf_token, hash_token
+from hpcdet.master.security.tokens import csrf_token, hash_token
+from hpcdet.master.settings.core import MasterSettings
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 CONFIG = "name: mine\nentrypoint: model_def:Trial\nsearcher: {name: single, metric: loss}\n"
@@ -169,7 +169,7 @@ def test_a_user_cannot_revoke_another_users_token(
         mc: FlaskClient, munge_app: Flask, fake_munge: FakeMunge) -> None:
     mine = login(mc, fake_munge)
     with make_session_factory(munge_app.config["HPCDET_ENGINE"])() as session:
-        from hpcdet.master import tokens
+        from hpcdet.master.security import tokens
 
         theirs, row = tokens.issue(session, "somebody", "api", dt.timedelta(days=1))
         session.commit()

@@ -17,10 +17,10 @@ from sqlalchemy import create_engine, text
 from hpcdet.errors import ConfigError
 from hpcdet.master.db import MIGRATIONS_DIR
 from hpcdet.master.models import Trial
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
+from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.serve import warn_if_open
-from hpcdet.master.settings import MasterSettings, load_settings
-from hpcdet.master.tokens import hash_token
+from hpcdet.master.settings.core import MasterSettings, load_settings
 
 
 def settings_from(tmp_path: Path, text_: str) -> MasterSettings:

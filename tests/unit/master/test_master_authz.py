@@ -17,13 +17,13 @@ from flask.testing import FlaskClient
 from master_helpers import CONFIG, assert_error, make_context
 from queue_helpers import FakeJob, FakeSlurmQueue, add_experiment, trial_comment
 
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
 from hpcdet.master.db import session_scope
-from hpcdet.master.job_queue import read_queue_snapshot
 from hpcdet.master.models import CommandTask, Template
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.snapshots import QUEUE, store_snapshot
+from hpcdet.master.queue.job_queue import read_queue_snapshot
+from hpcdet.master.queue.snapshots import QUEUE, store_snapshot
+from hpcdet.master.settings.core import MasterSettings
 
 
 @pytest.fixture

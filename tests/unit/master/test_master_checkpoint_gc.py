@@ -19,17 +19,17 @@ from master_helpers import create, job_token
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
-from hpcdet.master import checkpoint_gc
-from hpcdet.master.checkpoint_gc import (
+from hpcdet.master.db import make_session_factory
+from hpcdet.master.models import Checkpoint, Job, Trial
+from hpcdet.master.reports import checkpoint_gc
+from hpcdet.master.reports.checkpoint_gc import (
     CheckpointCollector,
     CheckpointFacts,
     GcPolicy,
     checkpoints_to_keep,
     remove_checkpoint_dir,
 )
-from hpcdet.master.db import make_session_factory
-from hpcdet.master.models import Checkpoint, Job, Trial
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
 
 TWO_TRIALS = """\
 name: gc

@@ -13,11 +13,11 @@ from flask.testing import FlaskClient
 from master_helpers import create
 from sqlalchemy import select, update
 
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Trial
-from hpcdet.master.reconciler import Reconciler
-from hpcdet.master.tokens import hash_token
+from hpcdet.master.scheduling.reconciler import Reconciler
+from hpcdet.master.security.tokens import hash_token
 
 CONFIG = """\
 name: ckpts

@@ -15,9 +15,10 @@ from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher import commands
 from hpcdet.errors import SchedulerError
-from hpcdet.master import fair_share
 from hpcdet.master.db import make_engine, make_session_factory
-from hpcdet.master.fair_share import (
+from hpcdet.master.models import CommandTask, Experiment
+from hpcdet.master.queue import fair_share
+from hpcdet.master.queue.fair_share import (
     AccountSync,
     SyncResult,
     account_name,
@@ -26,10 +27,9 @@ from hpcdet.master.fair_share import (
     ensure_account,
     sync_accounts,
 )
-from hpcdet.master.models import CommandTask, Experiment
 from hpcdet.master.serve import main
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.settings_pools import FairShareSettings
+from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.pools import FairShareSettings
 
 CLUSTER_CONFIG = "ClusterName             = hpcdet-dev\n"
 # sacctmgr -n -P show assoc ... on a cluster where only det-team-a exists (weight 3, user svc).
@@ -168,7 +168,7 @@ def test_the_automatic_sync_reads_once_and_reports_a_plan_once(
                                 weights={"team-a": 3})
     slurm = FakeSlurm()
     sync = AccountSync(settings, slurm, user="svc")
-    with caplog.at_level(logging.WARNING, logger="hpcdet.master.fair_share"):
+    with caplog.at_level(logging.WARNING, logger="hpcdet.master.queue.fair_share"):
         first = sync.refresh(session)
         second = sync.refresh(session)
     assert first is not None and second is not None and first.commands == second.commands

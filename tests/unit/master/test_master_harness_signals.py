@@ -24,7 +24,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 import hpcdet.core
 from hpcdet.core import _context, _preempt
 from hpcdet.master.models import Trial
-from hpcdet.master.tokens import hash_token
+from hpcdet.master.security.tokens import hash_token
 from hpcdet.states import State
 
 REPO = pathlib.Path(__file__).resolve().parents[3]

@@ -10,8 +10,8 @@ from flask import Flask
 from sqlalchemy import select
 
 from hpcdet.master.db import make_session_factory
-from hpcdet.master.ingest import MetricWriter
 from hpcdet.master.models import Experiment, Metric, Trial
+from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 
@@ -71,7 +71,7 @@ def test_a_batch_sqlite_refused_as_locked_is_written_again(
 
     from sqlalchemy.exc import OperationalError
 
-    from hpcdet.master import ingest
+    from hpcdet.master.reports import ingest
 
     (trial_id,) = _trials(app, 1)
     real, calls = ingest._apply_all, []

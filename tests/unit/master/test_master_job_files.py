@@ -18,13 +18,13 @@ from sqlalchemy import select
 
 from hpcdet.dispatcher import JobRef
 from hpcdet.dispatcher.jobdir import prepare_job_dir
-from hpcdet.dispatcher.slurm import read_exit_file
+from hpcdet.dispatcher.slurm.backend import read_exit_file
 from hpcdet.jobfiles import UnsafeFileError, is_real_dir, open_regular
 from hpcdet.master.app import create_app
-from hpcdet.master.logs import ingest_job_logs
 from hpcdet.master.models import TrialLog
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.spool_ingest import spooled_streams
+from hpcdet.master.reports.logs import ingest_job_logs
+from hpcdet.master.reports.spool_ingest import spooled_streams
+from hpcdet.master.settings.core import MasterSettings
 
 USER = {"X-Hpcdet-User": "alice"}
 SECRET = "the other user's secret\n"

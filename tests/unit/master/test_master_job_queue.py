@@ -13,19 +13,19 @@ from master_helpers import assert_error
 from queue_helpers import FakeJob, FakeSlurmQueue, add_experiment, trial_comment
 from sqlalchemy.orm import Session, sessionmaker
 
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
 from hpcdet.master.db import session_scope
-from hpcdet.master.job_queue import job_list, read_queue_snapshot
-from hpcdet.master.pools import Pool
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.settings_pools import (
+from hpcdet.master.queue.job_queue import job_list, read_queue_snapshot
+from hpcdet.master.queue.pools import Pool
+from hpcdet.master.queue.snapshots import POOLS, QUEUE, store_snapshot
+from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.pools import (
     CustomPool,
     PriorityBand,
     PriorityPolicy,
     SlurmDefaults,
 )
-from hpcdet.master.snapshots import POOLS, QUEUE, store_snapshot
 
 BANDS = (PriorityBand(1, 20, "high"), PriorityBand(21, 60, "normal"),
          PriorityBand(61, 99, "low"))
@@ -410,9 +410,9 @@ def test_an_unreachable_slurm_is_a_503_before_and_a_note_after(
 
 
 def test_no_job_can_go_behind_the_lowest_priority() -> None:
-    from hpcdet.dispatcher.slurm_queue import QueueEntry
+    from hpcdet.dispatcher.slurm.queue import QueueEntry
     from hpcdet.master.errors import ApiError
-    from hpcdet.master.job_updates import job_nice_for_position
+    from hpcdet.master.queue.job_updates import job_nice_for_position
 
     def entry(job_id: str, priority: int, nice: int = 0) -> QueueEntry:
         return QueueEntry(job_id, "batch", "j", "u", "PENDING", None, priority, nice, None,

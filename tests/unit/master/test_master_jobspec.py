@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import ConfigError
-from hpcdet.master.jobspec import TrialRun, build_job_spec, slot_layout, slot_mapping
-from hpcdet.master.pools import Pool
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
+from hpcdet.master.queue.pools import Pool
+from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec, slot_layout, slot_mapping
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
 RUN = TrialRun(7, 42, 1, "/shared/jobs/exp-7/trial-42")
 GPU_POOL = Pool("batch", "batch", slot_type="cuda", gpus_per_node=2, cpus_per_node=4)

@@ -1,6 +1,7 @@
 """Pause, activate, cancel, kill, archive, unarchive: the routes, then what the reconciler does.
 
-``POST /api/v1/experiments/<id>/<action>`` changes states only (hpcdet/master/lifecycle.py);
+``POST /api/v1/experiments/<id>/<action>`` changes states only
+(hpcdet/master/experiments/lifecycle.py);
 the reconciler withdraws queued jobs at once, asks running code to stop through the
 preemption route and cancels what is still running after ``preemption_timeout``. The
 scheduler is the scripted fake; the database is real (SQLite and PostgreSQL).
@@ -34,7 +35,7 @@ from sqlalchemy import select
 from hpcdet.dispatcher import JobPhase
 from hpcdet.jobfiles import PREEMPTED, write_exit_reason
 from hpcdet.master.models import Experiment, SearcherEvent, Trial, utcnow
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
 
 RANDOM = """\
 name: search

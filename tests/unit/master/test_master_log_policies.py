@@ -11,10 +11,10 @@ from flask import Flask
 from log_seed import TWO_BY_TWO, add_experiment, add_job, add_trial, sessions
 from sqlalchemy import select
 
-from hpcdet.master import log_policies
-from hpcdet.master.log_policies import find_hits, policies_of
-from hpcdet.master.logs import ingest_job_logs
 from hpcdet.master.models import Job, Trial, TrialLog
+from hpcdet.master.reports import log_policies
+from hpcdet.master.reports.log_policies import find_hits, policies_of
+from hpcdet.master.reports.logs import ingest_job_logs
 
 OOM = {"name": "cuda-oom", "pattern": "CUDA out of memory", "action": "exclude_node"}
 NCCL = {"pattern": "NCCL error", "action": {"type": "cancel_retries"}}  # legacy form

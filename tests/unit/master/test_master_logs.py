@@ -10,8 +10,8 @@ from flask import Flask
 from log_seed import TWO_BY_TWO, add_experiment, add_job, add_trial, sessions
 from sqlalchemy import select
 
-from hpcdet.master.logs import RankPlacement, ingest_job_logs
 from hpcdet.master.models import TrialLog
+from hpcdet.master.reports.logs import RankPlacement, ingest_job_logs
 
 
 @pytest.mark.parametrize(("nodes", "config", "expected"), [

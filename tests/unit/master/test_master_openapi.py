@@ -14,7 +14,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from hpcdet import munge
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.api.openapi import (
     api_routes,
     declared_rule,
@@ -23,7 +23,7 @@ from hpcdet.master.api.openapi import (
 )
 from hpcdet.master.api.openapi_schemas import COMPONENTS
 from hpcdet.master.app import create_app
-from hpcdet.master.settings import MasterSettings
+from hpcdet.master.settings.core import MasterSettings
 
 # POST routes that take no body: a task's kill, an experiment's lifecycle actions, logout
 # and a web link (its seconds are a query parameter).

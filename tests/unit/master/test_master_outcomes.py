@@ -1,4 +1,4 @@
-"""How a job's end, or a Slurm requeue, moves its trial (hpcdet/master/job_outcomes.py).
+"""How a job's end, or a Slurm requeue, moves its trial (hpcdet/master/scheduling/job_outcomes.py).
 
 Every end of a run is DONE, INTERRUPTED (preempted after checkpointing, walltime after a
 new checkpoint: resubmitted, not counted) or FAILED (restarted while ``restarts <
@@ -33,7 +33,7 @@ from master_helpers import CONFIG
 from hpcdet.dispatcher import JobPhase
 from hpcdet.jobfiles import PREEMPTED, write_exit_reason
 from hpcdet.master.models import Checkpoint, Experiment, utcnow
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
 
 FAILURES = [JobPhase.FAILED, JobPhase.NODE_FAIL, JobPhase.OUT_OF_MEMORY, JobPhase.BOOT_FAIL,
             JobPhase.MISSING, JobPhase.CANCELLED]

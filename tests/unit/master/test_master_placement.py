@@ -1,4 +1,4 @@
-"""Priority bands, nice, fair-share accounts and wckeys of a job (hpcdet.master.placement)."""
+"""Priority bands, nice, fair-share accounts and wckeys of a job (scheduling/placement.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 import pytest
 
 from hpcdet.errors import ConfigError
-from hpcdet.master.placement import JobOwner, account_name, place
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
-from hpcdet.master.settings_pools import FairShareSettings, PriorityBand, PriorityPolicy
+from hpcdet.master.scheduling.placement import JobOwner, account_name, place
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
+from hpcdet.master.settings.pools import FairShareSettings, PriorityBand, PriorityPolicy
 
 BANDS = (PriorityBand(1, 20, "high"), PriorityBand(21, 60, "normal"),
          PriorityBand(61, 99, "low", "scavenger"))

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from hpcdet.dispatcher.slurm_partitions import NodeInfo, PartitionInfo
+from hpcdet.dispatcher.slurm.partitions import NodeInfo, PartitionInfo
 from hpcdet.errors import ConfigError
 from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope
-from hpcdet.master.pools import (
+from hpcdet.master.queue.pools import (
     Pool,
     build_pools,
     pool_for_config,
@@ -21,14 +21,14 @@ from hpcdet.master.pools import (
     resolve_pool,
     settings_pool,
 )
-from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
-from hpcdet.master.settings_pools import (
+from hpcdet.master.queue.snapshots import POOLS, store_snapshot
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
+from hpcdet.master.settings.pools import (
     CustomPool,
     PartitionOverride,
     PriorityBand,
     SlurmDefaults,
 )
-from hpcdet.master.snapshots import POOLS, store_snapshot
 
 CPU_NODE = NodeInfo("node1", "idle", 4, 1, 0, 0)
 GPU_NODES = (NodeInfo("node2", "mixed", 4, 1, 2, 2, ("a100",)),

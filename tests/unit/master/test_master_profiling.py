@@ -17,7 +17,7 @@ import hpcdet.core
 from hpcdet.cli.trial_profile import profile_text
 from hpcdet.core import _context
 from hpcdet.master.models import Trial
-from hpcdet.master.tokens import hash_token
+from hpcdet.master.security.tokens import hash_token
 from hpcdet.states import State
 
 TOKEN = "profiling-token"

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Job, StateChange, Trial, TrialLog
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
 
 
 def trial_history(app: Flask, trial_id: int) -> list[str]:

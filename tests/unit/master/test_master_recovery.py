@@ -26,7 +26,7 @@ from master_helpers import create
 
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.db import make_session_factory, session_scope
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
 
 
 def restarted(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:

@@ -16,10 +16,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
-from hpcdet.master.ingest import MetricWriter, Report, ReportBatch, Stream, StreamKey
 from hpcdet.master.models import (
     Checkpoint,
     Experiment,
@@ -28,9 +27,10 @@ from hpcdet.master.models import (
     SearcherEvent,
     Trial,
 )
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.spool_ingest import ingest_spooled_reports
-from hpcdet.master.tokens import hash_token
+from hpcdet.master.reports.ingest import MetricWriter, Report, ReportBatch, Stream, StreamKey
+from hpcdet.master.reports.spool_ingest import ingest_spooled_reports
+from hpcdet.master.security.tokens import hash_token
+from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 

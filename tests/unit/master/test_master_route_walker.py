@@ -23,12 +23,10 @@ from master_helpers import make_context
 from queue_helpers import FakeJob, FakeSlurmQueue, trial_comment
 from sqlalchemy import select
 
-from hpcdet.dispatcher.slurm import SlurmBackend
-from hpcdet.master import tokens
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.api.auth import SESSION_COOKIE
 from hpcdet.master.app import create_app
 from hpcdet.master.db import session_scope
-from hpcdet.master.job_queue import read_queue_snapshot
 from hpcdet.master.models import (
     AuthToken,
     Checkpoint,
@@ -41,8 +39,10 @@ from hpcdet.master.models import (
     TrialLog,
     WorkspaceMember,
 )
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.snapshots import QUEUE, store_snapshot
+from hpcdet.master.queue.job_queue import read_queue_snapshot
+from hpcdet.master.queue.snapshots import QUEUE, store_snapshot
+from hpcdet.master.security import tokens
+from hpcdet.master.settings.core import MasterSettings
 
 OWNER, INTRUDER = "alice", "mallory"
 CKPT = "aaaaaaaa-0000-4000-8000-00000000000a"  # checkpoint ids are UUIDs

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hpcdet.dispatcher.runas import RunAs
-from hpcdet.dispatcher.slurm_queue import JobUpdate
-from hpcdet.master.job_updates import _update_as_owner
+from hpcdet.dispatcher.slurm.queue import JobUpdate
+from hpcdet.master.queue.job_updates import _update_as_owner
 
 
 class FakeSudo:

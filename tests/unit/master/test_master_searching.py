@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Experiment, Job, SearcherEvent, StateChange, Trial, utcnow
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.searcher import grid_points, make_searcher
 
 HEAD = """\

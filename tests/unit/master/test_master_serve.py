@@ -10,7 +10,7 @@ import time
 import pytest
 
 from hpcdet.master.serve import ReconcilerSupervisor
-from hpcdet.master.settings import MasterSettings
+from hpcdet.master.settings.core import MasterSettings
 
 
 def _wait(condition: object, seconds: float = 60) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hpcdet.errors import ConfigError
-from hpcdet.master.settings import load_settings
+from hpcdet.master.settings.core import load_settings
 
 
 def test_defaults_use_sqlite_in_the_state_dir(tmp_path: Path) -> None:
@@ -140,7 +140,7 @@ def test_security_storage_roots_and_max_body_mb(tmp_path: Path) -> None:
 
 
 def test_security_run_as_keys(tmp_path: Path) -> None:
-    from hpcdet.master.settings import load_settings
+    from hpcdet.master.settings.core import load_settings
 
     assert not load_settings(environ={}).runas.owner_mode
     path = tmp_path / "master.yaml"
@@ -171,8 +171,8 @@ def test_a_root_master_refuses_to_run_jobs_as_their_owners(
     import click
 
     from hpcdet.master.serve import refuse_root_owner_mode
-    from hpcdet.master.settings import MasterSettings
-    from hpcdet.master.settings_runas import RunAsSettings
+    from hpcdet.master.settings.core import MasterSettings
+    from hpcdet.master.settings.runas import RunAsSettings
 
     owner = MasterSettings(auth_mode="munge", runas=RunAsSettings(jobs_run_as="owner"))
     with pytest.raises(click.ClickException, match="not root"):

@@ -16,15 +16,15 @@ from flask.testing import FlaskClient
 from master_helpers import assert_error, create
 from sqlalchemy import select, update
 
-from hpcdet.dispatcher.slurm import SlurmBackend
-from hpcdet.master.checkpoint_gc import CheckpointCollector
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Experiment, Trial
-from hpcdet.master.reconciler import Reconciler
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.settings_hardening import HardeningSettings
-from hpcdet.master.storage_roots import StorageError, confined_dir
-from hpcdet.master.tokens import hash_token
+from hpcdet.master.reports.checkpoint_gc import CheckpointCollector
+from hpcdet.master.scheduling.reconciler import Reconciler
+from hpcdet.master.security.storage_roots import StorageError, confined_dir
+from hpcdet.master.security.tokens import hash_token
+from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.hardening import HardeningSettings
 
 CONFIG = """\
 name: ckpts

@@ -20,14 +20,14 @@ from flask.testing import FlaskClient
 from master_helpers import create
 
 from hpcdet.dispatcher import JobPhase
-from hpcdet.dispatcher.slurm_queue import QueueEntry
+from hpcdet.dispatcher.slurm.queue import QueueEntry
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory, session_scope
-from hpcdet.master.pools import Pool
-from hpcdet.master.reconciler import Reconciler
-from hpcdet.master.settings import MasterSettings
-from hpcdet.master.settings_pools import FairShareSettings
-from hpcdet.master.snapshots import POOLS, QUEUE, store_snapshot
+from hpcdet.master.queue.pools import Pool
+from hpcdet.master.queue.snapshots import POOLS, QUEUE, store_snapshot
+from hpcdet.master.scheduling.reconciler import Reconciler
+from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.pools import FairShareSettings
 from hpcdet.states import EntityKind, State, is_allowed
 
 USER = {"X-Hpcdet-User": "alice"}

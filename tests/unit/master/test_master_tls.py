@@ -14,8 +14,8 @@ from master_helpers import create
 
 from hpcdet.errors import ConfigError
 from hpcdet.master.app import create_app
-from hpcdet.master.settings import MasterSettings, load_settings
-from hpcdet.master.tls import TlsSettings, job_cert_pem, request_is_https
+from hpcdet.master.security.tls import TlsSettings, job_cert_pem, request_is_https
+from hpcdet.master.settings.core import MasterSettings, load_settings
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -10,11 +10,11 @@ from flask.testing import FlaskClient
 from queue_helpers import FakeJob, FakeSlurmQueue, add_experiment, trial_comment
 from sqlalchemy.orm import Session, sessionmaker
 
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.db import session_scope
-from hpcdet.master.job_queue import read_queue_snapshot
-from hpcdet.master.pools import Pool
-from hpcdet.master.snapshots import POOLS, QUEUE, store_snapshot
+from hpcdet.master.queue.job_queue import read_queue_snapshot
+from hpcdet.master.queue.pools import Pool
+from hpcdet.master.queue.snapshots import POOLS, QUEUE, store_snapshot
 
 PAGES = ("/", "/cluster", "/queue")
 STATIC = {"/static/hpcdet.css": "text/css",

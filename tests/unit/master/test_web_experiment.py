@@ -23,7 +23,7 @@ from sqlalchemy import event, select, update
 
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Experiment, Job, Metric, Trial
-from hpcdet.master.reconciler import Reconciler
+from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.web.experiment import flat_hparams, log_hparams, value_text
 from hpcdet.master.web.formatting import number_text, time_text
 

@@ -10,10 +10,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from master_helpers import assert_error, create
 
-from hpcdet.dispatcher.slurm import SlurmBackend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
-from hpcdet.master.permissions import may_modify
-from hpcdet.master.settings import MasterSettings, load_settings
+from hpcdet.master.security.permissions import may_modify
+from hpcdet.master.settings.core import MasterSettings, load_settings
 
 
 @pytest.fixture

@@ -1,0 +1,520 @@
+"""The Slurm backend: render an sbatch script, submit it, poll many jobs, cancel.
+
+Environment assumptions:
+
+* The Slurm client commands (``sbatch``, ``squeue``, ``sacct``, ``scancel``) are on the
+  ``PATH`` of the process using this backend, and ``SLURM_CONF`` points at the cluster's
+  ``slurm.conf`` unless it is in the default place. Commands inherit the environment
+  unchanged (see :mod:`hpcdet.dispatcher.commands`).
+* Job directories are on a filesystem shared by this host and the compute nodes: the
+  script, its logs and its exit file live there.
+* Job accounting (``slurmdbd``) is *optional*. ``squeue`` answers for jobs Slurm still
+  holds (running, queued, and finished within ``MinJobAge``); ``sacct`` for older ones;
+  without accounting, the exit file the job script writes (``<job_dir>/exit-<jobid>``)
+  says whether a finished job succeeded.
+* Output formats are those of Slurm 22.05 (Debian bookworm's); only machine formats are
+  parsed: ``sbatch --parsable``, ``squeue --noheader --format``, ``sacct --parsable2``.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+
+from hpcdet.dispatcher.base import (
+    Backend,
+    BindMount,
+    ContainerSpec,
+    JobPhase,
+    JobRef,
+    JobSpec,
+    JobStatus,
+    Submission,
+)
+from hpcdet.dispatcher.commands import CommandRunner, Runner
+from hpcdet.dispatcher.containers import launch_lines
+from hpcdet.dispatcher.jobdir import tar_of
+from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
+from hpcdet.dispatcher.runas import RunAs
+from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
+from hpcdet.errors import SchedulerError, ValidationError
+from hpcdet.jobfiles import open_regular, write_atomically
+
+logger = logging.getLogger(__name__)
+
+TEMPLATE_NAME = "slurm_job.sh.j2"
+
+# Every native state Slurm 22.05 reports (squeue %T, sacct State), mapped onto one phase.
+SLURM_STATES: Mapping[str, JobPhase] = MappingProxyType({
+    "PENDING": JobPhase.PENDING,
+    "CONFIGURING": JobPhase.PENDING,  # nodes booting for the job; nothing runs yet
+    "REQUEUED": JobPhase.PENDING,
+    "REQUEUE_HOLD": JobPhase.PENDING,
+    "REQUEUE_FED": JobPhase.PENDING,
+    "RESV_DEL_HOLD": JobPhase.PENDING,
+    "SPECIAL_EXIT": JobPhase.PENDING,  # requeued and held after an exit code asked for it
+    "RUNNING": JobPhase.RUNNING,
+    "SUSPENDED": JobPhase.RUNNING,  # keeps its allocation; resumes in place
+    "STOPPED": JobPhase.RUNNING,
+    "COMPLETING": JobPhase.RUNNING,  # still cleaning up; its result is not final yet
+    "SIGNALING": JobPhase.RUNNING,
+    "STAGE_OUT": JobPhase.RUNNING,
+    "RESIZING": JobPhase.RUNNING,
+    "COMPLETED": JobPhase.COMPLETED,
+    "FAILED": JobPhase.FAILED,
+    "CANCELLED": JobPhase.CANCELLED,
+    "REVOKED": JobPhase.CANCELLED,  # a federation sibling ran it instead
+    "TIMEOUT": JobPhase.TIMEOUT,
+    "DEADLINE": JobPhase.TIMEOUT,
+    "PREEMPTED": JobPhase.PREEMPTED,
+    "NODE_FAIL": JobPhase.NODE_FAIL,
+    "OUT_OF_MEMORY": JobPhase.OUT_OF_MEMORY,
+    "BOOT_FAIL": JobPhase.BOOT_FAIL,
+})  # fmt: skip
+
+# Job ids as Slurm prints them: plain, array task (123_4), het component (123+0).
+_JOB_ID = re.compile(r"^\d+(?:[_+]\d+)?$")
+_SBATCH_PARSABLE = re.compile(r"^(\d+)(?:;\S+)?$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What scancel/squeue print for ids Slurm has already forgotten or finished.
+_ALREADY_GONE = ("Invalid job id specified", "already completing or completed")
+# --Format with "|" after each field (no padding); the reason last, as the only field
+# that could hold a "|".
+_SQUEUE_FORMAT = "JobID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
+_SQUEUE_NAMES_FORMAT = "JobID:|,Name:|"
+_SACCT_NAMES_FORMAT = "JobID,JobName"
+# How far back sacct looks for a job by name (its default is since midnight).
+_FIND_WINDOW = "now-7days"
+_SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
+
+# Parses one output line into (id, status) pairs, or None for a line it cannot read.
+_LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
+
+
+def phase_of(native_state: str) -> JobPhase:
+    """The phase for a native state; ``"CANCELLED by 0"`` counts as ``CANCELLED``."""
+    words = native_state.split()
+    return SLURM_STATES.get(words[0], JobPhase.UNKNOWN) if words else JobPhase.UNKNOWN
+
+
+class UnparseableOutputError(SchedulerError):
+    """A scheduler command succeeded but printed something hpcdet cannot read."""
+
+    def __init__(self, argv: Sequence[str], stdout: str, expected: str) -> None:
+        super().__init__(argv, 0, stdout, "")
+        self.args = (f"could not make sense of {argv[0]} output {stdout!r} (expected {expected})",)
+
+
+class SlurmBackend(Backend):
+    """Runs trials as Slurm batch jobs; see the module docstring for what it assumes."""
+
+    name = "slurm"
+
+    def __init__(
+        self,
+        *,
+        runner: Runner | None = None,
+        template_dir: str | None = None,
+        template_name: str = TEMPLATE_NAME,
+        sbatch: str = "sbatch",
+        squeue: str = "squeue",
+        sacct: str = "sacct",
+        scancel: str = "scancel",
+        runas: RunAs | None = None,
+    ) -> None:
+        self.runner: Runner = runner if runner is not None else CommandRunner()
+        # Set in run-as-owner mode: jobs with an owner are submitted/cancelled through it.
+        self.runas = runas
+        self.template_name = template_name
+        self.sbatch, self.squeue, self.sacct, self.scancel = sbatch, squeue, sacct, scancel
+        self._templates = make_environment(template_dir)
+
+    def render(self, spec: JobSpec) -> Submission:
+        """Validate every value of ``spec`` and render the script; no side effects."""
+        validate_spec(spec)
+        template = self._templates.get_template(self.template_name)
+        script = template.render(**_template_context(spec))
+        script_path = posixpath.join(spec.job_dir, spec.script_name)
+        return Submission(script, script_path, (self.sbatch, "--parsable", script_path),
+                          owner=spec.owner)
+
+    def submit(self, submission: Submission) -> str:
+        """Write the script (mode 0700, atomically) and ``sbatch`` it; return the job id.
+
+        With an owner and a run-as helper, the helper writes the script (0700, the owner's)
+        and submits it as the owner.
+        """
+        if self.runas is not None and submission.owner:
+            return submit_as(self.runas, submission.owner, submission)
+        write_script(Path(submission.script_path), submission.script)
+        stdout = self.runner(submission.argv)
+        return parse_sbatch_output(submission.argv, stdout)
+
+    def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
+        """One ``squeue``, then at most one ``sacct`` for the rest, then exit files."""
+        if not jobs:
+            return {}
+        ids = list(dict.fromkeys(_checked_id(job.job_id) for job in jobs))
+        found = self._squeue(ids)
+        unknown = [job_id for job_id in ids if job_id not in found]
+        if unknown:
+            found.update(self._sacct(unknown))
+        return {job.job_id: _resolve(found.get(job.job_id), job) for job in jobs}
+
+    def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
+        """``scancel`` all of ``job_ids`` at once; jobs already gone are not an error."""
+        if not job_ids:
+            return
+        ids = tuple(dict.fromkeys(_checked_id(job_id) for job_id in job_ids))
+        try:
+            if self.runas is not None and owner:
+                self.runas.cancel(owner, ids)
+            else:
+                self.runner((self.scancel, *ids))
+        except SchedulerError as exc:
+            if not _only_already_gone(exc.stderr):
+                raise
+
+    def find(self, names: Sequence[str]) -> dict[str, str]:
+        """One ``squeue --name``, then one ``sacct --name`` (last 7 days) for the rest."""
+        wanted = list(dict.fromkeys(names))
+        for name in wanted:
+            check_safe(name, "job name")
+        if not wanted:
+            return {}
+        found = self._find_in_queue(wanted)
+        missing = [name for name in wanted if name not in found]
+        if missing:
+            found.update(self._find_in_accounting(missing))
+        return found
+
+    def _find_in_queue(self, names: Sequence[str]) -> dict[str, str]:
+        argv = (self.squeue, "--noheader", "--states=all", f"--name={','.join(names)}",
+                f"--Format={_SQUEUE_NAMES_FORMAT}")  # fmt: skip
+        return _newest_by_name(self.runner(argv), names, sep="|")
+
+    def _find_in_accounting(self, names: Sequence[str]) -> dict[str, str]:
+        argv = (self.sacct, "--noheader", "--parsable2", "-X", f"--name={','.join(names)}",
+                f"--starttime={_FIND_WINDOW}", f"--format={_SACCT_NAMES_FORMAT}")  # fmt: skip
+        try:
+            return _newest_by_name(self.runner(argv), names, sep="|")
+        except SchedulerError as exc:
+            logger.info("sacct unavailable; only squeue was searched: %s", exc)
+            return {}
+
+    def _squeue(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        argv = (self.squeue, "--noheader", "--states=all", f"--jobs={','.join(ids)}",
+                f"--Format={_SQUEUE_FORMAT}")  # fmt: skip
+        try:
+            stdout = self.runner(argv)
+        except SchedulerError as exc:
+            # When it knows none of the ids, squeue fails instead of printing nothing.
+            if _only_already_gone(exc.stderr):
+                return {}
+            raise
+        return _rows(stdout, _parse_squeue_line, set(ids))
+
+    def _sacct(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        argv = (self.sacct, "--noheader", "--parsable2", "-X", f"--jobs={','.join(ids)}",
+                f"--format={_SACCT_FORMAT}")  # fmt: skip
+        try:
+            stdout = self.runner(argv)
+        except SchedulerError as exc:
+            # Accounting is optional (e.g. "Slurm accounting storage is disabled").
+            logger.info("sacct unavailable, falling back to exit files: %s", exc)
+            return {}
+        return _rows(stdout, _parse_sacct_line, set(ids))
+
+
+BACKEND = SlurmBackend
+
+
+# ---- rendering ---------------------------------------------------------------------------
+
+
+def validate_spec(spec: JobSpec) -> None:
+    """Refuse any value that cannot be written safely or that Slurm would misread."""
+    for where, value in _spec_strings(spec):
+        check_safe(value, where)
+    if not spec.name:
+        raise ValidationError("spec.name must not be empty")
+    if not posixpath.isabs(spec.job_dir):
+        raise ValidationError(f"spec.job_dir must be an absolute path: {spec.job_dir!r}")
+    if "\\" in spec.job_dir:
+        # A backslash in --output/--error turns off Slurm's %j expansion and is dropped.
+        raise ValidationError(f"spec.job_dir must not contain a backslash: {spec.job_dir!r}")
+    if not spec.script_name or "/" in spec.script_name or spec.script_name.startswith("."):
+        raise ValidationError(f"spec.script_name must be a plain file name: {spec.script_name!r}")
+    if not spec.command:
+        raise ValidationError("spec.command must not be empty")
+    _check_counts(spec)
+    for name in spec.environment:
+        if not _ENV_NAME.match(name):
+            raise ValidationError(f"spec.environment: invalid variable name {name!r}")
+
+
+def _spec_strings(spec: JobSpec) -> Iterator[tuple[str, str]]:
+    """Every string in ``spec`` that reaches the script, with the name of its field."""
+    for field in ("name", "job_dir", "partition", "time_limit", "account", "qos", "wckey",
+                  "comment", "exclude", "signal", "script_name"):  # fmt: skip
+        value = getattr(spec, field)
+        if value is not None:
+            yield f"spec.{field}", str(value)
+    yield from ((f"spec.command[{i}]", arg) for i, arg in enumerate(spec.command))
+    yield from ((f"spec.sbatch_args[{i}]", arg) for i, arg in enumerate(spec.sbatch_args))
+    for mapping in ("resource_directives", "environment"):
+        for key, value in getattr(spec, mapping).items():
+            yield f"spec.{mapping} key {key!r}", key
+            yield f"spec.{mapping}[{key!r}]", value
+    yield from _container_strings(spec.container)
+
+
+def _container_strings(container: ContainerSpec) -> Iterator[tuple[str, str]]:
+    yield "spec.container.run_type", container.run_type
+    if container.image is not None:
+        yield "spec.container.image", container.image
+    for i, mount in enumerate(container.bind_mounts):
+        yield f"spec.container.bind_mounts[{i}].host_path", mount.host_path
+        yield f"spec.container.bind_mounts[{i}].container_path", mount.container_path
+    for i, name in enumerate(container.pass_environment):
+        yield f"spec.container.pass_environment[{i}]", name
+
+
+def _check_counts(spec: JobSpec) -> None:
+    for field in ("nodes", "ntasks_per_node", "cpus_per_task", "alloc_ntasks_per_node",
+                  "alloc_cpus_per_task"):
+        value = getattr(spec, field)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValidationError(f"spec.{field} must be a positive integer, not {value!r}")
+
+
+def _template_context(spec: JobSpec) -> dict[str, object]:
+    context_dir = posixpath.join(spec.job_dir, "context")
+    container = _effective_container(spec)
+    user_args = parse_sbatch_args(spec.sbatch_args, path="spec.sbatch_args")
+    return {
+        "directives": render_directives("#SBATCH", _directives(spec, user_args)),
+        "user_directives": render_parsed(user_args),
+        "exit_file_prefix": posixpath.join(spec.job_dir, "exit-"),
+        "environment": list(spec.environment.items()),
+        "context_dir": context_dir,
+        "srun_options": _srun_options(spec),
+        "launch_lines": launch_lines(container, spec.command, cwd=context_dir),
+    }
+
+
+def _directives(spec: JobSpec, user_args: Sequence[SbatchArg]) -> dict[str, DirectiveValue]:
+    """The ``#SBATCH`` options hpcdet controls, plus the master's resource directives.
+
+    ``user_args``: ``spec.sbatch_args`` parsed, which some of these options give way to.
+    """
+    # "%" starts a Slurm filename pattern in --output/--error; "%%" is a literal "%".
+    logs = spec.job_dir.replace("%", "%%")
+    # The allocation may hold one task per node with the CPUs of all its ranks; the srun
+    # step then starts one rank per slot in it (see JobSpec).
+    per_node = _or(spec.alloc_ntasks_per_node, spec.ntasks_per_node)
+    cpus = _or(spec.alloc_cpus_per_task, spec.cpus_per_task)
+    if any(arg.option == "--cpus-per-gpu" for arg in user_args):
+        cpus = None  # sbatch refuses --cpus-per-task together with the user's --cpus-per-gpu
+    directives: dict[str, DirectiveValue] = {
+        "job-name": spec.name, "chdir": spec.job_dir, "partition": spec.partition,
+        "nodes": spec.nodes, "ntasks-per-node": per_node, "cpus-per-task": cpus,
+        "output": f"{logs}/slurm-%j.out", "error": f"{logs}/slurm-%j.err",
+        "signal": spec.signal, "requeue": spec.requeue, "no-requeue": not spec.requeue,
+        "time": spec.time_limit, "account": spec.account, "qos": spec.qos,
+        "wckey": spec.wckey, "comment": spec.comment, "nice": spec.nice,
+        "exclude": spec.exclude,
+    }  # fmt: skip
+    clash = sorted(set(directives) & set(spec.resource_directives))
+    if clash:
+        raise ValidationError(f"spec.resource_directives may not set {clash}: hpcdet sets them")
+    return {**directives, **spec.resource_directives}
+
+
+def _or(value: int | None, default: int | None) -> int | None:
+    return default if value is None else value
+
+
+def _srun_options(spec: JobSpec) -> list[str]:
+    # --export=ALL so that a user's "--export=NONE" for sbatch cannot strip DET_* from ranks.
+    options = ["--kill-on-bad-exit=1", "--label", "--export=ALL", f"--nodes={spec.nodes}",
+               f"--ntasks={spec.nodes * spec.ntasks_per_node}",
+               f"--ntasks-per-node={spec.ntasks_per_node}"]  # fmt: skip
+    if spec.cpus_per_task is not None:
+        # Since 22.05 srun no longer inherits sbatch's --cpus-per-task: pass it again.
+        options.append(f"--cpus-per-task={spec.cpus_per_task}")
+    return options
+
+
+def _effective_container(spec: JobSpec) -> ContainerSpec:
+    """The container with the job directory bound in and the job's variables passed on.
+
+    The job directory is bound at its own path because ``DET_JOB_DIR``/``DET_TRIAL_INFO``
+    hold host paths; runtimes that do not inherit the environment get every exported name.
+    """
+    container = spec.container
+    if container.run_type == "none":
+        return container
+    mounts = container.bind_mounts
+    if not any(mount.container_path.rstrip("/") == spec.job_dir.rstrip("/") for mount in mounts):
+        mounts = (*mounts, BindMount(spec.job_dir, spec.job_dir))
+    names = tuple(dict.fromkeys([*container.pass_environment, *spec.environment]))
+    return replace(container, bind_mounts=mounts, pass_environment=names)
+
+
+# ---- submitting --------------------------------------------------------------------------
+
+
+def write_script(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` with mode 0700 via a temporary file and a rename.
+
+    Owner-only: the script holds the experiment's ``environment_variables`` (secrets).
+    """
+    write_atomically(path, text.encode("utf-8"), mode=0o700, durable=False)
+
+
+def submit_as(runas: RunAs, owner: str, submission: Submission) -> str:
+    """Write the script into the job directory and submit it, both as ``owner``.
+
+    ``submission.argv`` is ``sbatch --parsable [options] SCRIPT [args]``: the options and the
+    script's arguments go to the helper's ``submit``, which checks them again.
+    """
+    job_dir, name = posixpath.split(submission.script_path)
+    argv = list(submission.argv)
+    if submission.script_path not in argv:
+        raise ValidationError(f"the submit command does not name {submission.script_path}")
+    at = argv.index(submission.script_path)
+    options = [word for word in argv[1:at] if word != "--parsable"]
+    args = (job_dir, name, *options, "--", *argv[at + 1:])
+    runas.prepare(owner, job_dir, tar_of({name: (submission.script.encode("utf-8"), 0o700)}))
+    return parse_sbatch_output(runas.argv(owner, "submit", *args),
+                               runas.run(owner, "submit", *args))
+
+
+def parse_sbatch_output(argv: Sequence[str], stdout: str) -> str:
+    """The job id from ``sbatch --parsable`` output: ``12345`` or ``12345;cluster``."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    match = _SBATCH_PARSABLE.match(lines[-1]) if lines else None
+    if match is None:
+        raise UnparseableOutputError(argv, stdout, "'<jobid>' or '<jobid>;<cluster>'")
+    return match.group(1)
+
+
+# ---- polling -----------------------------------------------------------------------------
+
+
+def _checked_id(job_id: str) -> str:
+    # Ids reach argv and a file name: refuse anything but digits, "_" and "+".
+    if not _JOB_ID.match(job_id):
+        raise ValidationError(f"invalid Slurm job id {job_id!r}")
+    return job_id
+
+
+def _rows(stdout: str, parse: _LineParser, wanted: set[str]) -> dict[str, JobStatus]:
+    """Parse each output line; keep the statuses of ``wanted`` ids (later lines win)."""
+    found: dict[str, JobStatus] = {}
+    for line in stdout.splitlines():
+        if not line.strip():
+            continue
+        parsed = parse(line)
+        if parsed is None:
+            logger.warning("skipping an unexpected Slurm output line: %r", line)
+            continue
+        for key, status in parsed:
+            if key in wanted:
+                found[key] = replace(status, job_id=key)
+    return found
+
+
+def _parse_squeue_line(line: str) -> list[tuple[str, JobStatus]] | None:
+    """``JobID|State|RestartCnt|NodeList|Reason|``, e.g. ``123|PENDING|0||Priority|``."""
+    text = line.strip()
+    fields = (text[:-1] if text.endswith("|") else text).split("|", 4)
+    if len(fields) != 5 or not fields[2].strip().isdigit():
+        return None
+    job_id, state, restarts, nodes, reason = (field.strip() for field in fields)
+    status = JobStatus(job_id, phase_of(state), state, reason=_none_if(reason, "None"),
+                       nodes=nodes or None, source="squeue",
+                       restarts=_finished_executions(state, int(restarts)))  # fmt: skip
+    return [(job_id, status)]
+
+
+def _finished_executions(state: str, restarts: int) -> int:
+    """Slurm counts a requeue at once, while the ended execution may still be COMPLETING
+    (its code checkpointing after SIGTERM). Count it once it is over, so that whoever
+    reads the count also sees what that execution left behind (its exit reason)."""
+    return restarts - 1 if state == "COMPLETING" and restarts > 0 else restarts
+
+
+def _newest_by_name(stdout: str, names: Sequence[str], *, sep: str) -> dict[str, str]:
+    """``{name: highest job id}`` from ``id<sep>name`` lines (array/het ids are skipped)."""
+    found: dict[str, str] = {}
+    wanted = set(names)
+    for line in stdout.splitlines():
+        job_id, _, name = line.strip().rstrip(sep).partition(sep)
+        if name in wanted and job_id.isdigit() and int(job_id) > int(found.get(name, "0")):
+            found[name] = job_id
+    return found
+
+
+def _parse_sacct_line(line: str) -> list[tuple[str, JobStatus]] | None:
+    """``JobID|JobIDRaw|State|ExitCode|NodeList|Reason``, e.g. ``7|7|FAILED|1:0|n1|None``."""
+    fields = line.strip().split("|", 5)
+    if len(fields) != 6:
+        return None
+    job_id, raw_id, state, exit_code, nodes, reason = (field.strip() for field in fields)
+    status = JobStatus(job_id, phase_of(state), state, reason=_none_if(reason, "None"),
+                       exit_code=_exit_code(exit_code), nodes=_none_if(nodes, "None assigned"),
+                       source="sacct")  # fmt: skip
+    return [(job_id, status), (raw_id, status)]
+
+
+def _exit_code(text: str) -> int | None:
+    """sacct's ``rc:signal``; death by a signal reads as 128+signal, as in a shell."""
+    code, _, signal = text.partition(":")
+    if not code.isdigit():
+        return None
+    return 128 + int(signal) if signal.isdigit() and int(signal) else int(code)
+
+
+def _none_if(value: str, placeholder: str) -> str | None:
+    return None if value in ("", placeholder) else value
+
+
+def _resolve(status: JobStatus | None, job: JobRef) -> JobStatus:
+    """Fill in what the scheduler did not say from the job's exit file."""
+    if status is None:
+        return _from_exit_file(job)
+    if status.phase.is_terminal and status.exit_code is None:
+        return replace(status, exit_code=read_exit_file(job))
+    return status
+
+
+def _from_exit_file(job: JobRef) -> JobStatus:
+    code = read_exit_file(job)
+    if code is None:
+        return JobStatus(job.job_id, JobPhase.MISSING, "", source="none")
+    phase = JobPhase.COMPLETED if code == 0 else JobPhase.FAILED
+    return JobStatus(job.job_id, phase, phase.value, exit_code=code, source="exit-file")
+
+
+def read_exit_file(job: JobRef) -> int | None:
+    """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any."""
+    path = Path(job.job_dir) / f"exit-{job.job_id}"
+    try:
+        with open_regular(path) as handle:  # never a link the job put there
+            return int(handle.read(64).decode("utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _only_already_gone(stderr: str) -> bool:
+    """True if every error line says the job is unknown or already finished."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return bool(lines) and all(any(m in line for m in _ALREADY_GONE) for line in lines)

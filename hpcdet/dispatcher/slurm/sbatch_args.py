@@ -1,0 +1,187 @@
+"""Validate and render the user's ``slurm.sbatch_args``.
+
+Each list item is one sbatch option with its value, in any of the forms ``--mem=4G``,
+``--time 10``, ``-t 10``, ``-t10`` or a bare ``--exclusive``. Values are taken literally
+(hpcdet quotes them; do not add quotes of your own). Options hpcdet sets itself are
+refused, matched as Determined does: by prefix on the option name, so the abbreviation
+``--part`` is refused like ``--partition``, and any ``--gres`` asking for ``gpu``.
+
+Options that would change who the job runs as (``--uid``, ``--gid``), where its output
+goes or what its environment is (``--output``, ``--error``, ``--chdir``, ``--export``), or
+hpcdet's own bookkeeping (``--comment``, ``--job-name``, ``--array``, ``--clusters``,
+``--parsable``, ``--wait``, ...) are refused in every spelling sbatch accepts: each item is
+read as sbatch's getopt reads it (``--uid 0``, ``--uid=0``, ``--ui=0``, ``-o x``, ``-ox``,
+a bundle such as ``-Ho x``), and every option it sets is checked by its canonical name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from hpcdet.dispatcher.render import directive_quote
+from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
+from hpcdet.dispatcher.slurm.sbatch_options import BY_NAME, BY_SHORT, OPTIONS, ArgKind
+from hpcdet.errors import ConfigError
+
+DEFAULT_PATH = "<config>.slurm.sbatch_args"
+
+CONTROLLED_OPTIONS: tuple[str, ...] = (
+    "--ntasks-per-node", "--gpus", "-G", "--nodes", "-N", "--ntasks", "-n", "--chdir", "-D",
+    "--error", "-e", "--output", "-o", "--partition", "-p", "--no-requeue", "--requeue",
+    "--job-name", "-J", "--signal", "--wrap", "--parsable",
+)  # fmt: skip
+# Canonical sbatch option names a user may never set for a trial, with the reason.
+OWNED_BY_HPCDET: dict[str, str] = {
+    "uid": "the job runs as the experiment's owner; it cannot choose another user",
+    "gid": "the job runs with its owner's group; it cannot choose another group",
+    "comment": "hpcdet marks its jobs with their comment (hpcdet:<cluster>:...) to track them",
+    "job-name": "hpcdet names its jobs to track them", "array": "one trial is one Slurm job",
+    "clusters": "the master submits to its own cluster only",
+    "output": "hpcdet writes the job's output into its job directory",
+    "error": "hpcdet writes the job's errors into its job directory",
+    "open-mode": "hpcdet owns the job's log files", "input": "the job reads no standard input",
+    "chdir": "the job starts in its job directory", "wrap": "hpcdet writes the job script",
+    "export": "hpcdet sets the job's environment", "export-file": "hpcdet sets the job's "
+    "environment", "get-user-env": "hpcdet sets the job's environment",
+    "parsable": "hpcdet reads sbatch's answer itself", "wait": "the master does not wait "
+    "for jobs to end", "test-only": "the master submits real jobs",
+    "nodefile": "the file would be read on the master's host; use --nodelist",
+    "bbf": "the file would be read on the master's host; use --bb",
+    "help": "sbatch would print its help instead of submitting",
+    "usage": "sbatch would print its usage instead of submitting",
+    "version": "sbatch would print its version instead of submitting",
+    "quiet": "hpcdet reads sbatch's answer itself", "verbose": "hpcdet reads sbatch's answer",
+    "batch": "hpcdet writes the job script",
+}  # fmt: skip
+for _option in CONTROLLED_OPTIONS:
+    if _option.startswith("--"):
+        OWNED_BY_HPCDET.setdefault(_option[2:], "hpcdet sets this option itself")
+_CONTROLLED_TEXT = ", ".join([*CONTROLLED_OPTIONS, *(
+    f"--{name}" for name in sorted(OWNED_BY_HPCDET) if f"--{name}" not in CONTROLLED_OPTIONS
+)]) + ", --gres=gpu..."
+
+_LONG = re.compile(r"^(--[A-Za-z0-9][A-Za-z0-9-]*)(?:(?:=|\s+)(.*))?$", re.DOTALL)
+_SHORT = re.compile(r"^(-[A-Za-z0-9])\s*(.*)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class SbatchArg:
+    """One user option, split into its name and its (unquoted) value."""
+
+    option: str
+    value: str | None = None
+
+    def render(self, prefix: str = "#SBATCH") -> str:
+        """``#SBATCH --mem=4G`` / ``#SBATCH -t 10`` / ``#SBATCH --exclusive``."""
+        if self.value is None:
+            return f"{prefix} {self.option}"
+        separator = "=" if self.option.startswith("--") else " "
+        return f"{prefix} {self.option}{separator}{directive_quote(self.value, self.option)}"
+
+
+def parse_sbatch_args(args: Sequence[str], *, path: str = DEFAULT_PATH) -> list[SbatchArg]:
+    """Validate ``args``; return them split and deduplicated (first occurrence kept).
+
+    Raises :class:`ConfigError` listing every bad item as ``<path>[i]: problem``.
+    """
+    errors: list[str] = []
+    parsed: list[SbatchArg] = []
+    for index, raw in enumerate(args):
+        problem, arg = _parse_one(raw)
+        if problem:
+            errors.append(f"{path}[{index}]: {problem}")
+        elif arg is not None:
+            parsed.append(arg)
+    if any("controlled by hpcdet" in error for error in errors):
+        errors.append(f"{path}: hpcdet sets these options itself: {_CONTROLLED_TEXT}")
+    if errors:
+        raise ConfigError(errors, title="invalid slurm.sbatch_args")
+    return list(dict.fromkeys(parsed))
+
+
+def render_sbatch_args(
+    args: Sequence[str], *, prefix: str = "#SBATCH", path: str = DEFAULT_PATH
+) -> str:
+    """Validate ``args`` and render them as directive lines (no trailing newline)."""
+    return render_parsed(parse_sbatch_args(args, path=path), prefix=prefix)
+
+
+def render_parsed(args: Iterable[SbatchArg], *, prefix: str = "#SBATCH") -> str:
+    """Already parsed ``args`` as directive lines (no trailing newline)."""
+    return "\n".join(arg.render(prefix) for arg in args)
+
+
+def _parse_one(raw: object) -> tuple[str | None, SbatchArg | None]:
+    """``(problem, None)`` for a bad item, else ``(None, arg)``."""
+    if not isinstance(raw, str):
+        return f"must be a string, not {type(raw).__name__}", None
+    for char, description in UNSAFE_CHARACTERS.items():
+        if char in raw:
+            return f"contains {description} ({char!r}): {raw!r}", None
+    text = raw.strip()
+    if not text:
+        return "must not be empty", None
+    if not text.startswith("-"):
+        return f"must be an sbatch option starting with '-': {raw!r}", None
+    arg = _split(text)
+    if arg is None:
+        return f"is not an sbatch option: {raw!r}", None
+    return _controlled(arg), arg
+
+
+def _split(text: str) -> SbatchArg | None:
+    """Split ``--opt=value`` / ``--opt value`` / ``-X value`` / ``-Xvalue`` / ``--flag``."""
+    match = _LONG.match(text) or _SHORT.match(text)
+    if match is None:
+        return None
+    value = match.group(2)
+    return SbatchArg(match.group(1), value.strip() if value else None)
+
+
+def _controlled(arg: SbatchArg) -> str | None:
+    """Why hpcdet refuses ``arg``, or None if the user may set it."""
+    name = arg.option
+    for option in CONTROLLED_OPTIONS:
+        if option == name or (name.startswith("--") and option.startswith(name)):
+            shown = name if option == name else f"{name} (an abbreviation of {option})"
+            return f"option {shown} is controlled by hpcdet"
+    if name.startswith("--gr") and "--gres".startswith(name) and _asks_for_gpus(arg.value):
+        return f"option {name}={arg.value} is controlled by hpcdet (GPUs follow the slots)"
+    for given, canonical in _canonical_names(arg):
+        reason = OWNED_BY_HPCDET.get(canonical)
+        if reason is not None:
+            shown = given if given == f"--{canonical}" else f"{given} (sbatch's --{canonical})"
+            return f"option {shown} is controlled by hpcdet: {reason}"
+    return None
+
+
+def _canonical_names(arg: SbatchArg) -> list[tuple[str, str]]:
+    """``(as given, long name)`` of every option ``arg`` sets, read as sbatch's getopt does.
+
+    A long name is matched exactly or as the unique prefix of one (an ambiguous prefix
+    yields every candidate, so none slips through); short letters are read as a bundle:
+    flags, then at most one letter that takes the rest as its value.
+    """
+    if arg.option.startswith("--"):
+        name = arg.option[2:]
+        exact = BY_NAME.get(name)
+        found = [exact] if exact else [o for o in OPTIONS if o.name.startswith(name)]
+        return [(arg.option, option.name) for option in found]
+    letters = arg.option[1:] + (arg.value or "")
+    names: list[tuple[str, str]] = []
+    for letter in letters:
+        option = BY_SHORT.get(letter)
+        if option is None:
+            break
+        names.append((f"-{letter}", option.name))
+        if option.kind is ArgKind.REQUIRED:
+            break
+    return names
+
+
+def _asks_for_gpus(value: str | None) -> bool:
+    """True if a ``--gres`` value names the ``gpu`` resource, e.g. ``gpu:a100:2,nvme:1``."""
+    items = (value or "").split(",")
+    return any(item.split(":")[0].removeprefix("gres/") == "gpu" for item in items)

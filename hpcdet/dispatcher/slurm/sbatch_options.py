@@ -1,0 +1,394 @@
+"""sbatch's options, read the way sbatch reads them (Slurm 22.05), for ``det sbatch``.
+
+sbatch takes options from three places, later ones winning for the same option
+(``man sbatch``, "INPUT ENVIRONMENT VARIABLES"): ``#SBATCH`` lines of the script, read until
+the first line that is neither blank nor a comment; ``SBATCH_*`` environment variables;
+the command line, up to the script's name. Options are parsed as getopt_long does: long
+names may be abbreviated to any unique prefix (``--part`` is ``--partition``), short ones
+take their value attached or as the next word (``-pdebug``, ``-p debug``) and flags can be
+bundled (``-HQ``). Every option is reduced to one :data:`Setting`, ``(long name, value)``
+with ``None`` for a flag, so ``-p x``, ``--partition=x``, ``--part x`` and
+``SBATCH_PARTITION=x`` all read ``("partition", "x")``.
+
+Pure functions of text only: both the CLI (which knows the user's environment and
+script) and the master (which validates what the CLI sent) use this table.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from hpcdet.errors import ValidationError
+
+Setting = tuple[str, "str | None"]
+
+
+class ArgKind(enum.Enum):
+    """Whether an option takes a value."""
+
+    NONE = "flag"
+    REQUIRED = "value"
+    OPTIONAL = "optional value"
+
+
+@dataclass(frozen=True)
+class SbatchOption:
+    """One sbatch option: its long name, short letter and input environment variables."""
+
+    name: str
+    kind: ArgKind
+    short: str | None = None
+    env: tuple[str, ...] = ()
+
+    def render(self, value: str | None) -> str:
+        """The option as one argv word: ``--name=value`` or ``--name``."""
+        return f"--{self.name}" if value is None else f"--{self.name}={value}"
+
+
+_N, _R, _O = ArgKind.NONE, ArgKind.REQUIRED, ArgKind.OPTIONAL
+
+
+def _opt(name: str, kind: ArgKind, short: str | None = None, *env: str) -> SbatchOption:
+    names = tuple(e if e.startswith("SLURM_") else f"SBATCH_{e}" for e in env)
+    return SbatchOption(name, kind, short, names)
+
+
+# Every option of sbatch 22.05.8 (its man page), with the SBATCH_* variables that set it.
+OPTIONS: tuple[SbatchOption, ...] = (
+    _opt("account", _R, "A", "ACCOUNT"), _opt("acctg-freq", _R, None, "ACCTG_FREQ"),
+    _opt("array", _R, "a", "ARRAY_INX"), _opt("batch", _R, None, "BATCH"),
+    _opt("bb", _R), _opt("bbf", _R), _opt("begin", _R, "b"), _opt("chdir", _R, "D"),
+    _opt("cluster-constraint", _R), _opt("clusters", _R, "M", "CLUSTERS", "SLURM_CLUSTERS"),
+    _opt("comment", _R), _opt("constraint", _R, "C", "CONSTRAINT"),
+    _opt("container", _R, None, "CONTAINER"), _opt("contiguous", _N),
+    _opt("core-spec", _R, "S", "CORE_SPEC"), _opt("cores-per-socket", _R),
+    _opt("cpu-freq", _R), _opt("cpus-per-gpu", _R, None, "CPUS_PER_GPU"),
+    _opt("cpus-per-task", _R, "c"), _opt("deadline", _R),
+    _opt("delay-boot", _R, None, "DELAY_BOOT"), _opt("dependency", _R, "d"),
+    _opt("distribution", _R, "m", "DISTRIBUTION"), _opt("error", _R, "e", "ERROR"),
+    _opt("exclude", _R, "x"), _opt("exclusive", _O, None, "EXCLUSIVE"),
+    _opt("export", _R, None, "EXPORT"), _opt("export-file", _R),
+    _opt("extra-node-info", _R, "B"), _opt("get-user-env", _O, None, "GET_USER_ENV"),
+    _opt("gid", _R), _opt("gpu-bind", _R, None, "GPU_BIND"),
+    _opt("gpu-freq", _R, None, "GPU_FREQ"), _opt("gpus", _R, "G", "GPUS"),
+    _opt("gpus-per-node", _R, None, "GPUS_PER_NODE"), _opt("gpus-per-socket", _R),
+    _opt("gpus-per-task", _R, None, "GPUS_PER_TASK"), _opt("gres", _R, None, "GRES"),
+    _opt("gres-flags", _R, None, "GRES_FLAGS"), _opt("help", _N, "h"),
+    _opt("hint", _R, None, "HINT", "SLURM_HINT"), _opt("hold", _N, "H"),
+    _opt("ignore-pbs", _N, None, "IGNORE_PBS"), _opt("input", _R, "i", "INPUT"),
+    _opt("job-name", _R, "J", "JOB_NAME"), _opt("kill-on-invalid-dep", _R),
+    _opt("licenses", _R, "L"), _opt("mail-type", _R), _opt("mail-user", _R),
+    _opt("mcs-label", _R), _opt("mem", _R, None, "MEM_PER_NODE"),
+    _opt("mem-bind", _R, None, "MEM_BIND"), _opt("mem-per-cpu", _R, None, "MEM_PER_CPU"),
+    _opt("mem-per-gpu", _R, None, "MEM_PER_GPU"), _opt("mincpus", _R),
+    _opt("network", _R, None, "NETWORK"), _opt("nice", _O),
+    _opt("no-kill", _O, "k", "NO_KILL"), _opt("no-requeue", _N, None, "NO_REQUEUE"),
+    _opt("nodefile", _R, "F"), _opt("nodelist", _R, "w"), _opt("nodes", _R, "N"),
+    _opt("ntasks", _R, "n"), _opt("ntasks-per-core", _R), _opt("ntasks-per-gpu", _R),
+    _opt("ntasks-per-node", _R), _opt("ntasks-per-socket", _R),
+    _opt("open-mode", _R, None, "OPEN_MODE"), _opt("output", _R, "o", "OUTPUT"),
+    _opt("overcommit", _N, "O", "OVERCOMMIT"), _opt("oversubscribe", _N, "s"),
+    _opt("parsable", _N), _opt("partition", _R, "p", "PARTITION"),
+    _opt("power", _R, None, "POWER"), _opt("prefer", _R), _opt("priority", _R),
+    _opt("profile", _R, None, "PROFILE"), _opt("propagate", _O),
+    _opt("qos", _R, "q", "QOS"), _opt("quiet", _N, "Q"), _opt("reboot", _N),
+    _opt("requeue", _N, None, "REQUEUE"), _opt("reservation", _R, None, "RESERVATION"),
+    _opt("signal", _R, None, "SIGNAL"), _opt("sockets-per-node", _R),
+    _opt("spread-job", _N, None, "SPREAD_JOB"), _opt("switches", _R, None, "REQ_SWITCH"),
+    _opt("test-only", _N), _opt("thread-spec", _R, None, "THREAD_SPEC"),
+    _opt("threads-per-core", _R, None, "THREADS_PER_CORE"),
+    _opt("time", _R, "t", "TIMELIMIT"), _opt("time-min", _R), _opt("tmp", _R),
+    _opt("uid", _R), _opt("usage", _N), _opt("use-min-nodes", _N, None, "USE_MIN_NODES"),
+    _opt("verbose", _N, "v", "DEBUG"), _opt("version", _N, "V"),
+    _opt("wait", _N, "W", "WAIT"), _opt("wait-all-nodes", _R, None, "WAIT_ALL_NODES"),
+    _opt("wckey", _R, None, "WCKEY"), _opt("wrap", _R),
+)  # fmt: skip
+
+BY_NAME: Mapping[str, SbatchOption] = MappingProxyType({o.name: o for o in OPTIONS})
+BY_SHORT: Mapping[str, SbatchOption] = MappingProxyType(
+    {o.short: o for o in OPTIONS if o.short})
+# Options that set the same thing: setting one drops the others (sbatch does the same,
+# so that e.g. --mem-per-cpu on the command line replaces an #SBATCH --mem).
+_EXCLUSIVE_GROUPS = (("requeue", "no-requeue"), ("exclusive", "oversubscribe"),
+                     ("mem", "mem-per-cpu", "mem-per-gpu"), ("nodelist", "nodefile"))
+_GROUP_OF: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {name: group for group in _EXCLUSIVE_GROUPS for name in group})
+# Heterogeneous jobs: a ":" between components, "hetjob"/"packjob" in #SBATCH lines.
+_HET_WORDS = ("hetjob", "packjob")
+
+
+@dataclass(frozen=True)
+class Word:
+    """One argv word and where it came from, for error messages."""
+
+    text: str
+    where: str
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """The options before the script, and the script with its arguments (the operands)."""
+
+    settings: list[Setting]
+    operands: list[str]
+
+
+def option_named(name: str, where: str) -> SbatchOption:
+    """The option called ``name`` (no dashes), or one of which it is a unique prefix."""
+    exact = BY_NAME.get(name)
+    if exact is not None:
+        return exact
+    matches = [o for o in OPTIONS if o.name.startswith(name)] if name else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ValidationError(f"{where}: unknown sbatch option --{name} (see man sbatch)")
+    listed = ", ".join(f"--{o.name}" for o in matches)
+    raise ValidationError(f"{where}: option --{name} is ambiguous (could be {listed})")
+
+
+def parse_words(words: Sequence[Word]) -> CommandLine:
+    """Read options as getopt_long does with sbatch's ``+`` rule: stop at the first word
+    that is not an option (the script), or after ``--``."""
+    settings: list[Setting] = []
+    index = 0
+    while index < len(words):
+        text = words[index].text
+        if text == "--":
+            return CommandLine(settings, [w.text for w in words[index + 1:]])
+        if text == ":":
+            raise ValidationError(f"{words[index].where}: heterogeneous jobs (':') are not "
+                                  "supported by det sbatch")
+        if not text.startswith("-") or text == "-":
+            break
+        reader = _long_option if text.startswith("--") else _short_options
+        index = reader(words, index, settings)
+    return CommandLine(settings, [w.text for w in words[index:]])
+
+
+def parse_command_line(argv: Sequence[str]) -> CommandLine:
+    """The options and operands of ``det sbatch``'s arguments."""
+    return parse_words([Word(arg, "command line") for arg in argv])
+
+
+def _long_option(words: Sequence[Word], index: int, settings: list[Setting]) -> int:
+    word = words[index]
+    name, has_value, value = word.text[2:].partition("=")
+    option = option_named(name, word.where)
+    if has_value and option.kind is ArgKind.NONE:
+        raise ValidationError(f"{word.where}: option --{option.name} takes no value")
+    if option.kind is ArgKind.REQUIRED and not has_value:
+        if index + 1 >= len(words):
+            raise ValidationError(f"{word.where}: option --{option.name} needs a value")
+        settings.append((option.name, words[index + 1].text))
+        return index + 2
+    settings.append((option.name, value if has_value else None))
+    return index + 1
+
+
+def _short_options(words: Sequence[Word], index: int, settings: list[Setting]) -> int:
+    word = words[index]
+    letters = word.text[1:]
+    for position, letter in enumerate(letters):
+        option = BY_SHORT.get(letter)
+        if option is None:
+            raise ValidationError(f"{word.where}: unknown sbatch option -{letter} "
+                                  "(see man sbatch)")
+        if option.kind is not ArgKind.REQUIRED:
+            settings.append((option.name, None))
+            continue
+        rest = letters[position + 1:]
+        if rest:
+            settings.append((option.name, rest))
+            return index + 1
+        if index + 1 >= len(words):
+            raise ValidationError(f"{word.where}: option -{letter} needs a value")
+        settings.append((option.name, words[index + 1].text))
+        return index + 2
+    return index + 1
+
+
+# ---- #SBATCH lines -------------------------------------------------------------------------
+
+
+def script_words(script: str, where: str = "script") -> list[Word]:
+    """The words of the ``#SBATCH`` (or ``#SLURM``) lines before the first command.
+
+    Each line is split as Slurm splits it: on whitespace, with single or double quotes
+    grouping, a backslash escaping the next character, and an unquoted ``#`` starting a
+    comment.
+    """
+    words: list[Word] = []
+    for number, line in enumerate(script.split("\n"), start=1):
+        rest = _directive(line)
+        if rest is None:
+            if _is_command(line):
+                break
+            continue
+        here = f"{where} line {number}"
+        if any(het in rest.lower() for het in _HET_WORDS):
+            raise ValidationError(f"{here}: heterogeneous jobs are not supported by det sbatch")
+        words += [Word(text, here) for text in directive_words(rest, here)]
+    return words
+
+
+def script_settings(script: str, where: str = "script") -> list[Setting]:
+    """The settings of the script's ``#SBATCH`` lines (sbatch stops at a non-option word,
+    so a stray word ends the directives as it does for sbatch)."""
+    return parse_words(script_words(script, where)).settings
+
+
+def _directive(line: str) -> str | None:
+    for magic in ("#SBATCH", "#SLURM"):
+        if line.startswith(magic):
+            return line[len(magic):]
+    return None
+
+
+def _is_command(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
+def directive_words(text: str, where: str) -> list[str]:
+    """Split one directive line's options as Slurm's ``_get_argument`` does."""
+    words: list[str] = []
+    current: list[str] | None = None
+    quote = ""
+    escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+            current = current if current is not None else []
+            continue
+        elif quote:
+            if char == quote:
+                quote = ""
+                continue
+        elif char in "\"'":
+            quote = char
+            current = current if current is not None else []
+            continue
+        elif char == "#":
+            break
+        elif char.isspace():
+            if current is not None:
+                words.append("".join(current))
+                current = None
+            continue
+        current = current if current is not None else []
+        current.append(char)
+    if quote:
+        raise ValidationError(f"{where}: unmatched {quote} in an #SBATCH line")
+    if current is not None:
+        words.append("".join(current))
+    return words
+
+
+# ---- SBATCH_* variables --------------------------------------------------------------------
+
+
+def environment_settings(environ: Mapping[str, str]) -> list[Setting]:
+    """The options ``SBATCH_*`` variables set, as sbatch reads them: a flag is on when its
+    variable is empty, ``yes`` or a non-zero number (any other value leaves it off)."""
+    settings: list[Setting] = []
+    for option in OPTIONS:
+        value = next((environ[name] for name in option.env if name in environ), None)
+        if value is None:
+            continue
+        if option.kind is ArgKind.NONE:
+            if _flag_on(value):
+                settings.append((option.name, None))
+        elif option.kind is ArgKind.OPTIONAL:
+            settings.append((option.name, value or None))
+        else:
+            settings.append((option.name, _with_wait(option, value, environ)))
+    return settings
+
+
+def _flag_on(value: str) -> bool:
+    text = value.strip().lower()
+    if text in ("", "yes"):
+        return True
+    try:
+        return float(text) != 0
+    except ValueError:
+        return False
+
+
+def _with_wait(option: SbatchOption, value: str, environ: Mapping[str, str]) -> str:
+    """``SBATCH_REQ_SWITCH`` and ``SBATCH_WAIT4SWITCH`` make one ``--switches=N@time``."""
+    wait = environ.get("SBATCH_WAIT4SWITCH")
+    return f"{value}@{wait}" if option.name == "switches" and wait else value
+
+
+# ---- merging -------------------------------------------------------------------------------
+
+
+def merge(*sources: Iterable[Setting]) -> list[Setting]:
+    """One setting per option, later sources (and later settings) winning; the result is
+    ordered by when each option was last set."""
+    merged: dict[str, str | None] = {}
+    for source in sources:
+        for name, value in source:
+            for other in _GROUP_OF.get(name, (name,)):
+                merged.pop(other, None)
+            merged[name] = value
+    return list(merged.items())
+
+
+def render_settings(settings: Iterable[Setting]) -> list[str]:
+    """Settings as argv words (``--name=value``/``--name``), in order."""
+    return [BY_NAME[name].render(value) for name, value in settings]
+
+
+def value_of(settings: Iterable[Setting], name: str) -> str | None:
+    """The value of ``name`` (the last one set), or None."""
+    found = [value for key, value in settings if key == name]
+    return found[-1] if found else None
+
+
+def is_set(settings: Iterable[Setting], name: str) -> bool:
+    return any(key == name for key, _ in settings)
+
+
+# ---- what det sbatch does with each option (docs/sbatch.md) -------------------------------
+
+# Options det sbatch refuses, with the reason given to the user.
+REFUSED: Mapping[str, str] = MappingProxyType({
+    "array": "job arrays are not supported: one task tracks one Slurm job (submit one task "
+             "per element, or use plain sbatch)",
+    "clusters": "the master submits to its own cluster only",
+    "uid": "jobs run as the master's Slurm user; they cannot be submitted as another user",
+    "gid": "jobs run as the master's Slurm user and group; another group cannot be chosen",
+    "get-user-env": "the job's environment is the one det sbatch sends (see --export); a "
+                    "login environment cannot be loaded instead",
+    "bbf": "the file would be read on the master's host; give the specification with --bb",
+    "comment": "hpcdet sets the job's comment (hpcdet:<cluster>:task-<id>) to track the job",
+})  # fmt: skip
+# Options det sbatch handles itself; they never reach the master.
+CLI_ONLY = frozenset({"parsable", "wait", "test-only", "quiet", "verbose", "ignore-pbs",
+                      "export", "export-file", "wrap", "nodefile", "help", "usage", "version"})
+# Options the master reads and replaces by its own (see hpcdet.master.scheduling.task_submission):
+# the job name, working directory, pool and account are used as given, the output and
+# error files are honoured next to the master's own copy.
+MASTER_HANDLED = frozenset({"job-name", "chdir", "partition", "account", "output", "error",
+                            "open-mode"})
+
+
+def refusal(name: str) -> str | None:
+    """Why det sbatch refuses option ``name``, as ``--name: reason``; None if it does not."""
+    reason = REFUSED.get(name)
+    return f"--{name}: {reason}" if reason else None
+
+
+def check_not_refused(settings: Iterable[Setting]) -> None:
+    """Raise :class:`ValidationError` listing every refused option in ``settings``."""
+    problems = [p for name, _ in settings if (p := refusal(name))]
+    if problems:
+        raise ValidationError("det sbatch cannot honour " + "; ".join(dict.fromkeys(problems)))

@@ -1,0 +1,1 @@
+"""Experiments: their lifecycle, hyperparameter searches and listings."""

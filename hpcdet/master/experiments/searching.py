@@ -1,0 +1,267 @@
+"""Runs each experiment's searcher: starts it, feeds it events, and carries out its actions.
+
+The searcher itself (:mod:`hpcdet.searcher`) is pure arithmetic. This module is where it
+meets the database: for every active experiment with something new (unconsumed validation
+events from :class:`~hpcdet.master.models.SearcherEvent`, or trials that ended and the
+searcher has not heard of), it restores the searcher from ``experiments.searcher_state``,
+applies the events in order, creates the trials it asks for, stops the trials it stops,
+and saves the new state *in the same transaction* that marks the events consumed. A master
+that restarts therefore continues the same search: no trial is created twice, none is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from hpcdet.expconf import length_value
+from hpcdet.master.models import Experiment, SearcherEvent, Trial, utcnow
+from hpcdet.master.reports.logs import add_system_line
+from hpcdet.master.scheduling.jobspec import job_dir_for
+from hpcdet.master.security.tokens import hash_token
+from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.transitions import transition
+from hpcdet.searcher import Create, Searcher, Stop, TrialRequest, make_searcher
+from hpcdet.searcher.asha import AdaptiveAshaSearch
+from hpcdet.states import State
+
+log = logging.getLogger("hpcdet.searching")
+
+# Events consumed per experiment per cycle: bounds one transaction's size.
+EVENT_BATCH = 50_000
+# How a trial's ending reads to the searcher.
+_EXIT_REASON = {State.COMPLETED: "completed", State.ERROR: "errored", State.CANCELED: "errored"}
+_REPORTED_EXIT = {"invalid_hp": "invalid_hp", "errored": "errored",
+                  "user_requested_stop": "completed"}
+# The history's cause for a stop that is not early (the trial gave what was asked of it).
+_DONE_CAUSE = "the searcher has what it needs from this trial"
+
+
+@dataclass
+class SearchReport:
+    """What one pass over the experiments did."""
+
+    experiments_started: int = 0
+    events_consumed: int = 0
+    trials_created: int = 0
+    trials_stopped: int = 0
+    experiments_finished: int = 0
+
+    def add(self, other: SearchReport) -> None:
+        """Add another pass's counts to these."""
+        for name, value in vars(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+@dataclass
+class _Work:
+    """One experiment's pending input for this pass."""
+
+    events: list[SearcherEvent] = field(default_factory=list)
+    exited: list[Trial] = field(default_factory=list)
+
+
+def build_searcher(config: dict[str, Any], state: dict[str, Any] | None = None) -> Searcher:
+    """The experiment's searcher, restored from ``state`` when given."""
+    searcher = make_searcher(config["searcher"], config.get("hyperparameters") or {},
+                             int(config["reproducibility"]["experiment_seed"]))
+    if state is not None:
+        searcher.from_state(state)
+    return searcher
+
+
+class SearchDriver:
+    """Starts searchers and feeds them events; called once per reconcile cycle."""
+
+    def __init__(self, settings: MasterSettings) -> None:
+        self.settings = settings
+
+    def step(self, session: Session) -> SearchReport:
+        """One pass: start new searches, then process every experiment with pending work."""
+        report = SearchReport()
+        for exp in session.scalars(select(Experiment).where(
+                Experiment.state == State.ACTIVE.value, Experiment.searcher_state.is_(None))):
+            self._start(session, exp, report)
+        pending = self._pending_work(session)
+        for exp in session.scalars(select(Experiment).where(Experiment.id.in_(pending))):
+            self._advance(session, exp, pending[exp.id], report)
+        return report
+
+    # starting -----------------------------------------------------------------------
+    def _start(self, session: Session, exp: Experiment, report: SearchReport) -> None:
+        searcher = build_searcher(exp.config)
+        self._create_trials(session, exp, searcher.initial_trials())
+        self._save(exp, searcher)
+        report.experiments_started += 1
+        report.trials_created += len(searcher.requested)
+
+    # pending input ------------------------------------------------------------------
+    def _pending_work(self, session: Session) -> dict[int, _Work]:
+        work: dict[int, _Work] = defaultdict(_Work)
+        active = select(Experiment.id).where(Experiment.state == State.ACTIVE.value,
+                                             Experiment.searcher_state.is_not(None))
+        for event in session.scalars(select(SearcherEvent).where(
+                ~SearcherEvent.processed, SearcherEvent.experiment_id.in_(active))
+                .order_by(SearcherEvent.id).limit(EVENT_BATCH)):
+            work[event.experiment_id].events.append(event)
+        terminal = [s.value for s in State if s.is_terminal]
+        for trial in session.scalars(select(Trial).where(
+                Trial.experiment_id.in_(active), Trial.state.in_(terminal),
+                ~Trial.searcher_closed).order_by(Trial.ended_at, Trial.id)):
+            work[trial.experiment_id].exited.append(trial)
+        return work
+
+    # advancing ----------------------------------------------------------------------
+    def _advance(self, session: Session, exp: Experiment, work: _Work,
+                 report: SearchReport) -> None:
+        searcher = build_searcher(exp.config, exp.searcher_state)
+        trials = self._trials_by_request(session, exp.id)
+        by_id = {t.id: t for t in trials.values()}
+        actions: list[Create | Stop] = []
+        stop_causes: dict[str, str] = {}
+        for event in work.events:
+            actions += self._on_event(session, exp, searcher, by_id.get(event.trial_id), event,
+                                      stop_causes)
+        for trial in work.exited:
+            actions += searcher.on_trial_exited(str(trial.request_id), _exit_reason(trial))
+            trial.searcher_closed = True
+        self._carry_out(session, exp, trials, actions, report, stop_causes)
+        self._mark_consumed(session, [e.id for e in work.events])
+        report.events_consumed += len(work.events)
+        self._save(exp, searcher)
+        if searcher.is_complete():
+            _finish(session, exp, searcher)
+            report.experiments_finished += 1
+
+    @staticmethod
+    def _on_event(session: Session, exp: Experiment, searcher: Searcher, trial: Trial | None,
+                  event: SearcherEvent, stop_causes: dict[str, str]) -> list[Create | Stop]:
+        """Feed one validation to the searcher; note why it stops this trial, if it does."""
+        if trial is None or trial.request_id is None or trial.searcher_closed:
+            return []
+        values = _searcher_values(exp.config["searcher"], event)
+        if isinstance(values, str):
+            add_system_line(session, trial.id, f"searcher: {values}; this report is ignored")
+            return []
+        metric, time_units = values
+        actions = searcher.on_validation(trial.request_id, metric, time_units)
+        for action in actions:
+            if isinstance(action, Stop) and action.trial_id == trial.request_id:
+                trial.stop_reason = _stop_reason(searcher, time_units)
+                stop_causes[trial.request_id] = _stop_cause(exp.config["searcher"],
+                                                            trial.stop_reason, time_units)
+        return actions
+
+    def _carry_out(self, session: Session, exp: Experiment, trials: dict[str, Trial],
+                   actions: Iterable[Create | Stop], report: SearchReport,
+                   stop_causes: dict[str, str]) -> None:
+        creates = [a.request for a in actions if isinstance(a, Create)]
+        self._create_trials(session, exp, creates)
+        report.trials_created += len(creates)
+        for action in actions:
+            if isinstance(action, Stop) and action.trial_id in trials:
+                cause = stop_causes.get(action.trial_id, _DONE_CAUSE)
+                report.trials_stopped += _stop(session, trials[action.trial_id], cause)
+
+    # persistence --------------------------------------------------------------------
+    def _create_trials(self, session: Session, exp: Experiment,
+                       requests: Sequence[TrialRequest]) -> None:
+        for request in requests:
+            trial = Trial(experiment_id=exp.id, hparams=request.hparams, seed=request.seed,
+                          request_id=request.request_id,
+                          # replaced by a fresh token's hash at each submission
+                          token=hash_token(secrets.token_urlsafe(32)))
+            session.add(trial)
+            transition(session, trial, State.QUEUED,
+                       cause=f"created by the {exp.config['searcher']['name']} searcher")
+            trial.job_dir = job_dir_for(self.settings, exp.id, trial.id, exp.owner)
+
+    @staticmethod
+    def _trials_by_request(session: Session, experiment_id: int) -> dict[str, Trial]:
+        rows = session.scalars(select(Trial).where(Trial.experiment_id == experiment_id))
+        return {str(t.request_id): t for t in rows if t.request_id is not None}
+
+    @staticmethod
+    def _mark_consumed(session: Session, event_ids: list[int]) -> None:
+        for start in range(0, len(event_ids), 10_000):  # bounded IN lists
+            chunk = event_ids[start:start + 10_000]
+            # synchronize_session=False: the loaded events are not used again, and matching
+            # them in Python costs more than the UPDATE itself.
+            session.execute(update(SearcherEvent).where(SearcherEvent.id.in_(chunk))
+                            .values(processed=True)
+                            .execution_options(synchronize_session=False))
+
+    @staticmethod
+    def _save(exp: Experiment, searcher: Searcher) -> None:
+        exp.searcher_state = searcher.to_state()
+        exp.progress = min(1.0, float(searcher.progress()))
+
+
+def _exit_reason(trial: Trial) -> str:
+    """How the searcher should read the trial's ending (its own report wins)."""
+    if trial.early_exit in _REPORTED_EXIT:
+        return _REPORTED_EXIT[trial.early_exit]
+    return _EXIT_REASON[State(trial.state)]
+
+
+def _searcher_values(cfg: dict[str, Any], event: SearcherEvent) -> tuple[float, float] | str:
+    """(searcher metric, time units) from a validation report, or why they are missing."""
+    metrics, name = event.metrics, cfg.get("metric")
+    if name not in metrics:
+        return f"the validation metrics have no {name!r} (searcher.metric)"
+    if cfg["name"] != "adaptive_asha":
+        return float(metrics[name]), 0.0
+    time_metric = _time_metric(cfg)
+    if time_metric in metrics:
+        return float(metrics[name]), float(metrics[time_metric])
+    if time_metric == "batches":  # legacy max_length in batches: the reported step counts
+        return float(metrics[name]), float(event.steps_completed)
+    return f"the validation metrics have no {time_metric!r} (searcher.time_metric)"
+
+
+def _time_metric(cfg: dict[str, Any]) -> str:
+    """The name of ASHA's time units: ``searcher.time_metric``, else max_length's unit."""
+    return str(cfg.get("time_metric") or length_value(cfg["max_length"])[0])
+
+
+def _stop_reason(searcher: Searcher, time_units: float) -> str:
+    if isinstance(searcher, AdaptiveAshaSearch) and time_units < searcher.config.max_time:
+        return "early_stopped"
+    return "searcher_done"
+
+
+def _stop_cause(cfg: dict[str, Any], reason: str, time_units: float) -> str:
+    """Why the searcher stops a trial, with the time units it decided at.
+
+    The trial trains on until it sees the stop, so the units it ends with may be more.
+    """
+    if reason != "early_stopped":
+        return _DONE_CAUSE
+    return (f"stopped early by the searcher: its {cfg['metric']} at {_time_metric(cfg)} "
+            f"{time_units:g} ranked outside its rung's top")
+
+
+def _stop(session: Session, trial: Trial, cause: str) -> int:
+    """Ask a trial to stop gracefully: its code sees ``should_preempt()``, checkpoints, exits."""
+    if State(trial.state).is_terminal or State(trial.state).is_stopping:
+        return 0
+    transition(session, trial, State.STOPPING_COMPLETED, cause=cause)
+    trial.stop_requested_at, trial.stop_reason = utcnow(), trial.stop_reason or "searcher_done"
+    return 1
+
+
+def _finish(session: Session, exp: Experiment, searcher: Searcher) -> None:
+    """Every requested trial has closed: the experiment ends (ERROR if none succeeded)."""
+    failed = searcher.is_failure()
+    stopping = State.STOPPING_ERROR if failed else State.STOPPING_COMPLETED
+    transition(session, exp, stopping,
+               cause="no trial completed" if failed else "the searcher has finished")
+    transition(session, exp, State.ERROR if failed else State.COMPLETED,
+               cause="all trials ended")

@@ -1,0 +1,295 @@
+"""The job queue as ``det job list`` shows it: Slurm's queue merged with hpcdet's database.
+
+The reconciler reads Slurm's queue every ``pool_refresh_seconds`` (:func:`read_queue_snapshot`,
+one ``squeue``) and stores it as the ``queue`` snapshot; :func:`job_list` serves API
+requests from that copy and the database only, never from Slurm.
+
+Each Slurm job is one of:
+
+* ``EXPERIMENT``: a trial's job, recognised by its comment
+  ``hpcdet:<cluster_name>:trial-<trial id>:run-<n>`` *and* a job row of that trial with that
+  Slurm job id (so a reused Slurm id or another master's job is not mistaken for one);
+* ``COMMAND``: a command task (``det sbatch``), comment ``hpcdet:<cluster_name>:task-<id>``;
+* ``EXTERNAL``: anything else in the cluster (plain ``sbatch``, other masters).
+
+Rows come in Slurm's scheduling order (running jobs, then pending ones by Slurm priority;
+see :func:`hpcdet.dispatcher.slurm.queue.queue_order`). A row's slots are GPUs when the
+job asks for GPUs and CPUs otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, load_only
+
+from hpcdet.dispatcher import Backend
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.slurm.queue import QueueEntry, queue_order, read_queue
+from hpcdet.master import models
+from hpcdet.master.errors import ApiError
+from hpcdet.master.models import Experiment, Job, Trial, as_utc
+from hpcdet.master.queue.pools import Pool, pools_from_snapshot, resolve_pool, settings_pool
+from hpcdet.master.queue.snapshots import POOLS, QUEUE, load_snapshot, store_snapshot
+from hpcdet.master.scheduling.placement import DEFAULT_PRIORITY
+from hpcdet.master.security import authz
+from hpcdet.master.settings.core import MasterSettings
+
+EXPERIMENT, COMMAND, EXTERNAL = "EXPERIMENT", "COMMAND", "EXTERNAL"
+# Determined's names for a job that waits (QUEUED) and one that holds resources (SCHEDULED).
+QUEUED, SCHEDULED = "QUEUED", "SCHEDULED"
+_TRIAL_COMMENT = re.compile(r"^hpcdet:(?P<cluster>.+):trial-(?P<trial>\d+):run-(?P<run>\d+)$")
+_TASK_COMMENT = re.compile(r"^hpcdet:(?P<cluster>.+):task-(?P<task>\d+)$")
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Whose a Slurm job is, as far as hpcdet knows."""
+
+    kind: str = EXTERNAL
+    experiment: Experiment | None = None
+    trial_id: int | None = None
+    task_id: int | None = None
+    task: Any = None  # a CommandTask row, when that table exists
+
+    @property
+    def external(self) -> bool:
+        return self.kind == EXTERNAL
+
+
+# ---- the snapshot --------------------------------------------------------------------------
+
+
+def slurm_backend(backend: Backend) -> SlurmBackend:
+    """The backend as the Slurm backend, or 501 for a scheduler without a queue view."""
+    if not isinstance(backend, SlurmBackend):
+        raise ApiError(501, "not_implemented",
+                       f"the job queue needs the Slurm resource manager, not {backend.name}")
+    return backend
+
+
+def read_fresh_queue(backend: Backend) -> list[QueueEntry]:
+    """Slurm's queue right now: one ``squeue``."""
+    slurm = slurm_backend(backend)
+    return read_queue(slurm.runner, squeue=slurm.squeue)
+
+
+def read_queue_snapshot(backend: Backend, settings: MasterSettings) -> dict[str, Any]:
+    """The ``queue`` snapshot (JSON-able): every pending and running job, one ``squeue``."""
+    return queue_snapshot(read_fresh_queue(backend))
+
+
+def queue_snapshot(entries: Iterable[QueueEntry]) -> dict[str, Any]:
+    """What is stored as the ``queue`` snapshot for ``entries``."""
+    return {"jobs": [entry.to_dict() for entry in entries]}
+
+
+def store_queue(session: Session, entries: Iterable[QueueEntry]) -> None:
+    """Replace the stored queue (after an update read it afresh)."""
+    store_snapshot(session, QUEUE, queue_snapshot(entries))
+
+
+def entries_of(data: Mapping[str, Any]) -> list[QueueEntry]:
+    """The entries of a stored ``queue`` snapshot, in Slurm's order."""
+    return queue_order([QueueEntry.from_dict(item) for item in data.get("jobs") or ()])
+
+
+# ---- whose jobs ----------------------------------------------------------------------------
+
+
+def ownerships(session: Session, settings: MasterSettings,
+               entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
+    """``{slurm job id: Ownership}`` for every entry, with a few queries in all."""
+    cluster = settings.resource_manager.cluster_name
+    trials = _trial_jobs(session, cluster, entries)
+    tasks = _task_rows(session, cluster, entries)
+    return {entry.job_id: trials.get(entry.job_id) or tasks.get(entry.job_id) or Ownership()
+            for entry in entries}
+
+
+def _trial_jobs(session: Session, cluster: str,
+                entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
+    claimed = {entry.job_id: trial for entry in entries
+               if (trial := _comment_id(_TRIAL_COMMENT, entry.comment, cluster, "trial"))}
+    if not claimed:
+        return {}
+    rows = session.execute(select(Job.job_id, Job.trial_id, Trial.experiment_id)
+                           .join(Trial, Trial.id == Job.trial_id)
+                           .where(Job.job_id.in_(list(claimed)))).all()
+    confirmed = {job_id: (trial_id, exp_id) for job_id, trial_id, exp_id in rows
+                 if job_id is not None and claimed.get(job_id) == trial_id}
+    experiments = _experiments(session, {exp_id for _, exp_id in confirmed.values()})
+    return {job_id: Ownership(EXPERIMENT, experiments[exp_id], trial_id)
+            for job_id, (trial_id, exp_id) in confirmed.items()}
+
+
+def _experiments(session: Session, ids: set[int]) -> dict[int, Experiment]:
+    if not ids:
+        return {}
+    columns = load_only(Experiment.id, Experiment.name, Experiment.owner, Experiment.config,
+                        Experiment.labels, Experiment.resource_pool, Experiment.workspace_id)
+    query = select(Experiment).options(columns).where(Experiment.id.in_(ids))
+    return {exp.id: exp for exp in session.scalars(query)}
+
+
+def _task_rows(session: Session, cluster: str,
+               entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
+    claimed = {entry.job_id: task for entry in entries
+               if (task := _comment_id(_TASK_COMMENT, entry.comment, cluster, "task"))}
+    rows = _command_tasks(session, set(claimed.values()))
+    return {job_id: Ownership(COMMAND, task_id=task_id, task=rows.get(task_id))
+            for job_id, task_id in claimed.items()}
+
+
+def _command_tasks(session: Session, ids: set[int]) -> dict[int, Any]:
+    """Command task rows by id; none while the command-task table does not exist."""
+    model: Any = getattr(models, "CommandTask", None)
+    if model is None or not ids:
+        return {}
+    return {task.id: task for task in session.scalars(select(model).where(model.id.in_(ids)))}
+
+
+def _comment_id(pattern: re.Pattern[str], comment: str | None, cluster: str,
+                group: str) -> int | None:
+    match = pattern.match(comment or "")
+    return int(match.group(group)) if match and match.group("cluster") == cluster else None
+
+
+# ---- what an experiment says ---------------------------------------------------------------
+
+
+def experiment_priority(experiment: Experiment) -> int:
+    """The experiment's ``resources.priority`` (Determined's default, 42, when unset)."""
+    value = (experiment.config.get("resources") or {}).get("priority")
+    return int(value) if value is not None else DEFAULT_PRIORITY
+
+
+def experiment_pool_name(experiment: Experiment) -> str | None:
+    """The pool the experiment named (None: the default compute pool)."""
+    resources = experiment.config.get("resources") or {}
+    return resources.get("resource_pool") or experiment.resource_pool
+
+
+def known_pools(session: Session) -> dict[str, Pool] | None:
+    """The pools of the last ``pools`` snapshot; None before the first one."""
+    found = load_snapshot(session, POOLS)
+    return None if found is None else pools_from_snapshot(found[0])
+
+
+def find_pool(session: Session, settings: MasterSettings, name: str | None, *,
+              aux: bool = False, where: str = "resource_pool") -> Pool:
+    """The pool called ``name`` (or the default one): from the pools snapshot, else from
+    master.yaml alone; an unknown name raises ConfigError listing the known pools."""
+    pools = known_pools(session)
+    if pools is None:
+        return settings_pool(settings, name, aux=aux)
+    return resolve_pool(settings, pools, name, aux=aux, where=where)
+
+
+# ---- det job list --------------------------------------------------------------------------
+
+
+def job_list(session: Session, settings: MasterSettings, pool_name: str | None,
+             actor: str | None = None) -> dict[str, Any]:
+    """``GET /jobs``: the rows of the stored queue (of one pool), and when it was read.
+
+    With ``actor``, the hpcdet jobs they may not see are shown as Slurm shows them to
+    everyone (:func:`redact`): no experiment, trial, task, name or hpcdet owner.
+    """
+    found = load_snapshot(session, QUEUE)
+    pool = find_pool(session, settings, pool_name) if pool_name else None
+    if found is None:
+        return {"jobs": [], "taken_at": None, "resource_pool": pool_name,
+                "refresh_seconds": settings.resource_manager.pool_refresh_seconds}
+    data, taken_at = found
+    rows = job_rows(session, settings, entries_of(data), pool=pool)
+    if actor is not None:
+        rows = redact(rows, session, settings, entries_of(data), actor)
+    return {"jobs": rows, "taken_at": as_utc(taken_at).isoformat(), "resource_pool": pool_name,
+            "refresh_seconds": settings.resource_manager.pool_refresh_seconds}
+
+
+def redact(rows: list[dict[str, Any]], session: Session, settings: MasterSettings,
+           entries: Sequence[QueueEntry], actor: str) -> list[dict[str, Any]]:
+    """``rows`` with those of hpcdet jobs ``actor`` may not see reduced to Slurm's facts."""
+    sight = authz.viewer(session, settings, actor)
+    owned = ownerships(session, settings, entries)
+    out = []
+    for row in rows:
+        owner = owned.get(row["job_id"], Ownership())
+        thing: Any = owner.experiment if owner.experiment is not None else owner.task
+        if owner.external or sight.admin or (
+                thing is not None and sight.sees(thing.owner, thing.workspace_id)):
+            out.append(row)
+            continue
+        out.append({**row, "type": EXTERNAL, "name": "", "experiment_id": None,
+                    "trial_id": None, "task_id": None, "priority": None,
+                    "user": row["slurm_user"], "external": True, "hidden": True})
+    return out
+
+
+def job_rows(session: Session, settings: MasterSettings, entries: Sequence[QueueEntry], *,
+             pool: Pool | None = None) -> list[dict[str, Any]]:
+    """One row per entry (of ``pool`` only, when given), numbered in queue order."""
+    owned = ownerships(session, settings, entries)
+    rows = [job_row(settings, entry, owned[entry.job_id]) for entry in entries]
+    if pool is not None:
+        rows = [row for row in rows if in_pool(row, pool)]
+    for position, row in enumerate(rows, start=1):
+        row["position"] = position
+    return rows
+
+
+def in_pool(row: Mapping[str, Any], pool: Pool) -> bool:
+    """A row belongs to ``pool`` when it waits or runs in the pool's partition, or when it
+    is an hpcdet job of that pool (a priority band may have put it in another partition)."""
+    if row["pool"] is not None and row["pool"].lower() == pool.name.lower() and not row["external"]:
+        return True
+    partitions = {part.lower() for part in row["partition"].split(",")}
+    return pool.partition is not None and pool.partition.lower() in partitions
+
+
+def job_row(settings: MasterSettings, entry: QueueEntry, owner: Ownership) -> dict[str, Any]:
+    """The row ``det job list`` shows for one Slurm job."""
+    needed = entry.gpus or entry.cpus
+    return {
+        "position": None, "job_id": entry.job_id, "type": owner.kind,
+        "name": _name(entry, owner), "experiment_id": _experiment_id(owner),
+        "trial_id": owner.trial_id, "task_id": owner.task_id,
+        "priority": experiment_priority(owner.experiment) if owner.experiment else None,
+        "slurm_priority": entry.priority, "nice": entry.nice, "qos": entry.qos,
+        "account": entry.account, "submitted": entry.submit_time,
+        "slots_acquired": 0 if entry.pending else needed, "slots_needed": needed,
+        "slot_kind": "gpu" if entry.gpus else "cpu",
+        "state": QUEUED if entry.pending else SCHEDULED, "slurm_state": entry.state,
+        "reason": entry.reason if entry.pending else None, "user": _user(entry, owner),
+        "slurm_user": entry.user, "pool": _pool_name(settings, entry, owner),
+        "partition": entry.partition, "external": owner.external,
+    }  # fmt: skip
+
+
+def _name(entry: QueueEntry, owner: Ownership) -> str:
+    if owner.experiment is not None:
+        return owner.experiment.name
+    return str(getattr(owner.task, "name", None) or entry.name)
+
+
+def _experiment_id(owner: Ownership) -> int | None:
+    return owner.experiment.id if owner.experiment is not None else None
+
+
+def _user(entry: QueueEntry, owner: Ownership) -> str:
+    if owner.experiment is not None:
+        return owner.experiment.owner
+    return str(getattr(owner.task, "owner", None) or entry.user)
+
+
+def _pool_name(settings: MasterSettings, entry: QueueEntry, owner: Ownership) -> str:
+    if owner.experiment is not None:
+        return (experiment_pool_name(owner.experiment)
+                or settings.resource_manager.default_compute_resource_pool or entry.partition)
+    return str(getattr(owner.task, "pool", None) or entry.partition)

@@ -1,0 +1,1 @@
+"""What running trials report: metrics, checkpoints, logs and log policies, and their effects."""

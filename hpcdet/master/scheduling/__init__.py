@@ -1,0 +1,2 @@
+"""Trials and command tasks become batch jobs and back: job specs, placement, submission, and
+the reconciler that polls the scheduler and classifies how each job ended (job_outcomes)."""

@@ -1,0 +1,400 @@
+"""The master's one background loop: searcher -> create trials -> submit -> poll -> transitions.
+
+Each step runs in its own transaction so that a crash between steps leaves a consistent
+database. The scheduler is asked about all active jobs with one ``Backend.poll`` per cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
+from hpcdet.dispatcher.jobdir import job_dir_archive, prepare_job_dir
+from hpcdet.errors import HpcdetError
+from hpcdet.master.db import session_scope
+from hpcdet.master.experiments.searching import SearchDriver, SearchReport
+from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
+from hpcdet.master.queue.cluster_view import ClusterView
+from hpcdet.master.queue.pools import pool_for_config
+from hpcdet.master.reports.checkpoint_gc import CheckpointCollector
+from hpcdet.master.reports.ingest import MetricWriter
+from hpcdet.master.reports.logs import add_system_line, ingest_job_logs
+from hpcdet.master.reports.spool_ingest import ingest_spooled_reports
+from hpcdet.master.scheduling import job_outcomes, tasks
+from hpcdet.master.scheduling.job_outcomes import DEFAULT_MAX_RESTARTS
+from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
+from hpcdet.master.scheduling.submission import trial_info
+from hpcdet.master.security.tls import job_cert_pem
+from hpcdet.master.security.tokens import hash_token
+from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.transitions import transition
+from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
+
+log = logging.getLogger("hpcdet.reconciler")
+# Seconds a trial asked to stop may take to checkpoint and exit before its job is cancelled.
+DEFAULT_PREEMPTION_TIMEOUT = 3600.0
+# Trials whose code has been asked to stop (the preemption route says yes to them).
+_STOP_ASKED = tuple(s.value for s in (*STOPPING_STATES, State.PAUSED))
+# Trials whose jobs are cancelled at once, without waiting for the code to stop.
+_STOP_NOW = frozenset({State.STOPPING_KILLED.value, State.STOPPING_ERROR.value})
+
+
+@dataclass(frozen=True)
+class _SubmitPlan:
+    """What one submission needs, read in the transaction that records the intent."""
+
+    job_pk: int
+    run: TrialRun
+    config: dict[str, Any]
+    info: dict[str, Any]
+    context: bytes
+    token: str
+
+
+@dataclass
+class CycleReport:
+    """What one cycle did (for logs, tests and benchmarks)."""
+
+    trials_created: int = 0
+    jobs_submitted: int = 0
+    jobs_polled: int = 0
+    jobs_cancelled: int = 0
+    intents_recovered: int = 0
+    search: SearchReport = field(default_factory=SearchReport)
+
+
+class Reconciler:
+    """Drives experiments forward; exactly one runs per master."""
+
+    def __init__(self, settings: MasterSettings, sessions: sessionmaker[Session],
+                 backend: Backend) -> None:
+        self.settings, self.sessions, self.backend = settings, sessions, backend
+        self.searches = SearchDriver(settings)
+        self.checkpoint_gc = CheckpointCollector(sessions, settings)
+        self._metric_writer: MetricWriter | None = None
+        self.cluster_view = ClusterView(settings, sessions, backend)
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Run cycles every ``reconcile_interval`` seconds until ``stop`` is set.
+
+        Pools, the queue and the fair-share accounts are refreshed first, on their own
+        (slower) timer, so that the first submissions already see the pools.
+        """
+        while not stop.is_set():
+            try:
+                self.cluster_view.maybe_refresh()
+                self.cycle()
+            except Exception:  # one bad cycle must not kill the loop
+                log.exception("reconcile cycle failed")
+            stop.wait(self.settings.reconcile_interval)
+
+    def cycle(self) -> CycleReport:
+        """Let the searchers act, submit, cancel what must stop, poll, and roll up.
+
+        The searchers run again after the poll, so a trial's exit reaches its searcher (and
+        ends a finished experiment) in the cycle that saw it; with nothing new, that second
+        pass costs two small queries.
+        """
+        report = CycleReport()
+        report.intents_recovered = self._recover_intents()
+        report.search = self._search()
+        report.jobs_submitted = self._submit_queued()
+        report.jobs_cancelled = self._cancel_stopping()
+        report.jobs_cancelled += tasks.cancel_killed_tasks(self.sessions, self.backend)
+        report.jobs_polled = self._poll()
+        report.search.add(self._search())
+        report.trials_created = report.search.trials_created
+        self._roll_up()
+        self.checkpoint_gc.collect()  # cheap when no trial ended
+        return report
+
+    # searchers ----------------------------------------------------------------------
+    def _search(self) -> SearchReport:
+        with session_scope(self.sessions) as session:
+            return self.searches.step(session)
+
+    # submission ---------------------------------------------------------------------
+    def _submit_queued(self) -> int:
+        with session_scope(self.sessions) as session:
+            ids = session.scalars(select(Trial.id).where(
+                Trial.state == State.QUEUED.value,
+                ~select(Job.id).where(Job.trial_id == Trial.id, Job.active).exists())).all()
+        return sum(self._submit_one(trial_id) for trial_id in ids)
+
+    def _submit_one(self, trial_id: int) -> int:
+        """Record the intent to submit, commit it, run sbatch, then record the job id.
+
+        If the master dies between sbatch and the last commit, the intent (a job row with a
+        name and no id) is found again by :meth:`_recover_intents` instead of resubmitted.
+        """
+        with session_scope(self.sessions) as session:
+            plan = self._record_intent(session, trial_id)
+        if plan is None:
+            return 0
+        try:
+            job_id, script_path = self._render_and_submit(plan)
+        except (HpcdetError, OSError) as exc:  # OSError: e.g. job_storage_root unwritable
+            with session_scope(self.sessions) as session:
+                self._submission_failed(session, plan.job_pk, exc)
+            return 0
+        with session_scope(self.sessions) as session:
+            job = session.get_one(Job, plan.job_pk)
+            job.job_id, job.script_path = job_id, script_path
+        log.info("trial %s run %s submitted as job %s", trial_id, plan.run.run_id, job_id)
+        return 1
+
+    def _record_intent(self, session: Session, trial_id: int) -> _SubmitPlan | None:
+        trial = session.get_one(Trial, trial_id)
+        if trial.state != State.QUEUED.value:
+            return None
+        exp = session.get_one(Experiment, trial.experiment_id)
+        trial.run_id += 1
+        run = TrialRun(exp.id, trial.id, trial.run_id, trial.job_dir,
+                       excluded_nodes=tuple(trial.excluded_nodes or ()),
+                       tag=(trial.request_id or "")[:8], owner=exp.owner)
+        job = Job(trial_id=trial.id, run_id=trial.run_id, active=True, name=run.job_name)
+        session.add(job)
+        session.flush()
+        info = trial_info(self.settings, exp.config, run, hparams=trial.hparams, seed=trial.seed,
+                          latest_checkpoint=trial.latest_checkpoint)
+        context = session.scalars(select(Experiment.context).where(
+            Experiment.id == exp.id)).one()
+        token = secrets.token_urlsafe(32)  # only its hash is stored; the job's files get it
+        trial.token = hash_token(token)
+        return _SubmitPlan(job.id, run, dict(exp.config), info, context, token)
+
+    def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
+        runas = getattr(self.backend, "runas", None)
+        cert = job_cert_pem(self.settings.tls)
+        if runas is not None and self.settings.runas.owner_mode:
+            # The owner's helper writes the files: owned by the owner, private to them.
+            runas.prepare(plan.run.owner, plan.run.job_dir, job_dir_archive(
+                context_tar=plan.context, trial_info=plan.info, token=plan.token,
+                master_cert=cert))
+        else:
+            prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
+                            token=plan.token, master_cert=cert)
+        pool = pool_for_config(self.sessions, self.settings, plan.config)
+        spec = build_job_spec(self.settings, plan.config, plan.run, pool)
+        submission = self.backend.render(spec)
+        self.cluster_view.ensure_account(spec.account)
+        return self.backend.submit(submission), submission.script_path
+
+    def _submission_failed(self, session: Session, job_pk: int, exc: Exception) -> None:
+        job = session.get_one(Job, job_pk)
+        trial = session.get_one(Trial, job.trial_id)
+        job.active, job.phase, job.ended_at = False, "FAILED", utcnow()
+        add_system_line(session, trial.id, f"submission failed: {exc}")
+        transition(session, trial, State.ERROR, cause=f"submission failed: {exc}")
+
+    def _recover_intents(self) -> int:
+        """Find jobs a previous master submitted but never recorded; drop the rest.
+
+        An intent whose job Slurm knows (by its unique name) is adopted; one it does not
+        know never reached Slurm, so it is dropped and the trial is submitted afresh.
+        """
+        with session_scope(self.sessions) as session:
+            intents = session.scalars(select(Job).where(Job.active, Job.job_id.is_(None))).all()
+            if not intents:
+                return 0
+            found = self.backend.find([j.name for j in intents if j.name])
+            for job in intents:
+                self._settle_intent(session, job, found.get(job.name))
+            return len(intents)
+
+    @staticmethod
+    def _settle_intent(session: Session, job: Job, job_id: str | None) -> None:
+        if job_id is not None:
+            job.job_id = job_id
+            add_system_line(session, job.trial_id, f"found Slurm job {job_id} ({job.name}), "
+                            "submitted before the master restarted; following it")
+            return
+        job.active, job.phase, job.ended_at = False, "NOT_SUBMITTED", utcnow()
+        add_system_line(session, job.trial_id, f"the submission of {job.name} did not reach "
+                        "Slurm before the master restarted; submitting again")
+
+    # stopping ---------------------------------------------------------------------
+    def _cancel_stopping(self) -> int:
+        """Cancel the jobs of trials that must stop, with one scheduler call for all.
+
+        Killed trials, and trials out of restarts (STOPPING_ERROR), lose their jobs at once.
+        A trial stopped gracefully (by its searcher, a cancel, or a pause) is asked through
+        ``should_preempt()``; its job is cancelled only if it is not running (a queued job
+        is withdrawn), or once ``preemption_timeout`` has passed.
+        """
+        with session_scope(self.sessions) as session:
+            stopping = session.scalars(select(Trial).where(Trial.state.in_(_STOP_ASKED))).all()
+            jobs = self._active_jobs(session, [t.id for t in stopping])
+            self._end_idle_stopping(session, stopping, {j.trial_id for j in jobs})
+            by_id = {t.id: t for t in stopping}
+            timeouts = _preemption_timeouts(session, {t.experiment_id for t in stopping})
+            to_cancel = [j for j in jobs if j.job_id and not j.cancel_requested
+                         and _must_cancel(by_id[j.trial_id], j, timeouts)]
+            if to_cancel:
+                owners = _owners(session, {j.trial_id for j in to_cancel}, self.settings)
+                for owner, ids in _by_owner(to_cancel, owners).items():
+                    self.backend.cancel(ids, owner=owner)
+                for j in to_cancel:
+                    j.cancel_requested = True
+            return len(to_cancel)
+
+    @staticmethod
+    def _end_idle_stopping(session: Session, stopping: Sequence[Trial],
+                           running: set[int]) -> None:
+        for trial in stopping:
+            if trial.id not in running and State(trial.state).is_stopping:
+                transition(session, trial, STOPPING_TO_TERMINAL[State(trial.state)],
+                           cause="nothing left to stop")
+
+    @staticmethod
+    def _active_jobs(session: Session, trial_ids: Sequence[int]) -> list[Job]:
+        if not trial_ids:
+            return []
+        return list(session.scalars(select(Job).where(Job.trial_id.in_(trial_ids), Job.active)))
+
+    # polling ------------------------------------------------------------------------
+    def _poll(self) -> int:
+        """One scheduler poll for every active job (trials' and command tasks'), applied
+        in one transaction for the trials and one for the tasks.
+
+        Reports a finished job left in its spool directory are collected first, in their
+        own transaction, so that the trial's outcome sees its last metrics and checkpoints.
+        """
+        with session_scope(self.sessions) as session:
+            rows = session.execute(select(Job.id, Job.trial_id, Job.job_id, Trial.job_dir)
+                                   .join(Trial, Trial.id == Job.trial_id)
+                                   .where(Job.active, Job.job_id.is_not(None))).all()
+            task_refs = tasks.active_task_refs(session)
+        refs = [(job_pk, trial_id, JobRef(str(job_id), job_dir))
+                for job_pk, trial_id, job_id, job_dir in rows]
+        if not refs and not task_refs:
+            return 0
+        statuses = self.backend.poll([ref for _, _, ref in refs] + [r for _, r in task_refs])
+        tasks.apply_task_statuses(self.sessions, task_refs, statuses)
+        self._collect_spools([(trial_id, ref) for _, trial_id, ref in refs], statuses)
+        with session_scope(self.sessions) as session:
+            # One query for the jobs with their trials, one for their experiments' configs
+            # (jobs that ended meanwhile, e.g. through a kill, are no longer active).
+            pairs = session.execute(select(Job, Trial).join(Trial, Trial.id == Job.trial_id)
+                                    .where(Job.id.in_([pk for pk, _, _ in refs]),
+                                           Job.active)).all()
+            configs = _configs_of(session, {trial.experiment_id for _, trial in pairs})
+            for job, trial in pairs:
+                status = statuses.get(str(job.job_id))
+                if status is not None:
+                    self._apply(session, job, trial, configs[trial.experiment_id], status)
+        return len(refs) + len(task_refs)
+
+    def _collect_spools(self, refs: Sequence[tuple[int, JobRef]],
+                        statuses: dict[str, JobStatus]) -> None:
+        """Apply the reports that ended jobs' harnesses left on disk (usually none)."""
+        for trial_id, ref in refs:
+            status = statuses.get(ref.job_id)
+            if status is None or not status.phase.is_terminal:
+                continue  # a running reporter may still be appending
+            try:
+                stored = ingest_spooled_reports(self.sessions, self._writer(), trial_id,
+                                                ref.job_dir)
+            except Exception:  # the files stay; the next cycle tries again
+                log.exception("collecting the spooled reports of job %s failed", ref.job_id)
+                continue
+            if stored:
+                log.info("job %s: stored %d reports its trial left on disk", ref.job_id, stored)
+
+    def _writer(self) -> MetricWriter:
+        if self._metric_writer is None:
+            self._metric_writer = MetricWriter(self.sessions.kw["bind"])
+        return self._metric_writer
+
+    def _apply(self, session: Session, job: Job, trial: Trial, config: dict[str, Any],
+               status: JobStatus) -> None:
+        self._note_pending_reason(session, job, status)
+        job.phase, job.native_state = status.phase.value, status.native_state
+        job.reason, job.nodes = status.reason, status.nodes or job.nodes
+        if status.exit_code is not None:
+            job.exit_code = status.exit_code
+        final = status.phase.is_terminal
+        ingest_job_logs(session, job, trial, config, final=final)
+        max_restarts = _max_restarts(config)
+        if status.restarts is not None and status.restarts > job.requeues:
+            job_outcomes.adopt_requeues(session, job, trial, status, max_restarts)
+        if final:
+            job.active, job.ended_at = False, utcnow()
+            job_outcomes.job_ended(session, job, trial, status, max_restarts)
+        elif status.phase is JobPhase.RUNNING and trial.state == State.QUEUED.value:
+            transition(session, trial, State.RUNNING,
+                       cause=f"Slurm job {job.job_id} running on {status.nodes or '?'}")
+
+    @staticmethod
+    def _note_pending_reason(session: Session, job: Job, status: JobStatus) -> None:
+        """Say in the trial's log why its job waits, each time Slurm's reason changes."""
+        if status.phase is JobPhase.PENDING and status.reason and status.reason != job.reason:
+            add_system_line(session, job.trial_id,
+                            f"Slurm job {job.job_id} is pending: {status.reason}")
+
+    # experiments --------------------------------------------------------------------
+    def _roll_up(self) -> None:
+        with session_scope(self.sessions) as session:
+            # Active experiments end when their searcher says so (experiments/searching.py);
+            # this finishes the ones being stopped (killed, or failed) once nothing runs.
+            live = [s.value for s in STOPPING_STATES]
+            for exp in session.scalars(select(Experiment).where(Experiment.state.in_(live))):
+                states = session.scalars(select(Trial.state).where(
+                    Trial.experiment_id == exp.id))
+                if all(State(s).is_terminal for s in states):
+                    transition(session, exp, STOPPING_TO_TERMINAL[State(exp.state)],
+                               cause="all trials ended")
+
+
+def _configs_of(session: Session, experiment_ids: set[int]) -> dict[int, dict[str, Any]]:
+    """Each experiment's effective config, with one query."""
+    if not experiment_ids:
+        return {}
+    return dict(session.execute(select(Experiment.id, Experiment.config).where(
+        Experiment.id.in_(experiment_ids))).all())
+
+
+def _max_restarts(config: dict[str, Any]) -> int:
+    value = config.get("max_restarts")
+    return DEFAULT_MAX_RESTARTS if value is None else int(value)
+
+
+def _preemption_timeouts(session: Session, experiment_ids: set[int]) -> dict[int, float]:
+    """Each experiment's ``preemption_timeout`` in seconds (the default where unset)."""
+    return {exp_id: float(config.get("preemption_timeout") or DEFAULT_PREEMPTION_TIMEOUT)
+            for exp_id, config in _configs_of(session, experiment_ids).items()}
+
+
+def _must_cancel(trial: Trial, job: Job, timeouts: dict[int, float]) -> bool:
+    """Killed or failed, not yet running (nothing to ask), or past its preemption timeout."""
+    if trial.state in _STOP_NOW or job.phase != JobPhase.RUNNING.value:
+        return True
+    if trial.stop_requested_at is None:
+        return True
+    waited = (utcnow() - as_utc(trial.stop_requested_at)).total_seconds()
+    return waited > timeouts.get(trial.experiment_id, DEFAULT_PREEMPTION_TIMEOUT)
+
+
+def _owners(session: Session, trial_ids: set[int], settings: MasterSettings) -> dict[int, str]:
+    """``{trial id: experiment owner}`` in run-as-owner mode; empty otherwise."""
+    if not settings.runas.owner_mode or not trial_ids:
+        return {}
+    rows = session.execute(select(Trial.id, Experiment.owner).join(
+        Experiment, Experiment.id == Trial.experiment_id).where(Trial.id.in_(trial_ids)))
+    return {trial_id: owner for trial_id, owner in rows}
+
+
+def _by_owner(jobs: Sequence[Job], owners: Mapping[int, str]) -> dict[str | None, list[str]]:
+    """Job ids grouped by the owner they are cancelled as (None: the service account)."""
+    groups: dict[str | None, list[str]] = {}
+    for job in jobs:
+        groups.setdefault(owners.get(job.trial_id), []).append(str(job.job_id))
+    return groups

@@ -1,0 +1,262 @@
+"""Accepting an experiment: parse, validate, apply defaults, render, and only then store."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import secrets
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from sqlalchemy.orm import Session
+
+from hpcdet import expconf, safe_yaml
+from hpcdet.dispatcher import Backend, Submission
+from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job_dir
+from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
+from hpcdet.errors import ConfigError
+from hpcdet.master.errors import ApiError
+from hpcdet.master.models import Experiment, Template
+from hpcdet.master.queue.pools import Pool, pool_for_config
+from hpcdet.master.reports.log_policies import check_patterns
+from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec, checkpoint_dir, slot_layout
+from hpcdet.master.security.storage_roots import check_storage
+from hpcdet.master.security.tls import job_cert_pem
+from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.transitions import transition
+from hpcdet.searcher import TrialRequest, make_searcher
+from hpcdet.states import State
+from hpcdet.yaml_errors import yaml_error_line
+
+CONTEXT_LIMIT = 95 * 1024 * 1024
+# Scratch job directories of --dry-run, under the job storage root; removed after rendering.
+DRY_RUN_DIR = "dry-run"
+DRY_RUN_MAX_AGE = 3600.0
+# Determined's master names unnamed experiments "Experiment (<adjective>-<noun>)"; one
+# fixed name keeps hpcdet's submissions reproducible.
+DEFAULT_EXPERIMENT_NAME = "Experiment"
+
+
+@dataclass
+class Accepted:
+    """What a submission produced: the stored experiment, or the dry-run jobs."""
+
+    warnings: list[str]
+    experiment: Experiment | None = None
+    dry_run_jobs: list[Submission] = field(default_factory=list)
+
+
+def parse_config(text: str) -> dict[str, Any]:
+    """Parse YAML text within :mod:`hpcdet.safe_yaml`'s limits; errors name line and column."""
+    try:
+        doc = safe_yaml.load(text)
+    except safe_yaml.YamlLimitError as exc:
+        raise ConfigError([f"<config>: {exc}"],
+                          title="the experiment config is over a YAML limit") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError([yaml_error_line(exc, "<config>")],
+                          title="the experiment config is not valid YAML") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(["<config>: must be a mapping of fields"])
+    return doc
+
+
+def decode_context(encoded: str) -> bytes:
+    """Decode the base64 context tarball and enforce the 95 MiB limit."""
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ApiError(400, "bad_request", "context: not valid base64") from exc
+    size = context_size(data)
+    if size > CONTEXT_LIMIT:
+        raise ApiError(413, "payload_too_large",
+                       f"context holds {size} bytes of files, over the {CONTEXT_LIMIT} limit")
+    return data
+
+
+def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
+                     template: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The config an experiment runs with, every field present (see docs/configuration.md).
+
+    Sanity-checks what the user wrote (and the template), merges the config over the
+    template, fills what the master decides (name, checkpoint storage, seed), then every
+    schema default, and checks the result is complete and runnable on this cluster.
+    """
+    doc = _sane_merged(user_doc, template)
+    config = expconf.with_defaults(_with_master_defaults(settings, doc))
+    errors = expconf.validate(config, phase="complete")
+    if errors:
+        raise ConfigError(errors, title="the experiment config is incomplete")
+    parse_sbatch_args((config.get("slurm") or {}).get("sbatch_args") or [])
+    check_patterns(config)
+    check_storage(settings, config)
+    slot_layout(config)
+    return dict(config)
+
+
+def _sane_merged(user_doc: Mapping[str, Any],
+                 template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The user's config merged over the template, once both pass the sanity checks."""
+    errors = expconf.validate(user_doc, phase="sanity")
+    if template is not None:  # its lines say <template>: the user can tell where to look
+        errors += expconf.validate(template, phase="sanity", root="<template>")
+    if errors:
+        raise ConfigError(errors, title="the experiment config is invalid")
+    check_sbatch_args(user_doc, "<config>")  # each named where it came from
+    if template is not None:
+        check_sbatch_args(template, "<template>")
+    return dict(expconf.merge(user_doc, template) if template is not None else user_doc)
+
+
+def check_sbatch_args(doc: Mapping[str, Any], root: str) -> None:
+    """Refuse ``doc``'s ``slurm.sbatch_args`` options hpcdet controls, errors naming ``root``."""
+    slurm = doc.get("slurm")
+    args = slurm.get("sbatch_args") if isinstance(slurm, Mapping) else None
+    if isinstance(args, list):
+        parse_sbatch_args(args, path=f"{root}.slurm.sbatch_args")
+
+
+def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` with what the master decides when the user did not: the name, the
+    checkpoint storage (the cluster's, merged under a partial one) and the seed."""
+    out = dict(doc)
+    out["name"] = out.get("name") or DEFAULT_EXPERIMENT_NAME
+    out["checkpoint_storage"] = expconf.merge(out.get("checkpoint_storage") or {},
+                                              default_storage(settings),
+                                              kind="checkpoint_storage")
+    reproducibility = dict(out.get("reproducibility") or {})
+    if reproducibility.get("experiment_seed") is None:
+        reproducibility["experiment_seed"] = secrets.randbelow(2**31)
+    out["reproducibility"] = reproducibility
+    return out
+
+
+def default_storage(settings: MasterSettings) -> dict[str, Any]:
+    """The cluster's checkpoint storage: ``checkpoint_storage`` in master.yaml, else a
+    ``shared_fs`` under the job storage root."""
+    if settings.checkpoint_storage:
+        return dict(settings.checkpoint_storage)
+    root = Path(settings.resource_manager.job_storage_root).expanduser()
+    return {"type": "shared_fs", "host_path": str(root / "checkpoints")}
+
+
+def accept(session: Session, settings: MasterSettings, backend: Backend, *, config_text: str,
+           context_b64: str, owner: str, dry_run: bool,
+           template: Template | None = None) -> Accepted:
+    """Validate everything and render the first job before anything is stored.
+
+    With a ``template``, its config is merged under the submitted one and the merged
+    effective config is what is stored: editing the template later changes nothing here.
+    """
+    user_doc = parse_config(config_text)
+    context = decode_context(context_b64)
+    template_doc = dict(template.config) if template is not None else None
+    config = effective_config(settings, user_doc, template=template_doc)
+    warnings = _warnings(user_doc, template_doc)
+    if dry_run:
+        pool = pool_for_config(session, settings, config)
+        return Accepted(warnings, dry_run_jobs=[_dry_run_job(settings, backend, config,
+                                                             context, pool, owner)])
+    pool = pool_for_config(session, settings, config)
+    probe = TrialRun(0, 0, 1, "/nonexistent", owner=owner)
+    backend.render(build_job_spec(settings, config, probe, pool))
+    cause = f"experiment created from template {template.name}" if template else None
+    experiment = _store(session, config, config_text, context, owner,
+                        cause=cause or "experiment created")
+    return Accepted(warnings, experiment=experiment)
+
+
+def _warnings(user_doc: Mapping[str, Any], template_doc: Mapping[str, Any] | None) -> list[str]:
+    """Fields that are not acted on, whether the config or the template set them."""
+    warnings = expconf.warnings_for(user_doc)
+    extra = expconf.warnings_for(template_doc) if template_doc is not None else []
+    return warnings + [w for w in extra if w not in warnings]
+
+
+def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
+           owner: str, *, cause: str) -> Experiment:
+    experiment = Experiment(
+        name=config["name"], description=config.get("description") or "",
+        labels=list(config.get("labels") or []), owner=owner, config=config,
+        original_config=text, context=context, searcher_name=config["searcher"]["name"],
+        resource_pool=config["resources"].get("resource_pool"),
+    )
+    session.add(experiment)
+    transition(session, experiment, State.ACTIVE, cause=cause, actor=owner)
+    return experiment
+
+
+def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, Any],
+                 context: bytes, pool: Pool, owner: str) -> Submission:
+    """Render the first trial's job in a scratch job directory, then remove the directory.
+
+    Preparing it checks the context unpacks and the first trial's ``trial.json`` can be
+    written, as a real submission would; nothing stays behind (each dry-run could leave up
+    to 95 MiB), and scratch directories older than :data:`DRY_RUN_MAX_AGE` seconds that a
+    crash left are removed too.
+    """
+    scratch = Path(settings.resource_manager.job_storage_root).expanduser() / DRY_RUN_DIR
+    expire_dry_runs(scratch)
+    job_dir = str(scratch / secrets.token_hex(6))
+    run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir, owner=owner)
+    submission = backend.render(build_job_spec(settings, config, run, pool))
+    first = first_trial(config)
+    info = trial_info(settings, config, run, hparams=first.hparams, seed=first.seed,
+                      latest_checkpoint=None, unmanaged=True)
+    try:
+        prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None,
+                        master_cert=job_cert_pem(settings.tls))
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
+    return submission
+
+
+def expire_dry_runs(scratch: Path, max_age: float = DRY_RUN_MAX_AGE) -> None:
+    """Remove the entries of ``scratch`` last changed more than ``max_age`` seconds ago."""
+    if not scratch.is_dir() or scratch.is_symlink():
+        return
+    cutoff = time.time() - max_age
+    for entry in scratch.iterdir():
+        try:
+            old = entry.lstat().st_mtime < cutoff
+        except FileNotFoundError:
+            continue
+        if old and (entry.is_symlink() or not entry.is_dir()):
+            entry.unlink(missing_ok=True)
+        elif old:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def first_trial(config: Mapping[str, Any]) -> TrialRequest:
+    """The first trial the experiment's searcher will create (hyperparameters and seed)."""
+    searcher = make_searcher(config["searcher"], config.get("hyperparameters") or {},
+                             int(config["reproducibility"]["experiment_seed"]))
+    return searcher.initial_trials()[0]
+
+
+def trial_info(settings: MasterSettings, config: Mapping[str, Any], run: TrialRun, *,
+               hparams: Mapping[str, Any], seed: int, latest_checkpoint: str | None,
+               unmanaged: bool = False) -> dict[str, Any]:
+    """The trial.json the harness reads (docs/job-directory.md)."""
+    info: dict[str, Any] = {
+        "master_url": settings.master_url,
+        "experiment_id": run.experiment_id,
+        "trial_id": run.trial_id,
+        "run_id": run.run_id,
+        "trial_seed": seed,
+        "hparams": dict(hparams),
+        "experiment_config": dict(config),
+        "latest_checkpoint": latest_checkpoint,
+        "checkpoint_dir": checkpoint_dir(config),
+        "token_file": ".token",
+    }
+    if settings.tls is not None:
+        info["master_cert_file"] = MASTER_CERT_FILE
+    if unmanaged:  # a dry-run job: no trial in the master, so nothing is reported to it
+        info.update(unmanaged=True, token_file=None)
+    return info

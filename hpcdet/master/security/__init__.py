@@ -1,0 +1,1 @@
+"""Who may do what: tokens, authorization, workspaces, TLS, storage roots."""

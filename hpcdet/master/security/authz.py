@@ -1,0 +1,123 @@
+"""Who may see and change what: ownership, workspace roles and cluster-wide admins.
+
+On a master that identifies its users (:attr:`MasterSettings.identifies_users`):
+
+* an experiment, command task or template **without a workspace** belongs to its owner
+  (and the admins of ``auth.admins``) alone;
+* one **in a workspace** is also seen by the workspace's members; ``editor`` and ``admin``
+  members may change it, ``viewer`` members only read it;
+* a caller who may not see an object gets 404, exactly as for an id that does not exist,
+  and listings leave it out; one who sees it but may not change it gets 403;
+* objects owned by ``anonymous`` (made while the master was open) are left as they were:
+  everyone may see and change them.
+
+An open master cannot tell people apart: everybody sees and changes everything.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from hpcdet.master.errors import ApiError
+from hpcdet.master.models import WorkspaceMember
+from hpcdet.master.settings.core import MasterSettings
+
+ANONYMOUS = "anonymous"
+ROLES = ("viewer", "editor", "admin")
+CHANGING_ROLES = ("editor", "admin")
+
+
+class Access(enum.IntEnum):
+    """What a caller may do with one object."""
+
+    NONE = 0
+    READ = 1
+    CHANGE = 2
+
+
+def is_admin(settings: MasterSettings, actor: str) -> bool:
+    """Whether ``actor`` is a cluster-wide admin (or the master does not tell users apart)."""
+    return not settings.identifies_users or actor in settings.admins
+
+
+def role_in(session: Session, workspace_id: int | None, actor: str) -> str | None:
+    """``actor``'s role in the workspace, or None (no workspace, or not a member)."""
+    if workspace_id is None:
+        return None
+    return session.scalar(select(WorkspaceMember.role).where(
+        WorkspaceMember.workspace_id == workspace_id, WorkspaceMember.user == actor))
+
+
+def access(session: Session, settings: MasterSettings, actor: str, owner: str,
+           workspace_id: int | None) -> Access:
+    """What ``actor`` may do with an object of ``owner`` in ``workspace_id`` (or none)."""
+    if is_admin(settings, actor) or actor == owner or owner == ANONYMOUS:
+        return Access.CHANGE
+    return role_access(role_in(session, workspace_id, actor))
+
+
+def role_access(role: str | None) -> Access:
+    """What a workspace role allows on the workspace's objects (None: not a member)."""
+    if role is None:
+        return Access.NONE
+    return Access.CHANGE if role in CHANGING_ROLES else Access.READ
+
+
+def require(session: Session, settings: MasterSettings, actor: str, obj: Any, what: str,
+            needed: Access) -> None:
+    """404 (as if unknown) unless ``actor`` sees ``obj``; 403 if ``needed`` is more.
+
+    ``obj`` has ``owner`` and ``workspace_id`` (an experiment, a command task, a template).
+    """
+    have = access(session, settings, actor, obj.owner, obj.workspace_id)
+    if have is Access.NONE:
+        raise not_found(what)
+    if have < needed:
+        raise ApiError(403, "forbidden", f"user {actor!r} may read but not change {what}: "
+                       f"only its owner, an editor or admin of its workspace, or a cluster "
+                       "admin (master.yaml auth.admins) may")
+
+
+def not_found(what: str) -> ApiError:
+    """The answer for an object the caller may not see: the same as for an unknown one."""
+    return ApiError(404, "not_found", f"{what} not found")
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """One caller's sight, read once: for filtering many rows without a query each."""
+
+    actor: str
+    admin: bool
+    workspaces: frozenset[int]
+
+    def sees(self, owner: str, workspace_id: int | None) -> bool:
+        """Whether the caller may see an object of ``owner`` in ``workspace_id``."""
+        return (self.admin or owner in (self.actor, ANONYMOUS)
+                or (workspace_id is not None and workspace_id in self.workspaces))
+
+
+def viewer(session: Session, settings: MasterSettings, actor: str) -> Viewer:
+    """``actor``'s :class:`Viewer` (one query for the workspaces they belong to)."""
+    if is_admin(settings, actor):
+        return Viewer(actor, True, frozenset())
+    ids = session.scalars(select(WorkspaceMember.workspace_id)
+                          .where(WorkspaceMember.user == actor))
+    return Viewer(actor, False, frozenset(ids))
+
+
+def visible(settings: MasterSettings, actor: str, owner: InstrumentedAttribute[str],
+            workspace_id: InstrumentedAttribute[int | None]) -> list[ColumnElement[bool]]:
+    """SQL conditions (ANDed; none for admins) selecting the rows ``actor`` may see.
+
+    ``owner`` and ``workspace_id`` are the model's columns, e.g. ``Experiment.owner``.
+    """
+    if is_admin(settings, actor):
+        return []
+    member_of = select(WorkspaceMember.workspace_id).where(WorkspaceMember.user == actor)
+    return [or_(owner == actor, owner == ANONYMOUS, workspace_id.in_(member_of))]

@@ -1,0 +1,215 @@
+"""Workspaces, their members and projects (Determined's model; rules in :mod:`authz`).
+
+Any user may create a workspace and becomes its ``admin``. A workspace's admins (and the
+cluster admins) manage its members; its editors (and admins) create projects and put
+experiments, tasks and templates in it. A workspace is seen only by its members and the
+cluster admins; to anyone else it does not exist (404).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from hpcdet.master.errors import ApiError
+from hpcdet.master.experiments.serialize import _time as iso_time
+from hpcdet.master.models import Experiment, Project, Workspace, WorkspaceMember
+from hpcdet.master.security import authz
+from hpcdet.master.security.authz import ROLES, Access
+from hpcdet.master.settings.core import MasterSettings
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@+-]{0,127}")
+
+
+def valid_name(value: Any, what: str) -> str:
+    """A workspace or project name, or 400 naming what is allowed."""
+    if not isinstance(value, str) or not NAME.fullmatch(value):
+        raise ApiError(400, "bad_request", f"{what}: 1 to 128 letters, digits, '.', '_' or "
+                       "'-', starting with a letter or digit")
+    return value
+
+
+def _valid_user(value: Any) -> str:
+    if not isinstance(value, str) or not USER.fullmatch(value):
+        raise ApiError(400, "bad_request", "user: a user (login) name")
+    return value
+
+
+def _valid_role(value: Any) -> str:
+    if value not in ROLES:
+        raise ApiError(400, "bad_request", f"role: must be one of {', '.join(ROLES)}")
+    return str(value)
+
+
+# ---- finding one -----------------------------------------------------------------------
+
+
+def workspace_for(session: Session, settings: MasterSettings, actor: str, name: str,
+                  needed: str | None = None) -> Workspace:
+    """The workspace called ``name`` if ``actor`` sees it (404 otherwise, as if unknown);
+    with ``needed`` (``editor`` or ``admin``), 403 unless ``actor`` has that role."""
+    workspace = session.scalar(select(Workspace).where(Workspace.name == name))
+    if workspace is None:
+        raise authz.not_found(f"workspace {name!r}")
+    if authz.is_admin(settings, actor):
+        return workspace
+    role = authz.role_in(session, workspace.id, actor)
+    if role is None:
+        raise authz.not_found(f"workspace {name!r}")
+    if needed is not None and ROLES.index(role) < ROLES.index(needed):
+        raise ApiError(403, "forbidden", f"user {actor!r} is a {role} of workspace {name!r}; "
+                       f"this needs the {needed} role (det workspace add-member)")
+    return workspace
+
+
+def project_in(session: Session, workspace: Workspace, name: str) -> Project:
+    """The workspace's project called ``name``, or 404."""
+    project = session.scalar(select(Project).where(Project.workspace_id == workspace.id,
+                                                   Project.name == name))
+    if project is None:
+        raise authz.not_found(f"project {name!r} of workspace {workspace.name!r}")
+    return project
+
+
+def placement_for(session: Session, settings: MasterSettings, actor: str, workspace: Any,
+                  project: Any) -> tuple[int | None, int | None]:
+    """``(workspace id, project id)`` for a new object ``actor`` puts there (editor role
+    needed); ``(None, None)`` when no workspace is named."""
+    if workspace is None:
+        if project is not None:
+            raise ApiError(400, "bad_request", "project: name its workspace too")
+        return None, None
+    found = workspace_for(session, settings, actor, valid_name(workspace, "workspace"),
+                          needed="editor")
+    if project is None:
+        return found.id, None
+    return found.id, project_in(session, found, valid_name(project, "project")).id
+
+
+# ---- workspaces --------------------------------------------------------------------------
+
+
+def create_workspace(session: Session, actor: str, name: Any) -> Workspace:
+    """A new workspace, with ``actor`` its admin; 409 if the name is taken."""
+    workspace = Workspace(name=valid_name(name, "name"), created_by=actor)
+    session.add(workspace)
+    _flush_or_conflict(session, f"workspace {workspace.name!r} already exists")
+    session.add(WorkspaceMember(workspace_id=workspace.id, user=actor, role="admin"))
+    return workspace
+
+
+def list_workspaces(session: Session, settings: MasterSettings, actor: str) -> list[Workspace]:
+    """The workspaces ``actor`` sees, by name."""
+    query = select(Workspace).order_by(Workspace.name)
+    if not authz.is_admin(settings, actor):
+        mine = select(WorkspaceMember.workspace_id).where(WorkspaceMember.user == actor)
+        query = query.where(Workspace.id.in_(mine))
+    return list(session.scalars(query))
+
+
+def workspace_json(session: Session, workspace: Workspace, actor: str,
+                   detail: bool = False) -> dict[str, Any]:
+    """The ``Workspace`` shape of docs/api.md (members and projects with ``detail``)."""
+    body: dict[str, Any] = {
+        "id": workspace.id, "name": workspace.name, "created_by": workspace.created_by,
+        "created_at": iso_time(workspace.created_at),
+        "role": authz.role_in(session, workspace.id, actor),
+        "num_experiments": session.scalar(select(func.count(Experiment.id)).where(
+            Experiment.workspace_id == workspace.id)) or 0}
+    if detail:
+        members = session.scalars(select(WorkspaceMember).where(
+            WorkspaceMember.workspace_id == workspace.id).order_by(WorkspaceMember.user))
+        body["members"] = [{"user": m.user, "role": m.role} for m in members]
+        body["projects"] = [project_json(session, p, workspace)
+                            for p in list_projects(session, workspace)]
+    return body
+
+
+def set_member(session: Session, settings: MasterSettings, actor: str, name: str,
+               user: Any, role: Any) -> Workspace:
+    """Add ``user`` to the workspace with ``role`` (or change their role); admins only."""
+    workspace = workspace_for(session, settings, actor, name, needed="admin")
+    member = session.get(WorkspaceMember, (workspace.id, _valid_user(user)))
+    if member is None:
+        session.add(WorkspaceMember(workspace_id=workspace.id, user=user,
+                                    role=_valid_role(role)))
+    else:
+        new_role = _valid_role(role)
+        if new_role != "admin":
+            _keep_an_admin(session, workspace, member, f"make {user!r} a {new_role}")
+        member.role = new_role
+    session.flush()
+    return workspace
+
+
+def _keep_an_admin(session: Session, workspace: Workspace, member: WorkspaceMember,
+                   change: str) -> None:
+    """409 when ``member`` is the workspace's last admin: it would be left unmanaged."""
+    admins = session.scalar(select(func.count()).where(
+        WorkspaceMember.workspace_id == workspace.id, WorkspaceMember.role == "admin"))
+    if member.role == "admin" and admins == 1:
+        raise ApiError(409, "conflict", f"cannot {change}: {member.user!r} is the last admin "
+                       f"of workspace {workspace.name!r}; make another member admin first")
+
+
+def remove_member(session: Session, settings: MasterSettings, actor: str, name: str,
+                  user: str) -> Workspace:
+    """Take ``user`` out of the workspace; admins only; its last admin stays."""
+    workspace = workspace_for(session, settings, actor, name, needed="admin")
+    member = session.get(WorkspaceMember, (workspace.id, user))
+    if member is None:
+        raise authz.not_found(f"member {user!r} of workspace {name!r}")
+    _keep_an_admin(session, workspace, member, f"remove {user!r}")
+    session.delete(member)
+    session.flush()
+    return workspace
+
+
+# ---- projects ----------------------------------------------------------------------------
+
+
+def create_project(session: Session, settings: MasterSettings, actor: str, workspace_name: str,
+                   name: Any, description: Any) -> Project:
+    """A new project in the workspace (editor role needed); 409 if the name is taken there."""
+    workspace = workspace_for(session, settings, actor, workspace_name, needed="editor")
+    if description is not None and not isinstance(description, str):
+        raise ApiError(400, "bad_request", "description: must be text")
+    project = Project(workspace_id=workspace.id, name=valid_name(name, "name"),
+                      description=description or "", created_by=actor)
+    session.add(project)
+    _flush_or_conflict(session, f"workspace {workspace_name!r} already has a project "
+                       f"{project.name!r}")
+    return project
+
+
+def list_projects(session: Session, workspace: Workspace) -> list[Project]:
+    """The workspace's projects, by name."""
+    return list(session.scalars(select(Project).where(Project.workspace_id == workspace.id)
+                                .order_by(Project.name)))
+
+
+def project_json(session: Session, project: Project, workspace: Workspace) -> dict[str, Any]:
+    """The ``Project`` shape of docs/api.md."""
+    return {"id": project.id, "name": project.name, "workspace": workspace.name,
+            "workspace_id": workspace.id, "description": project.description,
+            "created_by": project.created_by, "created_at": iso_time(project.created_at),
+            "num_experiments": session.scalar(select(func.count(Experiment.id)).where(
+                Experiment.project_id == project.id)) or 0}
+
+
+def _flush_or_conflict(session: Session, message: str) -> None:
+    try:
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        raise ApiError(409, "conflict", message) from None
+
+
+__all__ = ["Access", "create_project", "create_workspace", "list_projects", "list_workspaces",
+           "placement_for", "project_in", "project_json", "remove_member", "set_member",
+           "workspace_for", "workspace_json"]

@@ -1,0 +1,263 @@
+"""The master's configuration: ``master.yaml`` plus environment overrides.
+
+Every key is checked at start; an error names the key and the reason, e.g.
+``<master.yaml>.resource_manager.container_run_type: must be one of apptainer, ...``.
+Environment variables win over the file: ``HPCDET_DB_URL`` (database URL),
+``HPCDET_MASTER_PORT``, ``HPCDET_JOB_STORAGE_ROOT``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hpcdet.errors import ConfigError
+from hpcdet.master.security.tls import TlsSettings, build_tls
+from hpcdet.master.settings.hardening import HardeningSettings, build_hardening
+from hpcdet.master.settings.pools import (
+    SLOT_TYPES,
+    CustomPool,
+    FairShareSettings,
+    PartitionOverride,
+    PriorityPolicy,
+    SlurmDefaults,
+    build_fair_share,
+    build_partition_overrides,
+    build_priority,
+    build_resource_pools,
+    build_slurm_defaults,
+)
+from hpcdet.master.settings.read import Getter, unknown_keys
+from hpcdet.master.settings.runas import RunAsSettings, build_runas
+from hpcdet.yaml_errors import yaml_error_line
+
+CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "none")
+
+ROOT = "<master.yaml>"
+
+
+@dataclass(frozen=True)
+class ResourceManagerSettings:
+    """``resource_manager:`` — how trials become scheduler jobs."""
+
+    type: str = "slurm"
+    cluster_name: str = "hpcdet"
+    master_host: str = field(default_factory=socket.gethostname)
+    master_port: int | None = None  # defaults to the port the master listens on
+    job_storage_root: str = str(Path.home() / ".hpcdet" / "jobs")
+    container_run_type: str = "none"
+    apptainer_image_root: str | None = None
+    # None: per partition, cuda where its nodes have GPUs and cpu elsewhere (Determined's rule).
+    slot_type: str | None = None
+    tres_supported: bool = True
+    gres_supported: bool = True
+    default_compute_resource_pool: str | None = None
+    default_aux_resource_pool: str | None = None
+    job_project_source: str = "project"  # project | workspace | label[:prefix] -> --wckey
+    # How often pools and the queue are read from Slurm (the API serves the cached copy).
+    pool_refresh_seconds: float = 15.0
+    slurm_defaults: SlurmDefaults = field(default_factory=SlurmDefaults)
+    partition_overrides: Mapping[str, PartitionOverride] = field(default_factory=dict)
+    resource_pools: tuple[CustomPool, ...] = ()
+    priority: PriorityPolicy = field(default_factory=PriorityPolicy)
+    fair_share: FairShareSettings | None = None
+    template_dir: str | None = None  # a site's own job-script templates, searched first
+    # Seconds before a job's time limit at which Slurm sends SIGUSR2 (--signal=USR2@N), for
+    # the trial to checkpoint and exit; must be well below the shortest partition MaxTime.
+    walltime_signal_seconds: int = 120
+
+
+@dataclass(frozen=True)
+class MasterSettings:
+    """Everything the master reads at start."""
+
+    host: str = "0.0.0.0"
+    port: int = 8080
+    db_url: str = ""
+    require_user: bool = False
+    # open: callers name themselves (X-Hpcdet-User); munge: a MUNGE-proven token only.
+    auth_mode: str = "open"
+    session_hours: float = 24.0
+    # Users who may change (pause, kill, archive...) any experiment, not only their own.
+    admins: tuple[str, ...] = ()
+    reconcile_interval: float = 5.0
+    workers: int = 2
+    threads: int = 8
+    checkpoint_storage: Mapping[str, Any] = field(default_factory=dict)
+    resource_manager: ResourceManagerSettings = field(default_factory=ResourceManagerSettings)
+    state_dir: str = str(Path.home() / ".hpcdet")
+    # security.jobs_run_as / security.runas_helper (hpcdet.master.settings.runas).
+    runas: RunAsSettings = field(default_factory=RunAsSettings)
+    # security.storage_roots and security.max_body_mb (hpcdet.master.settings.hardening).
+    hardening: HardeningSettings = field(default_factory=HardeningSettings)
+    # security.tls: serve HTTPS with this certificate and key (None: plain HTTP).
+    tls: TlsSettings | None = None
+
+    @property
+    def master_url(self) -> str:
+        """The address compute nodes and users reach the master at (https with TLS)."""
+        rm = self.resource_manager
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{rm.master_host}:{rm.master_port or self.port}"
+
+    @property
+    def identifies_users(self) -> bool:
+        """Whether the master tells users apart (munge mode, or open with ``require_user``)."""
+        return self.auth_mode == "munge" or self.require_user
+
+    @property
+    def database_kind(self) -> str:
+        return self.db_url.split(":", 1)[0].split("+", 1)[0]
+
+
+def load_settings(path: str | os.PathLike[str] | None = None,
+                  environ: Mapping[str, str] | None = None) -> MasterSettings:
+    """Read ``path`` (optional), apply environment overrides and defaults, validate."""
+    environ = os.environ if environ is None else environ
+    doc = _read_yaml(Path(path)) if path else {}
+    errors: list[str] = []
+    settings = _build(doc, environ, errors)
+    if errors:
+        raise ConfigError(sorted(errors), title=f"invalid master configuration{_where(path)}")
+    return settings
+
+
+def _where(path: str | os.PathLike[str] | None) -> str:
+    return f" ({path})" if path else ""
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError([yaml_error_line(exc, str(path))]) from exc
+    if not isinstance(doc, dict):
+        raise ConfigError([f"{ROOT}: must be a mapping"])
+    return doc
+
+
+_TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoint_storage",
+             "resource_manager", "state_dir", "security"}
+_RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
+            "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
+            "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
+            "tres_supported", "gres_supported", "default_aux_resource_pool",
+            "job_project_source", "pool_refresh_seconds", "task_container_defaults",
+            "partition_overrides", "resource_pools", "priority", "fair_share"}
+
+
+def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> MasterSettings:
+    unknown_keys(doc, _TOP_KEYS, ROOT, errors)
+    get = Getter(doc, ROOT, errors)
+    state_dir = get.text("state_dir", MasterSettings.state_dir)
+    port = int(environ.get("HPCDET_MASTER_PORT") or get.integer("port", 8080, lo=1, hi=65535))
+    db = get.section("db")
+    db_url = environ.get("HPCDET_DB_URL") or Getter(db, f"{ROOT}.db", errors).text(
+        "url", f"sqlite:///{Path(state_dir).expanduser() / 'hpcdet.sqlite'}")
+    auth = _auth_getter(get.section("auth"), errors)
+    security = _security(get.section("security"), errors)
+    settings = MasterSettings(
+        host=get.text("host", "0.0.0.0"),
+        port=port,
+        db_url=db_url,
+        require_user=auth.flag("require_user", False),
+        auth_mode=auth.choice("mode", "munge", AUTH_MODES),
+        session_hours=auth.number("session_hours", 24.0, lo=0.01),
+        admins=auth.names("admins"),
+        reconcile_interval=Getter(get.section("reconciler"), f"{ROOT}.reconciler", errors).number(
+            "interval_seconds", 5.0, lo=0.1),
+        workers=Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
+            "workers", 2, lo=1, hi=64),
+        threads=Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
+            "threads", 8, lo=1, hi=256),
+        checkpoint_storage=get.section("checkpoint_storage"),
+        resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
+        state_dir=state_dir,
+        runas=build_runas(security, f"{ROOT}.security", errors),
+        hardening=build_hardening(security, f"{ROOT}.security", errors),
+        tls=build_tls(security, f"{ROOT}.security", errors),
+    )
+    if settings.runas.owner_mode and settings.auth_mode != "munge":
+        # Jobs run as the caller's name: on an open master anyone could name anyone.
+        errors.append(f"{ROOT}.security.jobs_run_as: owner needs auth.mode: munge (jobs run "
+                      "as the user MUNGE proves; an open master believes any name)")
+    return settings
+
+
+_AUTH_KEYS = {"mode", "require_user", "admins", "session_hours", "pam"}
+AUTH_MODES = ("munge", "open")
+
+
+# Each part of the security settings parses its own keys: build_tls (tls), build_runas
+# (jobs_run_as, runas_helper), build_hardening (storage_roots, max_body_mb).
+_SECURITY_KEYS = {"tls", "jobs_run_as", "runas_helper", "storage_roots", "max_body_mb"}
+
+
+def _security(doc: Mapping[str, Any], errors: list[str]) -> Mapping[str, Any]:
+    unknown_keys(doc, _SECURITY_KEYS, f"{ROOT}.security", errors)
+    return doc
+
+
+def _auth_getter(doc: Mapping[str, Any], errors: list[str]) -> Getter:
+    unknown_keys(doc, _AUTH_KEYS, f"{ROOT}.auth", errors)
+    get = Getter(doc, f"{ROOT}.auth", errors)
+    if get.flag("pam", False):
+        errors.append(f"{ROOT}.auth.pam: PAM sign-in is not available in this version; "
+                      "use det user web-login")
+    return get
+
+
+def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
+              errors: list[str]) -> ResourceManagerSettings:
+    where = f"{ROOT}.resource_manager"
+    unknown_keys(doc, _RM_KEYS, where, errors)
+    get = Getter(doc, where, errors)
+    default = ResourceManagerSettings()
+    return ResourceManagerSettings(
+        type=get.choice("type", "slurm", ("slurm",)),
+        cluster_name=get.text("cluster_name", default.cluster_name),
+        master_host=get.text("master_host", default.master_host),
+        master_port=get.opt_integer("master_port", lo=1, hi=65535),
+        job_storage_root=environ.get("HPCDET_JOB_STORAGE_ROOT")
+        or get.text("job_storage_root", default.job_storage_root),
+        container_run_type=get.choice("container_run_type", "none", CONTAINER_RUN_TYPES),
+        apptainer_image_root=get.opt_text("apptainer_image_root")
+        or get.opt_text("singularity_image_root"),
+        slot_type=get.opt_choice("slot_type", SLOT_TYPES),
+        tres_supported=get.flag("tres_supported", True),
+        gres_supported=get.flag("gres_supported", True),
+        default_compute_resource_pool=get.opt_text("default_compute_resource_pool"),
+        default_aux_resource_pool=get.opt_text("default_aux_resource_pool"),
+        job_project_source=_project_source(get),
+        pool_refresh_seconds=get.number("pool_refresh_seconds", default.pool_refresh_seconds,
+                                        lo=1.0),
+        template_dir=get.opt_text("template_dir"),
+        walltime_signal_seconds=get.integer("walltime_signal_seconds",
+                                            default.walltime_signal_seconds, lo=1, hi=65535),
+        slurm_defaults=build_slurm_defaults(get.section("task_container_defaults"),
+                                            f"{where}.task_container_defaults", errors),
+        partition_overrides=build_partition_overrides(
+            get.section("partition_overrides"), f"{where}.partition_overrides", errors),
+        resource_pools=build_resource_pools(doc.get("resource_pools"),
+                                            f"{where}.resource_pools", errors),
+        priority=build_priority(get.section("priority"), f"{where}.priority", errors),
+        fair_share=build_fair_share(doc.get("fair_share"), f"{where}.fair_share", errors),
+    )
+
+
+def _project_source(get: Getter) -> str:
+    """``project``, ``workspace`` or ``label[:prefix]``: what becomes the job's ``--wckey``."""
+    value = get.text("job_project_source", "project")
+    if value in ("project", "workspace") or value == "label" or value.startswith("label:"):
+        return value
+    get.errors.append(f"{get.where}.job_project_source: must be project, workspace or "
+                      f"label[:prefix], got {value!r}")
+    return "project"
