@@ -13,9 +13,9 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from hpcdet.dispatcher.nodelist import first_host
 from hpcdet.errors import HpcdetError
 from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.hostlist import first_host
 
 SLOT_TYPE_VAR = "DET_SLOT_TYPE"
 TIMEOUT_VAR = "HPCDET_DIST_TIMEOUT"

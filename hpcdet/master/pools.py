@@ -26,10 +26,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend
 from hpcdet.dispatcher.commands import Runner
-from hpcdet.dispatcher.nodelist import expand_nodelist
 from hpcdet.dispatcher.sbatch_args import parse_sbatch_args
 from hpcdet.dispatcher.slurm_partitions import NodeInfo, PartitionInfo, read_partitions
 from hpcdet.errors import ConfigError
+from hpcdet.hostlist import expand_nodelist
 from hpcdet.master.db import session_scope
 from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
 from hpcdet.master.settings_pools import CustomPool, PartitionOverride, PriorityBand
