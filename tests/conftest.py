@@ -143,3 +143,27 @@ def dev_tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    env={"PATH": "/usr/bin:/bin", "HPCDET_TLS_DIR": str(directory),
                         "HOME": str(directory)})
     return directory
+
+
+@pytest.fixture(scope="session")
+def mpiexec() -> list[str]:
+    """``mpiexec`` and the flags for 2 ranks on this host; skips/fails when MPI is missing."""
+    path = shutil.which("mpiexec")
+    if path is None:
+        missing("mpiexec is not installed (scripts/bootstrap installs Open MPI)")
+        raise AssertionError("unreachable")
+    version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    if "Open MPI" not in version.stdout + version.stderr and "OpenRTE" not in version.stdout:
+        return [path]
+    # Open MPI refuses more ranks than cores (CI has 2 shared ones) and, as root, to start.
+    flags = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    return [path, *flags]
+
+
+@pytest.fixture(scope="session")
+def mpi4py_installed() -> None:
+    """Skips/fails when mpi4py (scripts/bootstrap installs it) cannot be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec("mpi4py") is None:
+        missing("mpi4py is not installed (run scripts/bootstrap)")

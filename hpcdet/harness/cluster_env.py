@@ -1,47 +1,58 @@
 """Where this process sits in the job: rank, world size, node, rendezvous address.
 
-Everything is derived from Slurm's per-task variables (the way submitit's
-``SlurmJobEnvironment`` and ``TorchDistributedEnvironment`` do it), so every rank computes
-the same rendezvous address and port on its own, without talking to the others:
+The launcher that started the ranks describes it in each rank's variables; the first of
+these that is present wins:
 
-* ``MASTER_ADDR`` is the first host of the step's node list (with Slurm's default block
-  distribution, rank 0 runs there), or the loopback address when the step has one node:
-  every rank is then on that node, and loopback needs no name resolution (node names in
-  ``slurm.conf`` need not resolve: ``NodeName=node1 NodeAddr=10.0.0.7``, or a test
-  cluster's ``NodeAddr=127.0.0.1``).
+1. an ``srun`` task (``SLURM_PROCID``): Slurm's per-task variables
+   (:mod:`hpcdet.harness.launchers.slurm`);
+2. ``mpiexec``/``mpirun`` (:mod:`hpcdet.harness.launchers.mpi`): Open MPI's
+   ``OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}``, MPICH/Hydra's (and Intel MPI's)
+   ``PMI_RANK``/``PMI_SIZE``/``MPI_LOCALRANKID``/``MPI_LOCALNRANKS``, or PMIx's
+   ``PMIX_RANK``, e.g. under PBS, which has no ``srun``;
+3. nothing: a single process (a laptop, a unit test).
+
+Every rank computes the same rendezvous on its own where the variables allow it:
+
+* ``MASTER_ADDR`` is the loopback address when all ranks share one node (loopback needs no
+  name resolution), else the first host of the step's node list (Slurm; rank 0 runs there
+  with the default block distribution) or of ``$PBS_NODEFILE`` (``mpiexec`` fills each
+  host's slots in turn).
 * ``MASTER_PORT`` is drawn from ``random.Random(<job id digits>)`` in 20000-32767 (below the
-  kernel's ephemeral port range, which outgoing connections use): the same
-  on every rank of a job, and most likely different for two jobs sharing a first node.
+  kernel's ephemeral port range, which outgoing connections use): the same on every rank
+  of a job, and most likely different for two jobs sharing a first node. ``PBS_JOBID``
+  ``12.server`` seeds with 12; an ``mpiexec`` outside a batch job uses its launch id.
 
-Without Slurm variables (a laptop, a unit test) the environment is a single process.
+Where an MPI launch's variables leave something open (ranks on several nodes without a
+usable ``$PBS_NODEFILE``, PMIx's rank without a size), MPI itself answers through mpi4py
+(:mod:`hpcdet.harness.launchers.mpi_world`): rank 0 broadcasts its address and port. Without
+mpi4py, a ``MASTER_ADDR`` set by the user is used, else it is an error that says so.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import random
-import re
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
-from hpcdet.dispatcher.nodelist import first_host
+from hpcdet.harness.launchers import mpi_world
+from hpcdet.harness.launchers.mpi import assume_block_layout, mpi_placement
+from hpcdet.harness.launchers.placement import (
+    LOCAL_ADDR,
+    PORT_RANGE,
+    Placement,
+    deterministic_port,
+    first_var,
+    int_var,
+)
+from hpcdet.harness.launchers.slurm import parse_tasks_per_node, slurm_placement
 
-# Below Linux's ephemeral range (32768-60999 by default), where any outgoing connection on
-# the node may hold a port: a rendezvous port from there failed with EADDRINUSE in CI.
-PORT_RANGE = (20000, 32767)
-LOCAL_ADDR = "127.0.0.1"
-
-# The step's view comes first: inside ``srun`` these describe the tasks of this step,
-# which is what the ranks rendezvous over; the job-wide names are fallbacks.
-_NODELIST_VARS = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
-_TASKS_PER_NODE_VARS = ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
-_TASKS_PER_NODE_ITEM = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
+__all__ = ["LOCAL_ADDR", "PORT_RANGE", "ClusterEnv", "deterministic_port", "parse_tasks_per_node"]
 
 
 @dataclass(frozen=True)
 class ClusterEnv:
-    """One rank's place in the job, as the scheduler describes it.
+    """One rank's place in the job, as its launcher describes it.
 
     Build it with :meth:`from_environ`; :meth:`export_torch_env` turns it into the
     variables ``torch.distributed``'s ``env://`` rendezvous reads.
@@ -57,6 +68,8 @@ class ClusterEnv:
     nodelist: str | None
     master_addr: str
     master_port: int
+    # Which variables described the rank: slurm, openmpi, pmi, pmix or single.
+    launcher: str = "single"
 
     @property
     def is_chief(self) -> bool:
@@ -64,11 +77,18 @@ class ClusterEnv:
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> ClusterEnv:
-        """Read Slurm's variables from ``environ`` (default ``os.environ``)."""
+        """Read the launcher's variables from ``environ`` (default ``os.environ``).
+
+        Under ``mpiexec`` this may call MPI (collectively, on every rank) for what the
+        variables leave open; see the module's docstring.
+        """
         env = os.environ if environ is None else environ
-        if "SLURM_PROCID" not in env:
-            return cls.single_process(env.get("SLURM_JOB_ID"))
-        return _from_slurm(env)
+        placement = slurm_placement(env) or mpi_placement(env)
+        if placement is None:
+            return cls.single_process(first_var(env, "SLURM_JOB_ID", "PBS_JOBID"))
+        if not placement.complete:
+            placement = _complete(placement, env)
+        return _from_placement(placement)
 
     @classmethod
     def single_process(cls, job_id: str | None = None) -> ClusterEnv:
@@ -93,80 +113,59 @@ class ClusterEnv:
     def export_torch_env(self, environ: MutableMapping[str, str] | None = None) -> ClusterEnv:
         """Set the ``env://`` variables in ``environ`` (default ``os.environ``).
 
-        Rank and size variables are always overwritten: they must match Slurm's view.
+        Rank and size variables are always overwritten: they must match the launcher's view.
         ``MASTER_ADDR``/``MASTER_PORT`` already present are kept, so a site or an experiment
         (``environment.environment_variables``) can route the rendezvous over another
         interface or port range. Returns the env with the address actually in effect.
         """
         env = os.environ if environ is None else environ
         addr = env.get("MASTER_ADDR") or self.master_addr
-        port = _int_var(env, "MASTER_PORT") if env.get("MASTER_PORT") else self.master_port
+        port = int_var(env, "MASTER_PORT") if env.get("MASTER_PORT") else self.master_port
         effective = dataclasses.replace(self, master_addr=addr, master_port=port)
         env.update(effective.torch_env())
         return effective
 
 
-def deterministic_port(job_id: str) -> int:
-    """A port in ``PORT_RANGE`` that depends only on the digits of ``job_id``.
-
-    Array and heterogeneous job ids (``123_4``, ``123+1``) keep all their digits, so
-    the members of an array get different ports.
-    """
-    digits = re.sub(r"\D", "", job_id)
-    seed = int(digits) if digits else sum(job_id.encode())
-    return random.Random(seed).randint(*PORT_RANGE)
-
-
-def parse_tasks_per_node(value: str) -> list[int]:
-    """Expand Slurm's compressed task counts: ``"2(x3),1"`` -> ``[2, 2, 2, 1]``."""
-    counts: list[int] = []
-    for item in value.split(","):
-        match = _TASKS_PER_NODE_ITEM.match(item.strip())
-        if match is None:
-            raise ValueError(f"cannot parse tasks per node {value!r}")
-        counts.extend([int(match.group(1))] * int(match.group(2) or 1))
-    return counts
+def _complete(placement: Placement, env: Mapping[str, str]) -> Placement:
+    """Fill what an MPI launch's variables left open: from MPI, else from a preset address."""
+    if mpi_world.mpi4py_available():
+        return mpi_world.complete_from_mpi(placement)
+    preset = env.get("MASTER_ADDR")
+    guessed = assume_block_layout(placement, preset) if preset else None
+    if guessed is None:
+        raise ValueError(
+            f"the {placement.launcher} launcher's variables do not say where rank 0 runs or how "
+            "many ranks there are; install mpi4py in the image (or set MASTER_ADDR in the "
+            "experiment's environment.environment_variables)"
+        )
+    return guessed
 
 
-def _from_slurm(env: Mapping[str, str]) -> ClusterEnv:
-    rank = _int_var(env, "SLURM_PROCID")
-    size = _int_var(env, "SLURM_NTASKS", "SLURM_NPROCS", default=1)
-    cross_rank = _int_var(env, "SLURM_NODEID", default=0)
-    cross_size = _int_var(env, "SLURM_STEP_NUM_NODES", "SLURM_NNODES", default=1)
-    job_id = _first(env, "SLURM_JOB_ID", "SLURM_JOBID")
-    nodelist = _first(env, *_NODELIST_VARS)
+def _from_placement(p: Placement) -> ClusterEnv:
+    """The complete placement as a checked :class:`ClusterEnv`."""
+    port = p.master_port if p.master_port is not None else deterministic_port(p.port_key or "0")
     cluster = ClusterEnv(
-        rank=rank,
-        size=size,
-        local_rank=_int_var(env, "SLURM_LOCALID", default=0),
-        local_size=_local_size(env, cross_rank, size, cross_size),
-        cross_rank=cross_rank,
-        cross_size=cross_size,
-        job_id=job_id,
-        nodelist=nodelist,
-        master_addr=_rendezvous_host(nodelist, cross_size),
-        master_port=deterministic_port(job_id or "0"),
+        rank=p.rank,
+        size=_known(p.size, "size"),
+        local_rank=_known(p.local_rank, "local rank"),
+        local_size=_known(p.local_size, "local size"),
+        cross_rank=_known(p.cross_rank, "node index"),
+        cross_size=_known(p.cross_size, "node count"),
+        job_id=p.job_id,
+        nodelist=p.nodelist,
+        master_addr=p.master_addr or LOCAL_ADDR,
+        master_port=port,
+        launcher=p.launcher,
     )
     _check_consistent(cluster)
     return cluster
 
 
-def _rendezvous_host(nodelist: str | None, nodes: int) -> str:
-    if nodes == 1 or not nodelist:
-        return LOCAL_ADDR
-    return first_host(nodelist)
-
-
-def _local_size(env: Mapping[str, str], node_id: int, size: int, nodes: int) -> int:
-    """Tasks on this node, from the per-node counts, else the uniform count, else size/nodes."""
-    compressed = _first(env, *_TASKS_PER_NODE_VARS)
-    if compressed:
-        counts = parse_tasks_per_node(compressed)
-        if node_id < len(counts):
-            return counts[node_id]
-    if env.get("SLURM_NTASKS_PER_NODE"):
-        return _int_var(env, "SLURM_NTASKS_PER_NODE")
-    return max(1, size // max(1, nodes))
+def _known(value: int | None, what: str) -> int:
+    # _complete fills every field or raises, so None here is a bug in a launcher module.
+    if value is None:
+        raise ValueError(f"the launcher's {what} is unknown")
+    return value
 
 
 def _check_consistent(cluster: ClusterEnv) -> None:
@@ -178,24 +177,4 @@ def _check_consistent(cluster: ClusterEnv) -> None:
     if not 0 <= cluster.cross_rank < cluster.cross_size:
         problems.append(f"node id {cluster.cross_rank} outside node count {cluster.cross_size}")
     if problems:
-        raise ValueError("inconsistent Slurm environment: " + "; ".join(problems))
-
-
-def _first(env: Mapping[str, str], *names: str) -> str | None:
-    for name in names:
-        if env.get(name):
-            return env[name]
-    return None
-
-
-def _int_var(env: Mapping[str, str], *names: str, default: int | None = None) -> int:
-    """The first of ``names`` that is set, as an int; ``default`` when none is."""
-    raw = _first(env, *names)
-    if raw is None:
-        if default is None:
-            raise ValueError(f"{names[0]} is not set")
-        return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise ValueError(f"{names[0]}={raw!r} is not an integer") from None
+        raise ValueError(f"inconsistent {cluster.launcher} environment: " + "; ".join(problems))

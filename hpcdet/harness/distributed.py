@@ -1,4 +1,4 @@
-"""Start and stop ``torch.distributed`` for the ranks Slurm started.
+"""Start and stop ``torch.distributed`` for the ranks a launcher (``srun``, ``mpiexec``) started.
 
 torch is imported inside the functions: ``hpcdet.harness`` itself must import on a login
 node or in an image without torch (a non-Python entrypoint needs no process group).
@@ -13,9 +13,9 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from hpcdet.dispatcher.nodelist import first_host
 from hpcdet.errors import HpcdetError
 from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.hostlist import first_host
 
 SLOT_TYPE_VAR = "DET_SLOT_TYPE"
 TIMEOUT_VAR = "HPCDET_DIST_TIMEOUT"
@@ -74,7 +74,8 @@ def reachable_rendezvous(cluster: ClusterEnv, environ: Mapping[str, str]) -> Clu
     Node names in ``slurm.conf`` need not be host names (``NodeAddr=`` maps them). The
     batch script runs on the allocation's first node and starts ``srun`` there, so
     ``SLURM_LAUNCH_NODE_IPADDR`` is that node's address when the step starts on it.
-    A ``MASTER_ADDR`` set by the user is left alone.
+    A ``MASTER_ADDR`` set by the user is left alone, and so are ranks ``mpiexec`` started
+    (no such variable: their first host comes from ``$PBS_NODEFILE`` or MPI itself).
     """
     if cluster.size == 1 or environ.get("MASTER_ADDR") or _resolves(cluster):
         return cluster

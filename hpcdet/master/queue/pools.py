@@ -26,10 +26,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend
 from hpcdet.dispatcher.commands import Runner
-from hpcdet.dispatcher.nodelist import expand_nodelist
 from hpcdet.dispatcher.slurm.partitions import NodeInfo, PartitionInfo, read_partitions
 from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
 from hpcdet.errors import ConfigError
+from hpcdet.hostlist import expand_nodelist
 from hpcdet.master.db import session_scope
 from hpcdet.master.queue.snapshots import POOLS, load_snapshot
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings

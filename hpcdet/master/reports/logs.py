@@ -25,8 +25,8 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from hpcdet.dispatcher.nodelist import expand_nodelist
 from hpcdet.errors import ConfigError
+from hpcdet.hostlist import expand_nodelist
 from hpcdet.jobfiles import UnsafeFileError, open_regular
 from hpcdet.master.models import Job, Trial, TrialLog, utcnow
 from hpcdet.master.reports.log_policies import apply_hit, find_hits, policies_of

@@ -1,6 +1,8 @@
-"""ClusterEnv from recorded Slurm variable sets, and the env:// variables it exports."""
+"""ClusterEnv from recorded Slurm and MPI launcher variable sets, and the env:// variables."""
 
 from __future__ import annotations
+
+import pathlib
 
 import pytest
 
@@ -10,6 +12,7 @@ from hpcdet.harness.cluster_env import (
     deterministic_port,
     parse_tasks_per_node,
 )
+from hpcdet.harness.launchers import mpi_world
 
 # What srun set in each task of a 1-node x 2-task step (trimmed to the variables we read).
 ONE_NODE_TWO_TASKS = {
@@ -171,3 +174,135 @@ def test_export_torch_env_keeps_a_preset_rendezvous() -> None:
     assert (target["MASTER_ADDR"], target["MASTER_PORT"]) == ("gpu-02-ib", "31000")
     assert (env.master_addr, env.master_port) == ("gpu-02-ib", 31000)
     assert target["RANK"] == "5"
+
+
+# Rank 1 of ``mpiexec -n 2`` (Open MPI 4.1.4) on one host, as recorded (trimmed).
+OPENMPI_ONE_NODE = {
+    "OMPI_COMM_WORLD_RANK": "1",
+    "OMPI_COMM_WORLD_SIZE": "2",
+    "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+    "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+    "OMPI_COMM_WORLD_NODE_RANK": "1",
+    "OMPI_MCA_ess_base_jobid": "1070596097",
+    "OMPI_MCA_orte_num_nodes": "1",
+    "PMIX_NAMESPACE": "1070596097",
+    "PMIX_RANK": "1",
+}
+
+# Rank 3 of ``mpiexec -n 4`` over two hosts inside PBS job 12.pbs-server, 2 ranks each.
+OPENMPI_TWO_NODES = {
+    "OMPI_COMM_WORLD_RANK": "3",
+    "OMPI_COMM_WORLD_SIZE": "4",
+    "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+    "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+    "PMIX_NAMESPACE": "1070596097",
+    "PMIX_RANK": "3",
+    "PBS_JOBID": "12.pbs-server",
+}
+
+# Rank 2 of MPICH's Hydra ``mpiexec -n 3`` on one host.
+HYDRA_ONE_NODE = {"PMI_RANK": "2", "PMI_SIZE": "3", "MPI_LOCALRANKID": "2",
+                  "MPI_LOCALNRANKS": "3", "PBS_JOBID": "77.head"}
+
+
+@pytest.fixture
+def without_mpi4py(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in an image without mpi4py: the branches that need no MPI call."""
+    monkeypatch.setattr(mpi_world, "mpi4py_available", lambda: False)
+
+
+def test_slurm_wins_over_mpi_variables() -> None:
+    env = ClusterEnv.from_environ({**OPENMPI_ONE_NODE, **TWO_NODES_ONE_TASK})
+    assert (env.launcher, env.rank, env.master_addr) == ("slurm", 1, "x")
+
+
+def test_openmpi_on_one_node_needs_no_mpi_call(without_mpi4py: None) -> None:
+    env = ClusterEnv.from_environ(OPENMPI_ONE_NODE)
+    assert env.launcher == "openmpi"
+    assert (env.rank, env.size, env.local_rank, env.local_size) == (1, 2, 1, 2)
+    # NODE_RANK is Open MPI's rank among the node's processes, not the node's index.
+    assert (env.cross_rank, env.cross_size) == (0, 1)
+    assert env.master_addr == "127.0.0.1"
+    assert env.master_port == deterministic_port("1070596097")  # no job id: the launch's
+
+
+def test_hydra_pmi_variables_and_the_pbs_job_id_port(without_mpi4py: None) -> None:
+    env = ClusterEnv.from_environ(HYDRA_ONE_NODE)
+    assert env.launcher == "pmi"
+    assert (env.rank, env.size, env.local_rank, env.local_size) == (2, 3, 2, 3)
+    assert (env.job_id, env.master_port) == ("77.head", deterministic_port("77"))
+
+
+def _nodefile(tmp_path: pathlib.Path, hosts: list[str]) -> str:
+    path = tmp_path / "nodefile"
+    path.write_text("".join(f"{host}\n" for host in hosts))
+    return str(path)
+
+
+def test_pbs_nodefile_gives_rank_0s_host_and_the_node_index(
+    tmp_path: pathlib.Path, without_mpi4py: None
+) -> None:
+    nodefile = _nodefile(tmp_path, ["cn7", "cn7", "cn9", "cn9"])
+    env = ClusterEnv.from_environ({**OPENMPI_TWO_NODES, "PBS_NODEFILE": nodefile})
+    assert (env.master_addr, env.cross_rank, env.cross_size) == ("cn7", 1, 2)
+    assert (env.job_id, env.master_port) == ("12.pbs-server", deterministic_port("12"))
+    assert env.nodelist == "cn7,cn9"
+    rank_0 = ClusterEnv.from_environ({**OPENMPI_TWO_NODES, "PBS_NODEFILE": nodefile,
+                                      "OMPI_COMM_WORLD_RANK": "0",
+                                      "OMPI_COMM_WORLD_LOCAL_RANK": "0"})
+    assert (rank_0.master_addr, rank_0.cross_rank, rank_0.master_port) == (
+        "cn7", 0, env.master_port)
+
+
+def test_a_hosts_lines_add_up_wherever_they_stand(
+    tmp_path: pathlib.Path, without_mpi4py: None
+) -> None:
+    # Open MPI merges a host's lines: cn7 has slots 0-1 and cn9 2-3, as in a grouped file.
+    nodefile = _nodefile(tmp_path, ["cn7", "cn9", "cn7", "cn9"])
+    env = ClusterEnv.from_environ({**OPENMPI_TWO_NODES, "PBS_NODEFILE": nodefile})
+    assert (env.master_addr, env.cross_rank, env.cross_size) == ("cn7", 1, 2)
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        ["cn7", "cn7", "cn7", "cn9"],  # rank 3 alone on cn9, but the launcher says local 1 of 2
+        ["cn7", "cn7", "cn9"],  # fewer slots than ranks
+    ],
+)
+def test_a_nodefile_that_disagrees_with_the_launcher_is_not_trusted(
+    tmp_path: pathlib.Path, hosts: list[str], without_mpi4py: None
+) -> None:
+    environ = {**OPENMPI_TWO_NODES, "PBS_NODEFILE": _nodefile(tmp_path, hosts)}
+    with pytest.raises(ValueError, match="install mpi4py"):
+        ClusterEnv.from_environ(environ)
+
+
+def test_several_nodes_without_nodefile_or_mpi4py_is_an_error_that_names_the_fix(
+    without_mpi4py: None,
+) -> None:
+    with pytest.raises(ValueError, match="openmpi launcher.*install mpi4py.*MASTER_ADDR"):
+        ClusterEnv.from_environ({**OPENMPI_TWO_NODES, "PBS_NODEFILE": "/nonexistent"})
+
+
+def test_a_preset_master_addr_stands_in_for_mpi4py(without_mpi4py: None) -> None:
+    env = ClusterEnv.from_environ({**OPENMPI_TWO_NODES, "MASTER_ADDR": "10.0.0.7"})
+    assert (env.master_addr, env.cross_rank, env.cross_size) == ("10.0.0.7", 1, 2)
+
+
+def test_pmix_rank_alone_is_not_enough_without_mpi4py(without_mpi4py: None) -> None:
+    with pytest.raises(ValueError, match="pmix launcher"):
+        ClusterEnv.from_environ({"PMIX_RANK": "0", "PMIX_NAMESPACE": "ns"})
+
+
+def test_inconsistent_mpi_variables_are_reported(without_mpi4py: None) -> None:
+    with pytest.raises(ValueError, match="inconsistent openmpi environment: rank 2 is outside"):
+        ClusterEnv.from_environ({**OPENMPI_ONE_NODE, "OMPI_COMM_WORLD_RANK": "2"})
+    with pytest.raises(ValueError, match="PMI_SIZE='x' is not an integer"):
+        ClusterEnv.from_environ({**HYDRA_ONE_NODE, "PMI_SIZE": "x"})
+
+
+def test_pbs_job_id_seeds_a_single_process() -> None:
+    env = ClusterEnv.from_environ({"PBS_JOBID": "12.vm"})
+    assert (env.job_id, env.master_port, env.launcher) == ("12.vm", deterministic_port("12"),
+                                                            "single")

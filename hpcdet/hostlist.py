@@ -1,8 +1,9 @@
 """Slurm hostlist expressions (``gpu-[01-04]``, ``rack[1-2]-n[1-2],login``) to host names.
 
-Used for ``SLURM_JOB_NODELIST`` (the first host is the rendezvous address) and for the
-node lists ``squeue``/``sacct`` report. Pure Python, so it works where ``scontrol show
-hostnames`` is not installed.
+Shared by the harness (``SLURM_STEP_NODELIST``: the first host is the rendezvous address),
+the dispatcher and the master (the node lists ``squeue``/``sacct`` report, pools carved
+with ``--nodelist``). Pure Python, so it works where ``scontrol show hostnames`` is not
+installed.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpcdet.dispatcher.nodelist import expand_nodelist, first_host
+from hpcdet.hostlist import expand_nodelist, first_host
 
 
 @pytest.mark.parametrize(
