@@ -66,7 +66,8 @@ def _module_aliases(tree: ast.Module, known: frozenset[str]) -> Iterator[tuple[s
         if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
             targets = statement.targets if isinstance(statement, ast.Assign) \
                 else [statement.target]
-            named = [n for n in map(_name, ast.walk(statement.value)) if n in known]
+            named = [n for part in ast.walk(statement.value)
+                     if isinstance(part, ast.expr) and (n := _name(part)) in known]
             if len(named) == 1 and len(targets) == 1 and isinstance(targets[0], ast.Name):
                 yield targets[0].id, named[0]
 
@@ -110,7 +111,7 @@ def _call_write(node: ast.AST, models: Models, aliases: dict[str, str]) -> str |
     if name in models.lifecycle:
         return f"{name}(state=...)"
     if name not in _WRITES:
-        named = {aliases.get(n, n) for n in map(_name, node.args)}
+        named = {aliases.get(n, n) for n in map(_name, node.args) if n}
         hit = sorted(named & models.lifecycle)
         return f"{name}(... state ...) on {hit[0]}" if hit else None
     target = _target(node)

@@ -196,7 +196,7 @@ def _task(app: Flask, tmp_path: Path) -> int:
         session.add(task)
         transition(session, task, State.QUEUED, cause="test")
         session.commit()
-        return task.id
+        return int(task.id)
 
 
 def _trial(app: Flask, client: FlaskClient, config: str = CONFIG) -> Trial:
