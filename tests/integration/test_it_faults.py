@@ -30,6 +30,7 @@ import sqlalchemy as sa
 import yaml
 from it_helpers import REPO, LiveMaster, load_json
 
+pytestmark = [pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
 EPOCHS = 12
 # Seconds of sleep per batch: ~23 batches per epoch, so about half a second per epoch.

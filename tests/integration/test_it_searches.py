@@ -19,6 +19,7 @@ from it_helpers import REPO, LiveMaster, load_json
 
 from hpcdet.searcher import grid_points
 
+pytestmark = [pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
 
 

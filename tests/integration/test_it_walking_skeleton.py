@@ -10,6 +10,8 @@ import pytest
 import yaml
 from it_helpers import REPO, LiveMaster, load_json, sacct_state, write_experiment
 
+from hpcdet.dispatcher.nodelist import expand_nodelist
+
 pytestmark = [pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
 
@@ -51,9 +53,11 @@ def test_digits_runs_to_completed(master: LiveMaster, tmp_path: Path, slots_per_
     assert [h["to"] for h in detail["trial"]["history"]] == ["QUEUED", "RUNNING", "COMPLETED"]
     assert detail["trial"]["latest_validation"]["metrics"]["accuracy"] > 0.8
     assert detail["checkpoints"], "a checkpoint was registered"
-    assert len(set(detail["trial"]["nodes"].replace("node", "").split(","))) >= 1
+    # The master records the job's Slurm hostlist: one host for 2x1, two distinct for 1x2.
+    hosts = expand_nodelist(detail["trial"]["nodes"])
+    assert len(hosts) == len(set(hosts)) == nodes, hosts
     ranks = {line["rank"] for line in master.api(f"/trials/{trial['id']}/logs")["logs"]}
-    assert {0, 1} <= ranks
+    assert ranks - {None} == {0, 1}  # two slots, two ranks; unlabelled lines have no rank
     job_id = detail["trial"]["job_ids"][0]
     assert sacct_state(job_id, master.env) == "COMPLETED"
     _assert_node_count(master, job_id, nodes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from flask.testing import FlaskClient
 from master_helpers import CONFIG, create, make_context
 from sqlalchemy import func, select
 
-from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.models import CommandTask, Experiment, Trial
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.states import State
 
@@ -123,28 +124,83 @@ OPEN_READS = {"/api/v1/master", "/api/v1/openapi.json",
               "/api/v1/trials/<int:trial_id>/experiment_best_validation"}
 
 
+ALICE = {"X-Hpcdet-User": "alice"}
+CKPT = "aaaaaaaa-0000-4000-8000-00000000000a"  # checkpoint ids are UUIDs
+# Ids and names no object has: every route with a parameter answers 404 for these.
+MISSING = {"exp": 999999, "trial": 999999, "task": 999999, "uuid": "dddddddd-0000-4000-8000-"
+           "00000000000d", "template": "no-such-template", "workspace": "no-such-workspace",
+           "project": "no-such-project"}
+
+
 def test_a_master_that_requires_users_refuses_anonymous_reads_of_every_route(
-        app: Flask) -> None:
+        app: Flask, tmp_path: Path) -> None:
+    """Anonymous: 401. The owner reading her own objects: 200. Objects that are not: 404."""
     app.config["HPCDET_SETTINGS"] = replace(app.config["HPCDET_SETTINGS"], require_user=True)
     client = app.test_client()
-    trial = _trial(app, client)
+    ids = _alices_objects(app, client, tmp_path)
     reads = sorted(r.rule for r in app.url_map.iter_rules()
                    if r.rule.startswith("/api/v1/") and "GET" in (r.methods or ())
                    and r.rule not in OPEN_READS)
     assert "/api/v1/experiments/<int:exp_id>" in reads and len(reads) > 15, reads
     for rule in reads:
-        url = (rule.replace("<int:exp_id>", str(trial.experiment_id))
-               .replace("<int:trial_id>", str(trial.id)).replace("<int:task_id>", "1")
-               .replace("<uuid>", "no-such-uuid").replace("<name>", "no-such-template")
-               .replace("<project>", "no-such-project"))
-        assert "<" not in url, rule
+        url = _fill(rule, ids)
         assert_error(client.get(url), 401, "unauthorized")
-        answer = client.get(url, headers={"X-Hpcdet-User": "ada"})
-        assert answer.status_code in (200, 404), (rule, answer.get_json())
+        answer = client.get(url, headers=ALICE)
+        assert answer.status_code == 200, (rule, answer.get_data(as_text=True)[:500])
+        if "<" in rule:
+            assert_error(client.get(_fill(rule, MISSING), headers=ALICE), 404, "not_found")
 
 
-def _trial(app: Flask, client: FlaskClient) -> Trial:
-    exp_id = create(client).get_json()["experiment"]["id"]
+def _fill(rule: str, ids: dict[str, Any]) -> str:
+    """``rule`` with the objects of ``ids`` in its parameters."""
+    name = ids["workspace"] if "/workspaces/" in rule else ids["template"]
+    url = (rule.replace("<int:exp_id>", str(ids["exp"]))
+           .replace("<int:trial_id>", str(ids["trial"])).replace("<int:task_id>", str(ids["task"]))
+           .replace("<uuid>", ids["uuid"]).replace("<name>", name)
+           .replace("<project>", ids["project"]))
+    assert "<" not in url, rule
+    return url
+
+
+def _alices_objects(app: Flask, client: FlaskClient, tmp_path: Path) -> dict[str, Any]:
+    """alice's experiment, trial, checkpoint (files on disk), task, template, workspace and
+    project: an object for every route with a parameter to read."""
+    store = tmp_path / "shared" / "store"
+    config = CONFIG + (f"checkpoint_storage: {{type: shared_fs, host_path: {tmp_path}/shared, "
+                       f"storage_path: {store}}}\n")
+    trial = _trial(app, client, config)
+    (store / CKPT).mkdir(parents=True)
+    (store / CKPT / "model.pt").write_bytes(b"w")
+    saved = client.post(f"/api/v1/trials/{trial.id}/checkpoints", json={
+        "uuid": CKPT, "steps_completed": 1, "metadata": {}},
+        headers={"Authorization": "Bearer secret-token"})
+    assert saved.status_code == 201, saved.get_json()
+    for url, body in (("/api/v1/workspaces", {"name": "team"}),
+                      ("/api/v1/workspaces/team/projects", {"name": "proj"}),
+                      ("/api/v1/templates", {"name": "tpl", "config": "description: t\n"})):
+        made = client.post(url, json=body, headers=ALICE)
+        assert made.status_code == 201, (url, made.get_json())
+    return {"exp": trial.experiment_id, "trial": trial.id, "task": _task(app, tmp_path),
+            "uuid": CKPT, "template": "tpl", "workspace": "team", "project": "proj"}
+
+
+def _task(app: Flask, tmp_path: Path) -> int:
+    """A queued command task of alice's (its output file not written yet)."""
+    with app.app_context():
+        from hpcdet.master.api.common import db
+        from hpcdet.master.transitions import transition
+
+        session = db()
+        task = CommandTask(owner="alice", name="t", job_id="302", job_dir=str(tmp_path),
+                           options=[], args=[], cwd="/", workdir="/", output_pattern="out.txt")
+        session.add(task)
+        transition(session, task, State.QUEUED, cause="test")
+        session.commit()
+        return int(task.id)
+
+
+def _trial(app: Flask, client: FlaskClient, config: str = CONFIG) -> Trial:
+    exp_id = create(client, config).get_json()["experiment"]["id"]
     with app.app_context():
         from hpcdet.master.api.common import db
         from hpcdet.master.transitions import transition

@@ -190,4 +190,5 @@ def test_checkpoint_policy_best_checkpoints_only_validations_that_improve(
             best = loss
     saved = [m["steps_completed"] for m in checkpoints(tmp_path)]
     assert saved == sorted(set(improving) | {40})
-    assert len(improving) < len(losses) or saved == [b for b, _ in losses]
+    # Some validations must not improve (and so not be saved), or "best" and "all" look alike.
+    assert set(saved) < {b for b, _ in losses}, losses
