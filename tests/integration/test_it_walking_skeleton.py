@@ -10,7 +10,7 @@ import pytest
 import yaml
 from it_helpers import REPO, LiveMaster, load_json, sacct_state, write_experiment
 
-from hpcdet.dispatcher.nodelist import expand_nodelist
+from hpcdet.hostlist import expand_nodelist
 
 pytestmark = [pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
