@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from hpcdet.dispatcher.commands import Runner
+from hpcdet.dispatcher.pools import PartitionInfo
+from hpcdet.dispatcher.queue import JobUpdate, QueueEntry
+from hpcdet.errors import HpcdetError
 
 
 class JobPhase(str, enum.Enum):
@@ -148,8 +151,17 @@ class JobStatus:
     restarts: int | None = None
 
 
+class UnsupportedError(HpcdetError):
+    """This scheduler cannot do what was asked (the master answers 501 with the message)."""
+
+
 class Backend(abc.ABC):
-    """One scheduler. Subclasses live in one module each (``slurm.py``, later ``pbs.py``)."""
+    """One scheduler; each lives in its own package (``slurm/``, ``pbs/``).
+
+    Beyond the five job verbs every backend implements, the cluster-wide reads and queue
+    changes below have defaults that raise :class:`UnsupportedError`: a scheduler without
+    them still runs trials.
+    """
 
     name: ClassVar[str]
     # Runs every scheduler command of this backend (hpcdet.dispatcher.commands).
@@ -176,8 +188,38 @@ class Backend(abc.ABC):
         """The newest job id submitted under each of ``names`` (names not found are left out)."""
 
 
+    # ---- the queue and the pools (read on the master's timer, never per request) ----------
+
+    def read_queue(self) -> list[QueueEntry]:
+        """Every pending and running job of every user, in the scheduler's order; one command."""
+        raise UnsupportedError(f"the {self.name} backend cannot list the job queue")
+
+    def read_pools(self) -> list[PartitionInfo]:
+        """Every pool (partition, queue) with its nodes and pending jobs; bounded commands."""
+        raise UnsupportedError(f"the {self.name} backend cannot list resource pools")
+
+    def update_job(self, job_id: str, update: JobUpdate, owner: str | None = None) -> None:
+        """Change a queued job's pool and order with one command (as ``owner`` if given);
+        a refusal is raised as :class:`~hpcdet.dispatcher.queue.JobUpdateRefusedError`."""
+        raise UnsupportedError(f"the {self.name} backend cannot update queued jobs")
+
+    def nice_to_pass(self, entry: QueueEntry, other: QueueEntry, *, ahead: bool) -> int:
+        """The ``nice`` that puts ``entry`` just ahead of (or behind) ``other`` in the queue."""
+        raise UnsupportedError(f"the {self.name} backend cannot reorder queued jobs")
+
+    def reason_words(self, reason: str | None) -> str | None:
+        """Why a job waits, in words a user understands (the scheduler's code as is if unknown)."""
+        return reason
+
+    def check_job_args(self, args: Sequence[str], path: str) -> tuple[str, ...]:
+        """Validate a user's extra batch options (``slurm.sbatch_args``, ``pbs.pbsbatch_args``)
+        and return them; a controlled or unsafe option is refused naming it and ``path``."""
+        raise UnsupportedError(f"the {self.name} backend takes no extra batch options")
+
+
 BACKEND_MODULES: Mapping[str, str] = {
     "slurm": "hpcdet.dispatcher.slurm.backend",
+    "pbs": "hpcdet.dispatcher.pbs.backend",
 }
 
 

@@ -15,51 +15,16 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from hpcdet.dispatcher.commands import Runner
+from hpcdet.dispatcher.pools import NodeInfo, PartitionInfo
 
 logger = logging.getLogger(__name__)
 
 # "|" after every field, no padding; Partition marks Slurm's default partition with "*".
 SINFO_FORMAT = "Partition:|,NodeList:|,StateLong:|,CPUs:|,CPUsState:|,Gres:|,GresUsed:|"
 _SINFO_FIELDS = 7
-# Base states in which a node takes no new work (StateLong, lower case, suffix stripped).
-_NOT_UP = ("down", "drain", "fail", "inval", "future")
-# StateLong suffixes: "*" not responding, "~" powered off, "#" powering up, ...
-_STATE_SUFFIXES = "*~#!%$@^-+"
 _PARENTHESES = re.compile(r"\([^)]*\)")
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One node as one partition sees it."""
-
-    name: str
-    state: str  # StateLong as sinfo prints it, e.g. "idle", "mixed", "down*", "drained"
-    cpus: int
-    cpus_allocated: int
-    gpus: int
-    gpus_used: int
-    gpu_types: tuple[str, ...] = ()
-
-    @property
-    def up(self) -> bool:
-        """True unless the node is down, drained/draining, failing, invalid or not
-        responding: a node that can take a new job."""
-        base = self.state.rstrip(_STATE_SUFFIXES).lower()
-        not_responding = self.state.endswith("*")
-        return not not_responding and not base.startswith(_NOT_UP)
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    """One Slurm partition: its nodes and how many jobs wait for it."""
-
-    name: str
-    is_default: bool
-    nodes: tuple[NodeInfo, ...]
-    jobs_pending: int = 0
 
 
 def read_partitions(runner: Runner, *, sinfo: str = "sinfo",

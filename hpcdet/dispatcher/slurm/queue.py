@@ -25,11 +25,10 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from hpcdet.dispatcher.base import JobPhase
 from hpcdet.dispatcher.commands import Runner
+from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError, QueueEntry
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.slurm.backend import phase_of
@@ -50,77 +49,6 @@ QUEUE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", 
 NICE_LIMIT = 2**31 - 3
 _PLAIN_JOB_ID = re.compile(r"^\d+$")
 _NAME = re.compile(r"^[^\s=]+$")
-
-
-@dataclass(frozen=True)
-class QueueEntry:
-    """One pending or running job as ``squeue`` reports it."""
-
-    job_id: str
-    partition: str
-    name: str
-    user: str
-    state: str
-    reason: str | None
-    priority: int
-    nice: int
-    qos: str | None
-    account: str | None
-    submit_time: str | None  # ISO 8601 with the zone
-    tasks: int
-    cpus: int
-    nodes: int
-    tres: Mapping[str, str] = field(default_factory=dict)
-    comment: str | None = None
-
-    @property
-    def pending(self) -> bool:
-        """Waiting in the queue (pending, requeued, held), as opposed to holding resources."""
-        return phase_of(self.state) is JobPhase.PENDING
-
-    @property
-    def gpus(self) -> int:
-        """GPUs the job holds (running) or asks for (pending)."""
-        return _count(self.tres.get("gres/gpu"))
-
-    @property
-    def partitions(self) -> tuple[str, ...]:
-        """A pending job may wait in several partitions at once (``-p a,b``)."""
-        return tuple(part for part in self.partition.split(",") if part)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-able copy (the master stores it in the queue snapshot)."""
-        data = asdict(self)
-        data["tres"] = dict(self.tres)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> QueueEntry:
-        """The inverse of :meth:`to_dict`; unknown keys are ignored."""
-        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
-        return cls(**known)
-
-
-@dataclass(frozen=True)
-class JobUpdate:
-    """What ``scontrol update`` changes on one job; None leaves a value as it is."""
-
-    partition: str | None = None
-    qos: str | None = None
-    nice: int | None = None
-
-    @property
-    def empty(self) -> bool:
-        return self.partition is None and self.qos is None and self.nice is None
-
-
-class JobUpdateRefusedError(SchedulerError):
-    """Slurm refused an ``scontrol update``; the message is Slurm's own reason."""
-
-    def __init__(self, error: SchedulerError) -> None:
-        super().__init__(error.argv, error.returncode, error.stdout, error.stderr)
-        self.reason = error.stderr.strip() or error.stdout.strip() or str(error)
-        self.args = (self.reason,)
 
 
 def squeue_argv(partitions: Sequence[str] | None = None, *,
@@ -178,6 +106,7 @@ def _entry(values: Mapping[str, str]) -> QueueEntry:
         submit_time=_local_time(values["SubmitTime"]), tasks=_count(values["NumTasks"]),
         cpus=_count(values["NumCPUs"]), nodes=_count(values["NumNodes"]),
         tres=parse_tres(values["tres-alloc"]), comment=_text(values["Comment"], "(null)"),
+        pending=phase_of(values["State"]) is JobPhase.PENDING,
     )  # fmt: skip
 
 

@@ -1,0 +1,89 @@
+"""The cluster's job queue in scheduler-neutral terms: what ``det job list`` shows and what
+``det job update`` may change.
+
+Each backend reads its scheduler's queue with one command (:meth:`Backend.read_queue`) into
+:class:`QueueEntry` rows, in the scheduler's own order, and changes a queued job with one
+command (:meth:`Backend.update_job`). ``partition`` is the job's pool in the scheduler's
+words: a Slurm partition or a PBS queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hpcdet.errors import SchedulerError
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One pending or running job as the scheduler reports it."""
+
+    job_id: str
+    partition: str  # the pool: a Slurm partition (``a,b`` while pending in several) or a PBS queue
+    name: str
+    user: str
+    state: str  # the scheduler's own word (PENDING, R, Q, ...)
+    reason: str | None  # why it waits, in the scheduler's words (see Backend.reason_words)
+    priority: int  # the scheduler's priority: a larger number runs sooner
+    nice: int  # Slurm's nice; 0 where the scheduler has none
+    qos: str | None
+    account: str | None
+    submit_time: str | None  # ISO 8601 with the zone
+    tasks: int
+    cpus: int
+    nodes: int
+    tres: Mapping[str, str] = field(default_factory=dict)  # e.g. {"gres/gpu": "2"}
+    comment: str | None = None  # hpcdet's tag of the job (see hpcdet.dispatcher.tags)
+    # Waiting in the queue (pending, queued, held), as opposed to holding resources.
+    pending: bool = False
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the job holds (running) or asks for (pending)."""
+        value = self.tres.get("gres/gpu")
+        return int(value) if value and value.isdigit() else 0
+
+    @property
+    def partitions(self) -> tuple[str, ...]:
+        """A pending Slurm job may wait in several partitions at once (``-p a,b``)."""
+        return tuple(part for part in self.partition.split(",") if part)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able copy (the master stores it in the queue snapshot)."""
+        data = asdict(self)
+        data["tres"] = dict(self.tres)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QueueEntry:
+        """The inverse of :meth:`to_dict`; unknown keys are ignored."""
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class JobUpdate:
+    """What one update of a queued job changes; None leaves a value as it is.
+
+    ``partition`` is the pool (Slurm partition, PBS queue); ``nice`` orders jobs inside a
+    pool (larger runs later; PBS backends turn it into ``qalter -p``); ``qos`` is Slurm's.
+    """
+
+    partition: str | None = None
+    qos: str | None = None
+    nice: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.partition is None and self.qos is None and self.nice is None
+
+
+class JobUpdateRefusedError(SchedulerError):
+    """The scheduler refused an update; the message is the scheduler's own reason."""
+
+    def __init__(self, error: SchedulerError) -> None:
+        super().__init__(error.argv, error.returncode, error.stdout, error.stderr)
+        self.reason = error.stderr.strip() or error.stdout.strip() or str(error)
+        self.args = (self.reason,)
