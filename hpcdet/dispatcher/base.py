@@ -80,41 +80,49 @@ class ContainerSpec:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """Everything needed to render one batch job. Values are validated at render time.
+    """Everything needed to render one batch job, in scheduler-neutral terms.
 
-    ``nodes``, ``ntasks_per_node`` and ``cpus_per_task`` describe the ``srun`` step (one
-    rank per task). The allocation (``#SBATCH``) uses the same counts unless
-    ``alloc_ntasks_per_node``/``alloc_cpus_per_task`` say otherwise: the master asks for
-    one task per node holding the CPUs of all its ranks, and the step splits it.
+    Resources are counted the way trials use them: ``nodes`` nodes, each running
+    ``ranks_per_node`` ranks (one per slot) of ``cpus_per_rank`` CPUs, with ``gpus_per_node``
+    GPUs (of ``gpu_type``, if named). Each backend turns these into its own request (Slurm:
+    one task per node holding its ranks' CPUs and ``--gpus``/``--gres``, then an ``srun``
+    step of one task per rank; PBS: ``-l select=N:ncpus=..:ngpus=..:mpiprocs=..``).
+    Values are validated at render time.
     """
 
     name: str
     job_dir: str
     nodes: int
-    ntasks_per_node: int
+    ranks_per_node: int
     command: tuple[str, ...]
+    # The pool in the scheduler's words: a Slurm partition, a PBS queue.
     partition: str | None = None
-    cpus_per_task: int | None = None
-    alloc_ntasks_per_node: int | None = None
-    alloc_cpus_per_task: int | None = None
-    # Extra resource directives the master computed (e.g. {"gres": "gpu:2"}), by long name.
-    resource_directives: Mapping[str, str] = field(default_factory=dict)
-    time_limit: str | None = None
+    cpus_per_rank: int = 1
+    gpus_per_node: int = 0
+    gpu_type: str | None = None
+    time_limit: str | None = None  # [[D-]HH:]MM:SS
     account: str | None = None
-    qos: str | None = None
+    qos: str | None = None  # Slurm's QOS; PBS has none
+    # The project a job is accounted to (Slurm --wckey, PBS -P), from job_project_source.
     wckey: str | None = None
+    # hpcdet's tag of the job (hpcdet.dispatcher.tags): Slurm --comment, PBS a job variable.
     comment: str | None = None
+    # Order inside the pool: larger runs later (Slurm --nice; PBS -p, see its backend).
     nice: int | None = None
-    exclude: str | None = None
+    exclude: str | None = None  # nodes to avoid (Slurm --exclude)
     # Signal for a graceful stop before the time limit; never USR1 (NCCL uses it).
     signal: str | None = "USR2@120"
     requeue: bool = False
+    # The user's extra batch options (slurm.sbatch_args / pbs.pbsbatch_args), checked by the
+    # backend that renders them.
     sbatch_args: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
     container: ContainerSpec = field(default_factory=ContainerSpec)
     script_name: str = "job.sh"
     # The Unix user the job runs as (security.jobs_run_as: owner); None: the master's own.
     owner: str | None = None
+    # How ranks start: "default" (Slurm srun, PBS mpiexec) or "mpiexec" (MPI inside the job).
+    launcher: str = "default"
 
 
 @dataclass(frozen=True)
