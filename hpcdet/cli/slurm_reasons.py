@@ -1,5 +1,5 @@
-"""Re-export: the pending-reason words live in :mod:`hpcdet.dispatcher.slurm.reasons`."""
+"""Re-export: the pending-reason words live in :mod:`hpcdet.dispatcher.reasons`."""
 
-from hpcdet.dispatcher.slurm.reasons import REASONS, reason_words
+from hpcdet.dispatcher.reasons import REASONS, reason_words
 
 __all__ = ["REASONS", "reason_words"]

@@ -14,6 +14,7 @@ from hpcdet.dispatcher.base import (
     JobSpec,
     JobStatus,
     Submission,
+    UnsupportedError,
     get_backend,
 )
 
@@ -26,5 +27,6 @@ __all__ = [
     "JobSpec",
     "JobStatus",
     "Submission",
+    "UnsupportedError",
     "get_backend",
 ]

@@ -17,6 +17,9 @@ TOKEN_FILE = ".token"
 CONTEXT_DIR = "context"
 # A TLS master's certificate, for the job to verify the master with (DET_MASTER_CERT_FILE).
 MASTER_CERT_FILE = "master-cert.pem"
+# A command task's (det sbatch, det qsub) logs, in its job directory, whatever the scheduler.
+TASK_OUTPUT_LOG = "output.log"
+TASK_ERROR_LOG = "error.log"
 
 
 def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,

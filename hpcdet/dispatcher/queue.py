@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hpcdet.errors import SchedulerError
+from hpcdet.errors import HpcdetError, SchedulerError
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class QueueEntry:
     comment: str | None = None  # hpcdet's tag of the job (see hpcdet.dispatcher.tags)
     # Waiting in the queue (pending, queued, held), as opposed to holding resources.
     pending: bool = False
+    # Held in the queue (Slurm: pending with priority 0; PBS: state H): it waits for a release.
+    held: bool = False
 
     @property
     def gpus(self) -> int:
@@ -87,3 +89,7 @@ class JobUpdateRefusedError(SchedulerError):
         super().__init__(error.argv, error.returncode, error.stdout, error.stderr)
         self.reason = error.stderr.strip() or error.stdout.strip() or str(error)
         self.args = (self.reason,)
+
+
+class OrderImpossibleError(HpcdetError):
+    """The scheduler cannot put a job where it was asked to go (the master answers 409)."""

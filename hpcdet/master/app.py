@@ -7,12 +7,12 @@ from typing import Any
 from flask import Flask, g
 from werkzeug.routing import IntegerConverter, Map
 
-from hpcdet.dispatcher import Backend, get_backend
+from hpcdet.dispatcher import Backend
 from hpcdet.master.api import body_limits, nul_guard
 from hpcdet.master.db import make_engine, make_session_factory
 from hpcdet.master.reports.ingest import MetricWriter
+from hpcdet.master.scheduling.backend import make_backend
 from hpcdet.master.settings.core import MasterSettings, load_settings
-from hpcdet.master.settings.runas import make_runas
 
 MAX_DB_INT = 2**63 - 1
 
@@ -38,9 +38,7 @@ def create_app(settings: MasterSettings | None = None, *, backend: Backend | Non
     app.config["HPCDET_METRIC_WRITER"] = MetricWriter(engine)
     # The largest body any route takes; each route has its own (api.body_limits).
     app.config["MAX_CONTENT_LENGTH"] = body_limits.EXPERIMENT_CREATE_BYTES
-    app.config["HPCDET_BACKEND"] = backend or get_backend(
-        settings.resource_manager.type, template_dir=settings.resource_manager.template_dir,
-        runas=make_runas(settings.runas))
+    app.config["HPCDET_BACKEND"] = backend or make_backend(settings)
     _register(app)
     return app
 

@@ -184,7 +184,6 @@ def _alive(process: multiprocessing.process.BaseProcess) -> bool:
 
 def run_reconciler(settings: MasterSettings) -> None:
     """Entry point of the reconciler process."""
-    from hpcdet.dispatcher import get_backend
     from hpcdet.master.db import make_engine, make_session_factory
     from hpcdet.master.scheduling.reconciler import Reconciler
 
@@ -192,11 +191,9 @@ def run_reconciler(settings: MasterSettings) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     _stop_when_orphaned(stop)
-    from hpcdet.master.settings.runas import make_runas
+    from hpcdet.master.scheduling.backend import make_backend
 
-    backend = get_backend(settings.resource_manager.type,
-                          template_dir=settings.resource_manager.template_dir,
-                          runas=make_runas(settings.runas))
+    backend = make_backend(settings)
     sessions = make_session_factory(make_engine(settings.db_url))
     Reconciler(settings, sessions, backend).run_forever(stop)
 

@@ -21,10 +21,9 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 
 from hpcdet.dispatcher.base import (
     Backend,
@@ -42,7 +41,9 @@ from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
+from hpcdet.dispatcher.slurm.states import phase_of
 from hpcdet.errors import SchedulerError, ValidationError
 from hpcdet.jobfiles import open_regular, write_atomically
 
@@ -50,38 +51,15 @@ logger = logging.getLogger(__name__)
 
 TEMPLATE_NAME = "slurm_job.sh.j2"
 
-# Every native state Slurm 22.05 reports (squeue %T, sacct State), mapped onto one phase.
-SLURM_STATES: Mapping[str, JobPhase] = MappingProxyType({
-    "PENDING": JobPhase.PENDING,
-    "CONFIGURING": JobPhase.PENDING,  # nodes booting for the job; nothing runs yet
-    "REQUEUED": JobPhase.PENDING,
-    "REQUEUE_HOLD": JobPhase.PENDING,
-    "REQUEUE_FED": JobPhase.PENDING,
-    "RESV_DEL_HOLD": JobPhase.PENDING,
-    "SPECIAL_EXIT": JobPhase.PENDING,  # requeued and held after an exit code asked for it
-    "RUNNING": JobPhase.RUNNING,
-    "SUSPENDED": JobPhase.RUNNING,  # keeps its allocation; resumes in place
-    "STOPPED": JobPhase.RUNNING,
-    "COMPLETING": JobPhase.RUNNING,  # still cleaning up; its result is not final yet
-    "SIGNALING": JobPhase.RUNNING,
-    "STAGE_OUT": JobPhase.RUNNING,
-    "RESIZING": JobPhase.RUNNING,
-    "COMPLETED": JobPhase.COMPLETED,
-    "FAILED": JobPhase.FAILED,
-    "CANCELLED": JobPhase.CANCELLED,
-    "REVOKED": JobPhase.CANCELLED,  # a federation sibling ran it instead
-    "TIMEOUT": JobPhase.TIMEOUT,
-    "DEADLINE": JobPhase.TIMEOUT,
-    "PREEMPTED": JobPhase.PREEMPTED,
-    "NODE_FAIL": JobPhase.NODE_FAIL,
-    "OUT_OF_MEMORY": JobPhase.OUT_OF_MEMORY,
-    "BOOT_FAIL": JobPhase.BOOT_FAIL,
-})  # fmt: skip
 
 # Job ids as Slurm prints them: plain, array task (123_4), het component (123+0).
 _JOB_ID = re.compile(r"^\d+(?:[_+]\d+)?$")
 _SBATCH_PARSABLE = re.compile(r"^(\d+)(?:;\S+)?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A GRES type is written into --gpus/--gres, where ":" and "," have meanings.
+_GPU_TYPE = re.compile(r"^[A-Za-z0-9_.-]+$")
+GPU_REQUESTS = ("tres", "gres", "none")
+LAUNCHERS = ("default", "srun")
 # What scancel/squeue print for ids Slurm has already forgotten or finished.
 _ALREADY_GONE = ("Invalid job id specified", "already completing or completed")
 # --Format with "|" after each field (no padding); the reason last, as the only field
@@ -97,12 +75,6 @@ _SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
 _LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
 
 
-def phase_of(native_state: str) -> JobPhase:
-    """The phase for a native state; ``"CANCELLED by 0"`` counts as ``CANCELLED``."""
-    words = native_state.split()
-    return SLURM_STATES.get(words[0], JobPhase.UNKNOWN) if words else JobPhase.UNKNOWN
-
-
 class UnparseableOutputError(SchedulerError):
     """A scheduler command succeeded but printed something hpcdet cannot read."""
 
@@ -111,7 +83,7 @@ class UnparseableOutputError(SchedulerError):
         self.args = (f"could not make sense of {argv[0]} output {stdout!r} (expected {expected})",)
 
 
-class SlurmBackend(Backend):
+class SlurmBackend(SlurmClusterMixin, Backend):
     """Runs trials as Slurm batch jobs; see the module docstring for what it assumes."""
 
     name = "slurm"
@@ -126,20 +98,28 @@ class SlurmBackend(Backend):
         squeue: str = "squeue",
         sacct: str = "sacct",
         scancel: str = "scancel",
+        sinfo: str = "sinfo",
+        scontrol: str = "scontrol",
         runas: RunAs | None = None,
+        gpu_request: str = "tres",
     ) -> None:
         self.runner: Runner = runner if runner is not None else CommandRunner()
         # Set in run-as-owner mode: jobs with an owner are submitted/cancelled through it.
         self.runas = runas
         self.template_name = template_name
         self.sbatch, self.squeue, self.sacct, self.scancel = sbatch, squeue, sacct, scancel
+        self.sinfo, self.scontrol = sinfo, scontrol
         self._templates = make_environment(template_dir)
+        if gpu_request not in GPU_REQUESTS:
+            raise ValueError(f"gpu_request must be one of {GPU_REQUESTS}, not {gpu_request!r}")
+        # How this cluster takes a GPU request: TRES (--gpus), GRES only, or not at all.
+        self.gpu_request = gpu_request
 
     def render(self, spec: JobSpec) -> Submission:
         """Validate every value of ``spec`` and render the script; no side effects."""
         validate_spec(spec)
         template = self._templates.get_template(self.template_name)
-        script = template.render(**_template_context(spec))
+        script = template.render(**_template_context(spec, self.gpu_request))
         script_path = posixpath.join(spec.job_dir, spec.script_name)
         return Submission(script, script_path, (self.sbatch, "--parsable", script_path),
                           owner=spec.owner)
@@ -262,16 +242,15 @@ def validate_spec(spec: JobSpec) -> None:
 def _spec_strings(spec: JobSpec) -> Iterator[tuple[str, str]]:
     """Every string in ``spec`` that reaches the script, with the name of its field."""
     for field in ("name", "job_dir", "partition", "time_limit", "account", "qos", "wckey",
-                  "comment", "exclude", "signal", "script_name"):  # fmt: skip
+                  "comment", "exclude", "signal", "script_name", "gpu_type"):  # fmt: skip
         value = getattr(spec, field)
         if value is not None:
             yield f"spec.{field}", str(value)
     yield from ((f"spec.command[{i}]", arg) for i, arg in enumerate(spec.command))
     yield from ((f"spec.sbatch_args[{i}]", arg) for i, arg in enumerate(spec.sbatch_args))
-    for mapping in ("resource_directives", "environment"):
-        for key, value in getattr(spec, mapping).items():
-            yield f"spec.{mapping} key {key!r}", key
-            yield f"spec.{mapping}[{key!r}]", value
+    for key, value in spec.environment.items():
+        yield f"spec.environment key {key!r}", key
+        yield f"spec.environment[{key!r}]", value
     yield from _container_strings(spec.container)
 
 
@@ -287,19 +266,26 @@ def _container_strings(container: ContainerSpec) -> Iterator[tuple[str, str]]:
 
 
 def _check_counts(spec: JobSpec) -> None:
-    for field in ("nodes", "ntasks_per_node", "cpus_per_task", "alloc_ntasks_per_node",
-                  "alloc_cpus_per_task"):
+    for field in ("nodes", "ranks_per_node", "cpus_per_rank"):
         value = getattr(spec, field)
-        if value is not None and (not isinstance(value, int) or value < 1):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValidationError(f"spec.{field} must be a positive integer, not {value!r}")
+    gpus = spec.gpus_per_node
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise ValidationError(f"spec.gpus_per_node must be a non-negative integer, not {gpus!r}")
+    if spec.gpu_type is not None and not _GPU_TYPE.match(spec.gpu_type):
+        raise ValidationError(f"spec.gpu_type {spec.gpu_type!r} is not a GPU type name "
+                              "(letters, digits, '.', '_', '-')")
+    if spec.launcher not in LAUNCHERS:
+        raise ValidationError(f"spec.launcher must be one of {LAUNCHERS}, not {spec.launcher!r}")
 
 
-def _template_context(spec: JobSpec) -> dict[str, object]:
+def _template_context(spec: JobSpec, gpu_request: str) -> dict[str, object]:
     context_dir = posixpath.join(spec.job_dir, "context")
     container = _effective_container(spec)
     user_args = parse_sbatch_args(spec.sbatch_args, path="spec.sbatch_args")
     return {
-        "directives": render_directives("#SBATCH", _directives(spec, user_args)),
+        "directives": render_directives("#SBATCH", _directives(spec, user_args, gpu_request)),
         "user_directives": render_parsed(user_args),
         "exit_file_prefix": posixpath.join(spec.job_dir, "exit-"),
         "environment": list(spec.environment.items()),
@@ -309,17 +295,18 @@ def _template_context(spec: JobSpec) -> dict[str, object]:
     }
 
 
-def _directives(spec: JobSpec, user_args: Sequence[SbatchArg]) -> dict[str, DirectiveValue]:
-    """The ``#SBATCH`` options hpcdet controls, plus the master's resource directives.
+def _directives(spec: JobSpec, user_args: Sequence[SbatchArg],
+                gpu_request: str) -> dict[str, DirectiveValue]:
+    """The ``#SBATCH`` options hpcdet controls, with the GPU request this cluster takes.
 
     ``user_args``: ``spec.sbatch_args`` parsed, which some of these options give way to.
     """
     # "%" starts a Slurm filename pattern in --output/--error; "%%" is a literal "%".
     logs = spec.job_dir.replace("%", "%%")
-    # The allocation may hold one task per node with the CPUs of all its ranks; the srun
+    # The allocation holds one task per node with the CPUs of all its ranks; the srun
     # step then starts one rank per slot in it (see JobSpec).
-    per_node = _or(spec.alloc_ntasks_per_node, spec.ntasks_per_node)
-    cpus = _or(spec.alloc_cpus_per_task, spec.cpus_per_task)
+    per_node: int | None = 1
+    cpus: int | None = spec.ranks_per_node * spec.cpus_per_rank
     if any(arg.option == "--cpus-per-gpu" for arg in user_args):
         cpus = None  # sbatch refuses --cpus-per-task together with the user's --cpus-per-gpu
     directives: dict[str, DirectiveValue] = {
@@ -331,24 +318,31 @@ def _directives(spec: JobSpec, user_args: Sequence[SbatchArg]) -> dict[str, Dire
         "wckey": spec.wckey, "comment": spec.comment, "nice": spec.nice,
         "exclude": spec.exclude,
     }  # fmt: skip
-    clash = sorted(set(directives) & set(spec.resource_directives))
-    if clash:
-        raise ValidationError(f"spec.resource_directives may not set {clash}: hpcdet sets them")
-    return {**directives, **spec.resource_directives}
+    return {**directives, **gpu_directives(spec, gpu_request)}
 
 
-def _or(value: int | None, default: int | None) -> int | None:
-    return default if value is None else value
+def gpu_directives(spec: JobSpec, gpu_request: str) -> dict[str, DirectiveValue]:
+    """Determined's slots as Slurm GPUs: with TRES ``--gpus=[type:]N`` on one node and
+    ``--gpus-per-node=[type:]n`` on several (always an exact node count: Slurm 22.05 refuses
+    ``--gpus=N`` over a node range when N exceeds one node's GPUs); with GRES only
+    ``--gres=gpu[:type]:n``; without either nothing (the site guarantees GPUs otherwise)."""
+    if spec.gpus_per_node == 0 or gpu_request == "none":
+        return {}
+    typed = f"{spec.gpu_type}:" if spec.gpu_type else ""
+    if gpu_request == "gres":
+        return {"gres": f"gpu:{typed}{spec.gpus_per_node}"}
+    if spec.nodes == 1:
+        return {"gpus": f"{typed}{spec.gpus_per_node}"}
+    return {"gpus-per-node": f"{typed}{spec.gpus_per_node}"}
 
 
 def _srun_options(spec: JobSpec) -> list[str]:
     # --export=ALL so that a user's "--export=NONE" for sbatch cannot strip DET_* from ranks.
     options = ["--kill-on-bad-exit=1", "--label", "--export=ALL", f"--nodes={spec.nodes}",
-               f"--ntasks={spec.nodes * spec.ntasks_per_node}",
-               f"--ntasks-per-node={spec.ntasks_per_node}"]  # fmt: skip
-    if spec.cpus_per_task is not None:
-        # Since 22.05 srun no longer inherits sbatch's --cpus-per-task: pass it again.
-        options.append(f"--cpus-per-task={spec.cpus_per_task}")
+               f"--ntasks={spec.nodes * spec.ranks_per_node}",
+               f"--ntasks-per-node={spec.ranks_per_node}",
+               # Since 22.05 srun no longer inherits sbatch's --cpus-per-task: pass it again.
+               f"--cpus-per-task={spec.cpus_per_rank}"]  # fmt: skip
     return options
 
 

@@ -31,7 +31,7 @@ from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError, QueueEntry
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
-from hpcdet.dispatcher.slurm.backend import phase_of
+from hpcdet.dispatcher.slurm.states import phase_of
 from hpcdet.errors import SchedulerError, ValidationError
 
 logger = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ def _entry(values: Mapping[str, str]) -> QueueEntry:
         cpus=_count(values["NumCPUs"]), nodes=_count(values["NumNodes"]),
         tres=parse_tres(values["tres-alloc"]), comment=_text(values["Comment"], "(null)"),
         pending=phase_of(values["State"]) is JobPhase.PENDING,
+        held=phase_of(values["State"]) is JobPhase.PENDING and values["PriorityLong"] == "0",
     )  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from hpcdet.dispatcher.render import directive_quote
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
 from hpcdet.dispatcher.slurm.sbatch_options import BY_NAME, BY_SHORT, OPTIONS, ArgKind
 from hpcdet.errors import ConfigError
+from hpcdet.hostlist import expand_nodelist
 
 DEFAULT_PATH = "<config>.slurm.sbatch_args"
 
@@ -185,3 +186,55 @@ def _asks_for_gpus(value: str | None) -> bool:
     """True if a ``--gres`` value names the ``gpu`` resource, e.g. ``gpu:a100:2,nvme:1``."""
     items = (value or "").split(",")
     return any(item.split(":")[0].removeprefix("gres/") == "gpu" for item in items)
+
+
+# ---- the functions hpcdet.dispatcher.batch_args calls --------------------------------------
+
+
+def check_args(args: Sequence[str], path: str) -> tuple[str, ...]:
+    """``args`` after :func:`parse_sbatch_args` found nothing wrong with them."""
+    parse_sbatch_args(args, path=path)
+    return tuple(args)
+
+
+def split_cpus_per_rank(args: Sequence[str], path: str) -> tuple[int, tuple[str, ...]]:
+    """The CPUs per rank a user's ``--cpus-per-task``/``-c`` asks for (the last one wins, as
+    in sbatch), and the other arguments. hpcdet sizes the allocation's one task per node
+    from it (ranks per node times CPUs per rank) and gives each rank that many."""
+    cpus, rest = 1, []
+    for arg in args:
+        parsed = parse_sbatch_args([arg], path=path)[0]
+        if parsed.option in ("--cpus-per-task", "-c"):
+            value = parsed.value
+            if value is None or not value.isdigit() or int(value) < 1:
+                raise ConfigError([f"{path}: {arg!r} needs a positive number of CPUs"])
+            cpus = int(value)
+        else:
+            rest.append(arg)
+    return cpus, tuple(rest)
+
+
+def node_filter(args: Sequence[str]) -> tuple[set[str] | None, set[str]]:
+    """The nodes a pool's ``--nodelist``/``-w`` keep (None: all) and ``--exclude``/``-x`` drop.
+
+    (Carve a pool with ``--exclude``: Slurm gives a job *every* node of ``--nodelist``.)
+    """
+    keep: set[str] | None = None
+    drop: set[str] = set()
+    for arg in parse_sbatch_args(args, path="sbatch_args"):
+        hosts = _hostlist(arg.value)
+        if arg.option in ("--nodelist", "-w") and hosts is not None:
+            keep = hosts if keep is None else keep | hosts
+        elif arg.option in ("--exclude", "-x") and hosts is not None:
+            drop |= hosts
+    return keep, drop
+
+
+def _hostlist(value: str | None) -> set[str] | None:
+    """The hosts of a hostlist value; None for a file name or something unreadable."""
+    if not value or "/" in value:
+        return None
+    try:
+        return set(expand_nodelist(value))
+    except ValueError:
+        return None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hpcdet.dispatcher.base import Submission
+from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.slurm.sbatch_options import BY_NAME, Setting
 from hpcdet.errors import ValidationError
@@ -33,8 +34,8 @@ TEMPLATE_NAME = "slurm_task.sh.j2"
 WRAPPER_NAME = "hpcdet-task.sh"
 SCRIPT_NAME = "script"
 ENVIRONMENT_NAME = "environment.sh"
-OUTPUT_LOG = "output.log"
-ERROR_LOG = "error.log"
+OUTPUT_LOG = TASK_OUTPUT_LOG
+ERROR_LOG = TASK_ERROR_LOG
 DEFAULT_OUTPUT = "slurm-%j.out"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What Slurm sets in a batch job's environment besides SLURM_*: kept when the master's own

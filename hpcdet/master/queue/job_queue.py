@@ -19,7 +19,6 @@ job asks for GPUs and CPUs otherwise.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,9 +26,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, load_only
 
-from hpcdet.dispatcher import Backend
-from hpcdet.dispatcher.slurm.backend import SlurmBackend
-from hpcdet.dispatcher.slurm.queue import QueueEntry, queue_order, read_queue
+from hpcdet.dispatcher import Backend, UnsupportedError
+from hpcdet.dispatcher.queue import QueueEntry
+from hpcdet.dispatcher.tags import parse_tag
 from hpcdet.master import models
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Job, Trial, as_utc
@@ -42,8 +41,6 @@ from hpcdet.master.settings.core import MasterSettings
 EXPERIMENT, COMMAND, EXTERNAL = "EXPERIMENT", "COMMAND", "EXTERNAL"
 # Determined's names for a job that waits (QUEUED) and one that holds resources (SCHEDULED).
 QUEUED, SCHEDULED = "QUEUED", "SCHEDULED"
-_TRIAL_COMMENT = re.compile(r"^hpcdet:(?P<cluster>.+):trial-(?P<trial>\d+):run-(?P<run>\d+)$")
-_TASK_COMMENT = re.compile(r"^hpcdet:(?P<cluster>.+):task-(?P<task>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -64,18 +61,13 @@ class Ownership:
 # ---- the snapshot --------------------------------------------------------------------------
 
 
-def slurm_backend(backend: Backend) -> SlurmBackend:
-    """The backend as the Slurm backend, or 501 for a scheduler without a queue view."""
-    if not isinstance(backend, SlurmBackend):
-        raise ApiError(501, "not_implemented",
-                       f"the job queue needs the Slurm resource manager, not {backend.name}")
-    return backend
-
-
 def read_fresh_queue(backend: Backend) -> list[QueueEntry]:
-    """Slurm's queue right now: one ``squeue``."""
-    slurm = slurm_backend(backend)
-    return read_queue(slurm.runner, squeue=slurm.squeue)
+    """The scheduler's queue right now, in its order: one command; 501 for a scheduler
+    without a queue view."""
+    try:
+        return backend.read_queue()
+    except UnsupportedError as exc:
+        raise ApiError(501, "not_implemented", str(exc)) from exc
 
 
 def read_queue_snapshot(backend: Backend, settings: MasterSettings) -> dict[str, Any]:
@@ -94,8 +86,8 @@ def store_queue(session: Session, entries: Iterable[QueueEntry]) -> None:
 
 
 def entries_of(data: Mapping[str, Any]) -> list[QueueEntry]:
-    """The entries of a stored ``queue`` snapshot, in Slurm's order."""
-    return queue_order([QueueEntry.from_dict(item) for item in data.get("jobs") or ()])
+    """The entries of a stored ``queue`` snapshot, in the scheduler's order (as read)."""
+    return [QueueEntry.from_dict(item) for item in data.get("jobs") or ()]
 
 
 # ---- whose jobs ----------------------------------------------------------------------------
@@ -114,7 +106,7 @@ def ownerships(session: Session, settings: MasterSettings,
 def _trial_jobs(session: Session, cluster: str,
                 entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
     claimed = {entry.job_id: trial for entry in entries
-               if (trial := _comment_id(_TRIAL_COMMENT, entry.comment, cluster, "trial"))}
+               if (trial := _tagged(entry, cluster, "trial"))}
     if not claimed:
         return {}
     rows = session.execute(select(Job.job_id, Job.trial_id, Trial.experiment_id)
@@ -139,7 +131,7 @@ def _experiments(session: Session, ids: set[int]) -> dict[int, Experiment]:
 def _task_rows(session: Session, cluster: str,
                entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
     claimed = {entry.job_id: task for entry in entries
-               if (task := _comment_id(_TASK_COMMENT, entry.comment, cluster, "task"))}
+               if (task := _tagged(entry, cluster, "task"))}
     rows = _command_tasks(session, set(claimed.values()))
     return {job_id: Ownership(COMMAND, task_id=task_id, task=rows.get(task_id))
             for job_id, task_id in claimed.items()}
@@ -153,10 +145,12 @@ def _command_tasks(session: Session, ids: set[int]) -> dict[int, Any]:
     return {task.id: task for task in session.scalars(select(model).where(model.id.in_(ids)))}
 
 
-def _comment_id(pattern: re.Pattern[str], comment: str | None, cluster: str,
-                group: str) -> int | None:
-    match = pattern.match(comment or "")
-    return int(match.group(group)) if match and match.group("cluster") == cluster else None
+def _tagged(entry: QueueEntry, cluster: str, kind: str) -> int | None:
+    """The trial (or task) id in ``entry``'s hpcdet tag, when it names this cluster."""
+    tag = parse_tag(entry.comment)
+    if tag is None or tag.cluster != cluster:
+        return None
+    return tag.trial_id if kind == "trial" else tag.task_id
 
 
 # ---- what an experiment says ---------------------------------------------------------------

@@ -22,21 +22,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from hpcdet.dispatcher import Backend
-from hpcdet.dispatcher.commands import Runner
-from hpcdet.dispatcher.runas import RunAs
-from hpcdet.dispatcher.slurm.queue import (
-    NICE_LIMIT,
+from hpcdet.dispatcher import Backend, UnsupportedError
+from hpcdet.dispatcher.queue import (
     JobUpdate,
     JobUpdateRefusedError,
+    OrderImpossibleError,
     QueueEntry,
-    update_job,
-    update_job_as,
 )
 from hpcdet.errors import ConfigError, SchedulerError
 from hpcdet.master.errors import ApiError
@@ -49,7 +45,6 @@ from hpcdet.master.queue.job_queue import (
     find_pool,
     ownerships,
     read_fresh_queue,
-    slurm_backend,
     store_queue,
 )
 from hpcdet.master.queue.pools import Pool
@@ -60,13 +55,9 @@ from hpcdet.master.settings.core import MasterSettings
 
 log = logging.getLogger(__name__)
 
-# How far above (below) the other job's priority ahead_of (behind_of) puts a job. Slurm
-# truncates each job's priority to an integer when it recomputes them (every
-# PriorityCalcPeriod), so a gap of 1 can shrink to a tie (and a tie goes to the lower job
-# id); a gap of 2 stays at least 1 while both jobs' factors move alike.
-ORDER_MARGIN = 2
 UPDATE_KEYS = ("priority", "ahead_of", "behind_of", "resource_pool")
-_JOB_ID = re.compile(r"^\d+$")
+# Slurm: digits; PBS: digits and the server name (12.pbs01).
+_JOB_ID = re.compile(r"^\d+(?:\.[A-Za-z0-9_-][A-Za-z0-9_.-]*)?$")
 
 
 @dataclass(frozen=True)
@@ -134,7 +125,7 @@ def parse_update(job_id: str, body: Mapping[str, Any], where: str) -> UpdateRequ
 def _job_id(value: Any, where: str, what: str) -> str:
     text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
     if not _JOB_ID.match(text):
-        raise _bad(where, f"{what} must be a Slurm job id (digits), got {value!r}")
+        raise _bad(where, f"{what} must be a job id (Slurm: 12345, PBS: 12.server), got {value!r}")
     return text
 
 
@@ -203,7 +194,6 @@ def update_jobs(session: Session, backend: Backend, settings: MasterSettings,
     A request that fails our checks raises before anything is applied; Slurm refusing one
     is reported in its result and the others still run.
     """
-    slurm_backend(backend)
     action = _Action(session, backend, settings, actor,
                      read_queue_state(session, settings, backend))
     places = list(wheres or [f"job {r.job_id}" for r in requests])
@@ -230,7 +220,7 @@ def check_request(action: _Action, request: UpdateRequest, where: str) -> None:
     entry, owner = _own_pending_job(action.queue, request, where)
     _require_change(action, owner, entry, where)
     if request.other:
-        _check_order(action.queue, request, entry, where)
+        _check_order(action, request, entry, where)
     if request.resource_pool:
         target = _pool(action, request.resource_pool, where)
         _check_pool_move(action.settings, owner, entry, target, where)
@@ -277,7 +267,9 @@ def _running_reason(request: UpdateRequest) -> str:
             "or pool applies to pending jobs)")
 
 
-def _check_order(queue: _Queue, request: UpdateRequest, entry: QueueEntry, where: str) -> None:
+def _check_order(action: _Action, request: UpdateRequest, entry: QueueEntry,
+                 where: str) -> None:
+    queue = action.queue
     other = queue.by_id.get(request.other or "")
     key = "ahead_of" if request.ahead_of else "behind_of"
     if other is None:
@@ -287,11 +279,11 @@ def _check_order(queue: _Queue, request: UpdateRequest, entry: QueueEntry, where
         if not job.pending:
             raise ApiError(409, "conflict", f"{where}: {key} job {job.job_id} is {job.state}: "
                            "only pending jobs have a place in Slurm's queue")
-        if job.priority == 0:
-            raise ApiError(409, "conflict", f"{where}: job {job.job_id} is held (Slurm "
-                           f"priority 0, {job.reason}): release it first (scontrol release "
-                           f"{job.job_id})")
-    job_nice_for_position(entry, other, ahead=request.ahead_of is not None, where=where)
+        if job.held:
+            raise ApiError(409, "conflict", f"{where}: job {job.job_id} is held "
+                           f"({job.reason}): release it first")
+    job_nice_for_position(action.backend, entry, other, ahead=request.ahead_of is not None,
+                          where=where)
 
 
 def _pool(action: _Action, name: str, where: str) -> Pool:
@@ -332,21 +324,16 @@ def _current_pool(settings: MasterSettings, owner: Ownership, entry: QueueEntry)
     return getattr(owner.task, "pool", None)
 
 
-def job_nice_for_position(entry: QueueEntry, other: QueueEntry, *, ahead: bool,
-                          where: str = "ordering") -> int:
-    """The nice that puts ``entry``'s Slurm priority :data:`ORDER_MARGIN` above (``ahead``)
-    or below ``other``'s: priority = factors - nice, so each point of nice is one point of
-    priority."""
-    target = other.priority + ORDER_MARGIN if ahead else other.priority - ORDER_MARGIN
-    if target < 1:
-        raise ApiError(409, "conflict", f"{where}: job {other.job_id} has Slurm priority "
-                       f"{other.priority}: a job behind it would need a priority below 1, "
-                       "which Slurm does not give a pending job")
-    nice = entry.nice + entry.priority - target
-    if abs(nice) > NICE_LIMIT:
-        raise ApiError(409, "conflict", f"{where}: job {entry.job_id} would need nice {nice}, "
-                       f"beyond Slurm's limit of +-{NICE_LIMIT}")
-    return nice
+def job_nice_for_position(backend: Backend, entry: QueueEntry, other: QueueEntry, *,
+                          ahead: bool, where: str = "ordering") -> int:
+    """The nice that puts ``entry`` just ahead of (or behind) ``other``, as the scheduler
+    orders its queue; 409 where the scheduler cannot, 501 where it cannot reorder at all."""
+    try:
+        return backend.nice_to_pass(entry, other, ahead=ahead)
+    except OrderImpossibleError as exc:
+        raise ApiError(409, "conflict", f"{where}: {exc}") from exc
+    except UnsupportedError as exc:
+        raise ApiError(501, "not_implemented", f"{where}: {exc}") from exc
 
 
 # ---- applying ------------------------------------------------------------------------------
@@ -369,56 +356,47 @@ def _apply(action: _Action, request: UpdateRequest, where: str) -> dict[str, Any
         result.update(ok=False, error="; ".join(exc.errors), error_code="invalid_config",
                       status=400)
     except JobUpdateRefusedError as exc:
-        result.update(ok=False, error=_refusal(request.job_id, exc), error_code="slurm_refused",
-                      status=409)
+        result.update(ok=False, error=_refusal(action.backend, request.job_id, exc),
+                      error_code=f"{action.backend.name}_refused", status=409)
+    except UnsupportedError as exc:
+        result.update(ok=False, error=str(exc), error_code="not_implemented", status=501)
     return result
 
 
-def _refusal(job_id: str, exc: JobUpdateRefusedError) -> str:
-    message = f"Slurm refused to update job {job_id}: {exc.reason}"
+def _refusal(backend: Backend, job_id: str, exc: JobUpdateRefusedError) -> str:
+    message = f"{_scheduler(backend)} refused to update job {job_id}: {exc.reason}"
     if any(arg.startswith("Nice=-") for arg in exc.argv):
         message += (" (a negative nice raises a job above others: only Slurm operators and "
                     "administrators may set one)")
     return message
 
 
-def _scontrol(action: _Action, job_id: str, update: JobUpdate, result: dict[str, Any]) -> None:
-    """One ``scontrol update``; the queue is stale afterwards."""
-    slurm = slurm_backend(action.backend)
+def _scheduler(backend: Backend) -> str:
+    return {"slurm": "Slurm", "pbs": "PBS"}.get(backend.name, backend.name)
+
+
+def _update(action: _Action, job_id: str, update: JobUpdate, result: dict[str, Any]) -> None:
+    """One update command (as the job's owner in run-as-owner mode); the queue is stale
+    afterwards."""
     action.queue.stale = True
     entry = action.queue.by_id.get(job_id)
-    if slurm.runas is None or entry is None or not entry.user:
-        update_job(slurm.runner, job_id, update)
-    else:
-        _update_as_owner(slurm.runas, entry.user, job_id, update, slurm.runner)
+    action.backend.update_job(job_id, update, entry.user if entry is not None else None)
     result["changes"].append({"job_id": job_id, "partition": update.partition,
                               "qos": update.qos, "nice": update.nice})
-    log.info("%s updated Slurm job %s: %s", action.actor, job_id, update)
-
-
-def _update_as_owner(runas: RunAs, user: str, job_id: str, update: JobUpdate,
-                     runner: Runner) -> None:
-    """Partition, QOS and a nice >= 0 as the job's owner; a negative nice (raising the
-    job above others) only Slurm operators may set, so the service account (a Slurm
-    operator, docs/admin/security.md) sets that part itself."""
-    raise_it = update.nice is not None and update.nice < 0
-    own = replace(update, nice=None) if raise_it else update
-    if not own.empty:
-        update_job_as(runas, user, job_id, own)
-    if raise_it:
-        update_job(runner, job_id, JobUpdate(nice=update.nice))
+    log.info("%s updated %s job %s: %s", action.actor, action.backend.name, job_id, update)
 
 
 def _apply_order(action: _Action, request: UpdateRequest, result: dict[str, Any]) -> None:
     entry, other = action.queue.by_id[request.job_id], action.queue.by_id[request.other or ""]
     ahead = request.ahead_of is not None
-    nice = job_nice_for_position(entry, other, ahead=ahead)
+    nice = job_nice_for_position(action.backend, entry, other, ahead=ahead)
     result.update(relative_to=other.job_id, ahead=ahead)
     if nice != entry.nice:
-        _scontrol(action, entry.job_id, JobUpdate(nice=nice), result)
+        _update(action, entry.job_id, JobUpdate(nice=nice), result)
     side = "ahead of" if ahead else "behind"
-    result["messages"].append(f"job {entry.job_id}: nice {nice}, for a Slurm priority "
-                              f"{ORDER_MARGIN} {'above' if ahead else 'below'} job "
+    result["messages"].append(f"job {entry.job_id}: nice {nice}, for a "
+                              f"{_scheduler(action.backend)} priority "
+                              f"{'above' if ahead else 'below'} job "
                               f"{other.job_id}'s ({other.priority}), {side} it")
 
 
@@ -444,7 +422,8 @@ def _place_experiment(action: _Action, request: UpdateRequest, experiment: Exper
         try:
             _place_job(action, sibling, placement, result)
         except JobUpdateRefusedError as exc:
-            result["messages"].append(f"job {sibling.job_id}: Slurm refused: {exc.reason}")
+            result["messages"].append(f"job {sibling.job_id}: {_scheduler(action.backend)} "
+                                      f"refused: {exc.reason}")
     result["messages"].append(_where_placed(pool, config["resources"].get("priority"),
                                             placement))
 
@@ -466,7 +445,7 @@ def _place_job(action: _Action, entry: QueueEntry, placement: Placement,
     if update.empty:
         result["messages"].append(f"job {entry.job_id}: already placed there")
         return
-    _scontrol(action, entry.job_id, update, result)
+    _update(action, entry.job_id, update, result)
     result["messages"].append(f"job {entry.job_id}: {_describe(update)}")
 
 

@@ -20,16 +20,14 @@ import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend
-from hpcdet.dispatcher.commands import Runner
-from hpcdet.dispatcher.slurm.partitions import NodeInfo, PartitionInfo, read_partitions
-from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
+from hpcdet.dispatcher.batch_args import node_filter
+from hpcdet.dispatcher.pools import NodeInfo, PartitionInfo
 from hpcdet.errors import ConfigError
-from hpcdet.hostlist import expand_nodelist
 from hpcdet.master.db import session_scope
 from hpcdet.master.queue.snapshots import POOLS, load_snapshot
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
@@ -93,18 +91,13 @@ class Pool:
         return cls(**values)
 
 
-# ---- reading Slurm ------------------------------------------------------------------------
+# ---- reading the scheduler ------------------------------------------------------------
 
 
-def read_pools(source: Backend | Runner, settings: MasterSettings) -> dict[str, Any]:
-    """The ``pools`` snapshot: every pool built from Slurm's partitions and ``settings``.
-
-    ``source`` is the Slurm backend (its runner and command names are used) or a runner.
-    Two Slurm commands in all (see :func:`read_partitions`).
-    """
-    runner = cast(Runner, getattr(source, "runner", source))
-    partitions = read_partitions(runner, sinfo=str(getattr(source, "sinfo", "sinfo")),
-                                 squeue=str(getattr(source, "squeue", "squeue")))
+def read_pools(backend: Backend, settings: MasterSettings) -> dict[str, Any]:
+    """The ``pools`` snapshot: every pool built from the scheduler's pools (Slurm partitions,
+    PBS queues) and ``settings``; the backend reads them with a bounded number of commands."""
+    partitions = backend.read_pools()
     return {"pools": [pool.to_json() for pool in build_pools(partitions, settings)]}
 
 
@@ -130,7 +123,7 @@ def build_pools(partitions: Sequence[PartitionInfo], settings: MasterSettings) -
 def _partition_pool(rm: ResourceManagerSettings, partition: PartitionInfo) -> Pool:
     override = rm.partition_overrides.get(partition.name.lower())
     pool = _configured_pool(rm, partition.name, partition.name, override, None)
-    nodes = pool_nodes(partition.nodes, pool.sbatch_args)
+    nodes = pool_nodes(partition.nodes, pool.sbatch_args, rm.type)
     return _with_contents(pool, nodes, partition.jobs_pending,
                           explicit_slot_type=_explicit_slot_type(rm, override))
 
@@ -144,7 +137,7 @@ def _custom_pool(rm: ResourceManagerSettings, custom: CustomPool,
     if found is None:
         log.warning("resource pool %s: Slurm has no partition %s", custom.pool_name, name)
         return pool
-    nodes = pool_nodes(found.nodes, pool.sbatch_args)
+    nodes = pool_nodes(found.nodes, pool.sbatch_args, rm.type)
     return _with_contents(pool, nodes, found.jobs_pending,
                           explicit_slot_type=_explicit_slot_type(rm, override))
 
@@ -181,32 +174,16 @@ def _with_contents(pool: Pool, nodes: Sequence[NodeInfo], jobs_pending: int, *,
     )
 
 
-def pool_nodes(nodes: Sequence[NodeInfo], sbatch_args: Sequence[str]) -> list[NodeInfo]:
+def pool_nodes(nodes: Sequence[NodeInfo], sbatch_args: Sequence[str],
+               scheduler: str = "slurm") -> list[NodeInfo]:
     """The nodes a pool's ``--exclude``/``-x`` and ``--nodelist``/``-w`` leave.
 
     (Carve a pool with ``--exclude``: Slurm gives a job *every* node of ``--nodelist``.)
     Other constraints (``--constraint``, features) are not evaluated: the pool then shows
     all the nodes of its partition.
     """
-    keep: set[str] | None = None
-    drop: set[str] = set()
-    for arg in parse_sbatch_args(sbatch_args, path="sbatch_args"):
-        hosts = _hostlist(arg.value)
-        if arg.option in ("--nodelist", "-w") and hosts is not None:
-            keep = hosts if keep is None else keep | hosts
-        elif arg.option in ("--exclude", "-x") and hosts is not None:
-            drop |= hosts
+    keep, drop = node_filter(scheduler, sbatch_args)
     return [n for n in nodes if (keep is None or n.name in keep) and n.name not in drop]
-
-
-def _hostlist(value: str | None) -> set[str] | None:
-    """The hosts of a hostlist value; None for a file name or something unreadable."""
-    if not value or "/" in value:
-        return None
-    try:
-        return set(expand_nodelist(value))
-    except ValueError:
-        return None
 
 
 # ---- choosing a pool ----------------------------------------------------------------------

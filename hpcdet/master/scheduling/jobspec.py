@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hpcdet.client_tls import CERT_FILE_VAR
 from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec
+from hpcdet.dispatcher.batch_args import split_cpus_per_rank
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE
-from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
+from hpcdet.dispatcher.tags import trial_tag
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import environment_variables
 from hpcdet.master.queue.pools import GPU_SLOT_TYPES, Pool, settings_pool
@@ -55,87 +56,85 @@ def job_dir_for(settings: MasterSettings, experiment_id: int, trial_id: int,
     return str(root / f"exp-{experiment_id}" / f"trial-{trial_id}")
 
 
-def slot_layout(config: Mapping[str, Any], pool: Pool | None = None) -> tuple[int, int]:
-    """(nodes, ranks per node) from ``resources.slots_per_trial`` and ``slurm.slots_per_node``.
+def batch_section(config: Mapping[str, Any], scheduler: str) -> tuple[str, Mapping[str, Any]]:
+    """The experiment's scheduler section (Determined's ``slurm:`` or ``pbs:``) and its name."""
+    name = "pbs" if scheduler == "pbs" else "slurm"
+    return name, config.get(name) or {}
+
+
+def batch_args(config: Mapping[str, Any], scheduler: str) -> tuple[str, tuple[str, ...]]:
+    """The config path and value of the user's extra batch options: ``slurm.sbatch_args``
+    or ``pbs.pbsbatch_args``."""
+    name, section = batch_section(config, scheduler)
+    key = "pbsbatch_args" if name == "pbs" else "sbatch_args"
+    return f"<config>.{name}.{key}", tuple(section.get(key) or ())
+
+
+def slot_layout(config: Mapping[str, Any], pool: Pool | None = None,
+                scheduler: str = "slurm") -> tuple[int, int]:
+    """(nodes, ranks per node) from ``resources.slots_per_trial`` and ``slots_per_node``
+    (``slurm.slots_per_node`` or ``pbs.slots_per_node``).
 
     Without ``slots_per_node``, a GPU pool puts as many slots on a node as its nodes have
     GPUs (all on one node if that is unknown), and a CPU pool puts them all on one node.
     The slots must then split evenly over the nodes. One rank per slot.
     """
     slots = int(config.get("resources", {}).get("slots_per_trial", 1))
-    explicit = (config.get("slurm") or {}).get("slots_per_node")
+    name, section = batch_section(config, scheduler)
+    explicit = section.get("slots_per_node")
     if explicit:
         per_node = int(explicit)
         if slots % per_node:
             raise ConfigError([f"<config>.resources.slots_per_trial: {slots} is not a multiple "
-                               f"of slurm.slots_per_node ({per_node})"])
+                               f"of {name}.slots_per_node ({per_node})"])
         return slots // per_node, per_node
     per_node = slots
     if pool is not None and pool.uses_gpus and pool.gpus_per_node > 0:
         per_node = min(slots, pool.gpus_per_node)
     if slots % per_node:
-        raise ConfigError([_uneven_slots(slots, per_node, pool)])
+        raise ConfigError([_uneven_slots(slots, per_node, pool, name)])
     return slots // per_node, per_node
 
 
-def _uneven_slots(slots: int, per_node: int, pool: Pool | None) -> str:
+def _uneven_slots(slots: int, per_node: int, pool: Pool | None, section: str) -> str:
     fits = max(n for n in range(1, per_node + 1) if slots % n == 0)
     where = f" in resource pool {pool.name}" if pool is not None else ""
     return (f"<config>.resources.slots_per_trial: {slots} GPUs do not split evenly over nodes "
-            f"with {per_node} GPUs{where}; set slurm.slots_per_node (e.g. {fits}) or ask "
+            f"with {per_node} GPUs{where}; set {section}.slots_per_node (e.g. {fits}) or ask "
             f"for a multiple of {per_node}")
 
 
 @dataclass(frozen=True)
 class SlotMapping:
-    """How a trial's slots become a Slurm allocation and its one-rank-per-slot step."""
+    """A trial's slots as nodes of ranks (one rank per slot), in scheduler-neutral terms."""
 
     nodes: int
     ranks_per_node: int
     cpus_per_rank: int
-    # GPU directives by long option name: gpus, gpus-per-node or gres.
-    directives: Mapping[str, str]
-
-    @property
-    def alloc_cpus_per_task(self) -> int:
-        """The allocation has one task per node, holding the CPUs of all its ranks."""
-        return self.ranks_per_node * self.cpus_per_rank
+    gpus_per_node: int = 0
+    gpu_type: str | None = None
 
 
 def slot_mapping(settings: MasterSettings, config: Mapping[str, Any], pool: Pool, *,
                  cpus_per_rank: int = CPUS_PER_RANK) -> SlotMapping:
-    """Determined's slot table for Slurm, with one task per node and one rank per slot.
+    """Determined's slot table: one rank per slot, and a GPU per slot in a GPU pool.
 
-    cuda/rocm with TRES: ``--gpus=[type:]N`` (``--gpus-per-node=[type:]spn`` when
-    ``slurm.slots_per_node`` is set); cuda/rocm with GRES only: ``--gres=gpu[:type]:spn``;
-    neither, or cpu: no GPU option. Always an exact node count (Slurm 22.05.5-8 refuses
-    ``--gpus=N`` with a node range when N exceeds one node's GPUs).
+    Each backend turns the mapping into its scheduler's request (Slurm ``--gpus``/``--gres``
+    as ``tres_supported``/``gres_supported`` say; PBS ``ngpus`` in ``-l select``).
     """
-    nodes, per_node = slot_layout(config, pool)
-    directives: dict[str, str] = {}
-    if pool.uses_gpus:
-        directives = _gpu_directives(settings, config, pool, nodes * per_node, per_node)
-    return SlotMapping(nodes, per_node, cpus_per_rank, directives)
-
-
-def _gpu_directives(settings: MasterSettings, config: Mapping[str, Any], pool: Pool,
-                    slots: int, per_node: int) -> dict[str, str]:
-    rm = settings.resource_manager
-    slurm = config.get("slurm") or {}
-    gpu_type = slurm.get("gpu_type") or pool.gpu_type
+    scheduler = settings.resource_manager.type
+    nodes, per_node = slot_layout(config, pool, scheduler)
+    if not pool.uses_gpus:
+        return SlotMapping(nodes, per_node, cpus_per_rank)
+    name, section = batch_section(config, scheduler)
+    gpu_type = section.get("gpu_type") or pool.gpu_type
     if gpu_type is not None and not _GPU_TYPE.match(str(gpu_type)):
-        where = ("<config>.slurm.gpu_type" if slurm.get("gpu_type")
+        where = (f"<config>.{name}.gpu_type" if section.get("gpu_type")
                  else f"<master.yaml> gpu_type of resource pool {pool.name}")
         raise ConfigError([f"{where}: {gpu_type!r} is not a GPU type name (letters, digits, "
                            "'.', '_', '-')"])
-    typed = f"{gpu_type}:" if gpu_type else ""
-    if rm.tres_supported:
-        if slurm.get("slots_per_node"):
-            return {"gpus-per-node": f"{typed}{per_node}"}
-        return {"gpus": f"{typed}{slots}"}
-    if rm.gres_supported:
-        return {"gres": f"gpu:{typed}{per_node}"}
-    return {}  # the site guarantees GPUs otherwise (e.g. a pool of GPU-only nodes)
+    return SlotMapping(nodes, per_node, cpus_per_rank, per_node,
+                       None if gpu_type is None else str(gpu_type))
 
 
 def checkpoint_dir(config: Mapping[str, Any]) -> str:
@@ -157,31 +156,31 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
     rm = settings.resource_manager
     if pool is None:
         pool = settings_pool(settings, (config.get("resources") or {}).get("resource_pool"))
-    # The pool's first: sbatch takes the last of a repeated option, so the user's win.
-    user_args = (*pool.sbatch_args, *((config.get("slurm") or {}).get("sbatch_args") or ()))
-    cpus_per_rank, user_args = split_cpus_per_task(user_args)
+    where, own_args = batch_args(config, rm.type)
+    # The pool's first: the scheduler takes the last of a repeated option, so the user's win.
+    user_args = (*pool.sbatch_args, *own_args)
+    cpus_per_rank, user_args = split_cpus_per_rank(rm.type, user_args, where)
     mapping = slot_mapping(settings, config, pool, cpus_per_rank=cpus_per_rank)
     placement = place_config(settings, pool, config, run.owner)
     return JobSpec(
         name=run.job_name,
         job_dir=run.job_dir,
         nodes=mapping.nodes,
-        ntasks_per_node=mapping.ranks_per_node,
-        cpus_per_task=mapping.cpus_per_rank,
-        alloc_ntasks_per_node=1,
-        alloc_cpus_per_task=mapping.alloc_cpus_per_task,
-        resource_directives=mapping.directives,
+        ranks_per_node=mapping.ranks_per_node,
+        cpus_per_rank=mapping.cpus_per_rank,
+        gpus_per_node=mapping.gpus_per_node,
+        gpu_type=mapping.gpu_type,
         command=_harness_command(rm.container_run_type),
         partition=placement.partition,
         qos=placement.qos,
         nice=placement.nice,
         account=placement.account,
         wckey=placement.wckey,
-        comment=f"hpcdet:{rm.cluster_name}:trial-{run.trial_id}:run-{run.run_id}",
+        comment=trial_tag(rm.cluster_name, run.trial_id, run.run_id),
         exclude=",".join(run.excluded_nodes) or None,
         signal=f"USR2@{rm.walltime_signal_seconds}",
-        # Slurm may requeue the job itself (preemption, node failure, scontrol requeue);
-        # the master adopts the requeue (see hpcdet.master.scheduling.job_outcomes).
+        # The scheduler may requeue the job itself (preemption, node failure, a requeue
+        # command); the master adopts the requeue (see hpcdet.master.scheduling.job_outcomes).
         requeue=True,
         sbatch_args=user_args,
         environment=_environment(settings, config, run, pool.slot_type),
@@ -189,29 +188,6 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
         script_name=f"job-{run.run_id}.sh",
         owner=run.owner if settings.runas.owner_mode else None,
     )
-
-
-def split_cpus_per_task(args: Sequence[str]) -> tuple[int, tuple[str, ...]]:
-    """The CPUs per rank a user's ``--cpus-per-task``/``-c`` asks for (the last one wins, as
-    in sbatch), and the other arguments. hpcdet sizes the allocation's one task per node
-    from it (ranks per node times CPUs per rank) and gives each rank that many."""
-    cpus, rest = CPUS_PER_RANK, []
-    for arg in args:
-        if _option_of(arg) in ("--cpus-per-task", "-c"):
-            cpus = _positive(parse_sbatch_args([arg])[0].value, arg)
-        else:
-            rest.append(arg)
-    return cpus, tuple(rest)
-
-
-def _option_of(arg: str) -> str:
-    return parse_sbatch_args([arg])[0].option
-
-
-def _positive(value: str | None, arg: str) -> int:
-    if value is None or not value.isdigit() or int(value) < 1:
-        raise ConfigError([f"<config>.slurm.sbatch_args: {arg!r} needs a positive number of CPUs"])
-    return int(value)
 
 
 def place_config(settings: MasterSettings, pool: Pool, config: Mapping[str, Any],

@@ -17,14 +17,20 @@ from sqlalchemy.orm import Session
 
 from hpcdet import expconf, safe_yaml
 from hpcdet.dispatcher import Backend, Submission
+from hpcdet.dispatcher.batch_args import check_args
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job_dir
-from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
 from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.queue.pools import Pool, pool_for_config
 from hpcdet.master.reports.log_policies import check_patterns
-from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec, checkpoint_dir, slot_layout
+from hpcdet.master.scheduling.jobspec import (
+    TrialRun,
+    batch_args,
+    build_job_spec,
+    checkpoint_dir,
+    slot_layout,
+)
 from hpcdet.master.security.storage_roots import check_storage
 from hpcdet.master.security.tls import job_cert_pem
 from hpcdet.master.settings.core import MasterSettings
@@ -87,38 +93,42 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     template, fills what the master decides (name, checkpoint storage, seed), then every
     schema default, and checks the result is complete and runnable on this cluster.
     """
-    doc = _sane_merged(user_doc, template)
+    doc = _sane_merged(user_doc, template, settings.resource_manager.type)
     config = expconf.with_defaults(_with_master_defaults(settings, doc))
     errors = expconf.validate(config, phase="complete")
     if errors:
         raise ConfigError(errors, title="the experiment config is incomplete")
-    parse_sbatch_args((config.get("slurm") or {}).get("sbatch_args") or [])
+    scheduler = settings.resource_manager.type
+    where, args = batch_args(config, scheduler)
+    check_args(scheduler, args, where)
     check_patterns(config)
     check_storage(settings, config)
-    slot_layout(config)
+    slot_layout(config, scheduler=scheduler)
     return dict(config)
 
 
-def _sane_merged(user_doc: Mapping[str, Any],
-                 template: Mapping[str, Any] | None) -> dict[str, Any]:
+def _sane_merged(user_doc: Mapping[str, Any], template: Mapping[str, Any] | None,
+                 scheduler: str) -> dict[str, Any]:
     """The user's config merged over the template, once both pass the sanity checks."""
     errors = expconf.validate(user_doc, phase="sanity")
     if template is not None:  # its lines say <template>: the user can tell where to look
         errors += expconf.validate(template, phase="sanity", root="<template>")
     if errors:
         raise ConfigError(errors, title="the experiment config is invalid")
-    check_sbatch_args(user_doc, "<config>")  # each named where it came from
+    check_sbatch_args(user_doc, "<config>", scheduler)  # each named where it came from
     if template is not None:
-        check_sbatch_args(template, "<template>")
+        check_sbatch_args(template, "<template>", scheduler)
     return dict(expconf.merge(user_doc, template) if template is not None else user_doc)
 
 
-def check_sbatch_args(doc: Mapping[str, Any], root: str) -> None:
-    """Refuse ``doc``'s ``slurm.sbatch_args`` options hpcdet controls, errors naming ``root``."""
-    slurm = doc.get("slurm")
-    args = slurm.get("sbatch_args") if isinstance(slurm, Mapping) else None
+def check_sbatch_args(doc: Mapping[str, Any], root: str, scheduler: str = "slurm") -> None:
+    """Refuse the options hpcdet controls in ``doc``'s ``slurm.sbatch_args`` (or
+    ``pbs.pbsbatch_args`` on PBS), errors naming ``root``."""
+    section, key = ("pbs", "pbsbatch_args") if scheduler == "pbs" else ("slurm", "sbatch_args")
+    block = doc.get(section)
+    args = block.get(key) if isinstance(block, Mapping) else None
     if isinstance(args, list):
-        parse_sbatch_args(args, path=f"{root}.slurm.sbatch_args")
+        check_args(scheduler, args, f"{root}.{section}.{key}")
 
 
 def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
-from hpcdet.dispatcher.slurm.task import ERROR_LOG, OUTPUT_LOG
+from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
 from hpcdet.errors import SchedulerError
 from hpcdet.jobfiles import UnsafeFileError, open_regular
 from hpcdet.master.db import session_scope
@@ -38,7 +38,7 @@ ACTIVE_STATES = (State.QUEUED.value, State.RUNNING.value, State.STOPPING_KILLED.
 # How a job that left Slurm's queue ends its task.
 _END_STATES: Mapping[JobPhase, State] = {JobPhase.COMPLETED: State.COMPLETED,
                                          JobPhase.CANCELLED: State.CANCELED}
-LOG_STREAMS = {"output": OUTPUT_LOG, "error": ERROR_LOG}
+LOG_STREAMS = {"output": TASK_OUTPUT_LOG, "error": TASK_ERROR_LOG}
 MAX_LOG_CHUNK = 1024 * 1024
 
 

@@ -222,7 +222,7 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     get = Getter(doc, where, errors)
     default = ResourceManagerSettings()
     return ResourceManagerSettings(
-        type=get.choice("type", "slurm", ("slurm",)),
+        type=get.choice("type", "slurm", ("slurm", "pbs")),
         cluster_name=get.text("cluster_name", default.cluster_name),
         master_host=get.text("master_host", default.master_host),
         master_port=get.opt_integer("master_port", lo=1, hi=65535),

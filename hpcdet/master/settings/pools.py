@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
+from hpcdet.dispatcher.batch_args import check_args
 from hpcdet.errors import ConfigError
 from hpcdet.master.settings.read import Getter, unknown_keys
 
@@ -113,7 +113,7 @@ def _sbatch_args(value: Any, where: str, errors: list[str]) -> tuple[str, ...]:
         errors.append(f"{where}: must be a list of sbatch options, got {value!r}")
         return ()
     try:
-        parse_sbatch_args(value, path=where)
+        check_args("slurm", value, where)
     except ConfigError as exc:
         errors.extend(exc.errors)
         return ()

@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import render_template, request
 
-from hpcdet.dispatcher.slurm.reasons import REASONS, reason_words
+from hpcdet.dispatcher.reasons import REASONS, reason_words
 from hpcdet.errors import ConfigError
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.queue.job_queue import job_list

@@ -14,7 +14,7 @@ from typing import Any
 from flask import render_template, request, url_for
 from sqlalchemy import select
 
-from hpcdet.dispatcher.slurm.reasons import REASONS, reason_words
+from hpcdet.dispatcher.reasons import REASONS, reason_words
 from hpcdet.master.api.common import db
 from hpcdet.master.api.logs import STREAMS, last_rows
 from hpcdet.master.api.trials import metric_reports, trial_detail

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher.base import JobPhase, JobRef, JobStatus
-from hpcdet.dispatcher.slurm.backend import SLURM_STATES, SlurmBackend, phase_of
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.slurm.states import SLURM_STATES, phase_of
 from hpcdet.errors import SchedulerError, ValidationError
 
 SQUEUE_ARGV = ("squeue", "--noheader", "--states=all")

@@ -1,0 +1,46 @@
+"""A user's or a pool's extra batch options, checked by the scheduler they are for.
+
+Experiments carry them as Determined does (``slurm.sbatch_args``, ``pbs.pbsbatch_args``) and
+pools as ``sbatch_args``/``pbsbatch_args`` in master.yaml. The master, which knows no
+scheduler, goes through these functions; each scheduler package provides the module named in
+:data:`ARG_MODULES` with the same three functions (imported lazily, like the backends).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+
+ARG_MODULES = {
+    "slurm": "hpcdet.dispatcher.slurm.sbatch_args",
+    "pbs": "hpcdet.dispatcher.pbs.qsub_args",
+}
+
+
+def _module(scheduler: str) -> ModuleType:
+    try:
+        return importlib.import_module(ARG_MODULES[scheduler])
+    except KeyError:
+        raise ValueError(f"unknown resource manager type {scheduler!r}") from None
+
+
+def check_args(scheduler: str, args: Sequence[str], path: str) -> tuple[str, ...]:
+    """``args`` once every item is safe and none sets what hpcdet controls; otherwise a
+    :class:`~hpcdet.errors.ConfigError` naming ``path[i]`` and the option."""
+    checked: tuple[str, ...] = _module(scheduler).check_args(args, path)
+    return checked
+
+
+def split_cpus_per_rank(scheduler: str, args: Sequence[str],
+                        path: str) -> tuple[int, tuple[str, ...]]:
+    """The CPUs per rank ``args`` ask for (Slurm ``--cpus-per-task``/``-c``; 1 if none),
+    and the other arguments: hpcdet sizes each node's request from it."""
+    result: tuple[int, tuple[str, ...]] = _module(scheduler).split_cpus_per_rank(args, path)
+    return result
+
+
+def node_filter(scheduler: str, args: Sequence[str]) -> tuple[set[str] | None, set[str]]:
+    """(nodes a pool keeps, or None for all; nodes it drops) as its ``args`` carve it."""
+    result: tuple[set[str] | None, set[str]] = _module(scheduler).node_filter(args)
+    return result
