@@ -10,7 +10,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -81,6 +81,8 @@ class Reconciler:
         self.checkpoint_gc = CheckpointCollector(sessions, settings)
         self._metric_writer: MetricWriter | None = None
         self.cluster_view = ClusterView(settings, sessions, backend)
+        # Jobs the last poll could not find anywhere (see _settle_missing).
+        self._missing_once: set[str] = set()
 
     def run_forever(self, stop: threading.Event) -> None:
         """Run cycles every ``reconcile_interval`` seconds until ``stop`` is set.
@@ -277,7 +279,8 @@ class Reconciler:
                 for job_pk, trial_id, job_id, job_dir in rows]
         if not refs and not task_refs:
             return 0
-        statuses = self.backend.poll([ref for _, _, ref in refs] + [r for _, r in task_refs])
+        statuses = self._settle_missing(
+            self.backend.poll([ref for _, _, ref in refs] + [r for _, r in task_refs]))
         tasks.apply_task_statuses(self.sessions, task_refs, statuses)
         self._collect_spools([(trial_id, ref) for _, trial_id, ref in refs], statuses)
         with session_scope(self.sessions) as session:
@@ -292,6 +295,18 @@ class Reconciler:
                 if status is not None:
                     self._apply(session, job, trial, configs[trial.experiment_id], status)
         return len(refs) + len(task_refs)
+
+    def _settle_missing(self, statuses: dict[str, JobStatus]) -> dict[str, JobStatus]:
+        """A job no source knew of (queue, history or accounting, exit file) is UNKNOWN the
+        first time and MISSING only when the next poll cannot find it either: schedulers
+        have answered one read with an empty list for live jobs (a busy controller, a
+        failover), and ending a trial on that would lose a running job."""
+        missing = {job_id for job_id, status in statuses.items()
+                   if status.phase is JobPhase.MISSING}
+        first_time = missing - self._missing_once
+        self._missing_once = first_time
+        return {job_id: (replace(status, phase=JobPhase.UNKNOWN) if job_id in first_time
+                         else status) for job_id, status in statuses.items()}
 
     def _collect_spools(self, refs: Sequence[tuple[int, JobRef]],
                         statuses: dict[str, JobStatus]) -> None:
@@ -331,7 +346,7 @@ class Reconciler:
             job_outcomes.job_ended(session, job, trial, status, max_restarts)
         elif status.phase is JobPhase.RUNNING and trial.state == State.QUEUED.value:
             transition(session, trial, State.RUNNING,
-                       cause=f"Slurm job {job.job_id} running on {status.nodes or '?'}")
+                       cause=f"job {job.job_id} running on {status.nodes or '?'}")
 
     @staticmethod
     def _note_pending_reason(session: Session, job: Job, status: JobStatus) -> None:

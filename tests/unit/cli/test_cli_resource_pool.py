@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from hpcdet.cli.main import CliState, cli
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 
 Det = Callable[..., Result]
 FakeMaster = Any  # conftest.FakeMasterTransport (conftest is not importable)
@@ -103,7 +104,7 @@ def _store_pools(app: Any) -> None:
     def runner(argv: Any, *, timeout: float = 60) -> str:
         return sinfo if argv[0] == "sinfo" else "debug\ndebug\n"
 
-    data = read_pools(runner, app.config["HPCDET_SETTINGS"])
+    data = read_pools(SlurmBackend(runner=runner), app.config["HPCDET_SETTINGS"])
     with session_scope(make_session_factory(app.config["HPCDET_ENGINE"])) as session:
         store_snapshot(session, POOLS, data)
 

@@ -40,7 +40,7 @@ def _spec(job_dir: Path, **changes: Any) -> JobSpec:
         name="hostile",
         job_dir=str(job_dir),
         nodes=1,
-        ntasks_per_node=2,
+        ranks_per_node=2,
         command=("python3", "-m", "hpcdet.harness"),
         environment={ENV_NAME: "plain"},
     )
@@ -59,8 +59,9 @@ def _run(
 
 def _srun_args(spec: JobSpec) -> list[str]:
     options = ["--kill-on-bad-exit=1", "--label", "--export=ALL", f"--nodes={spec.nodes}",
-               f"--ntasks={spec.nodes * spec.ntasks_per_node}",
-               f"--ntasks-per-node={spec.ntasks_per_node}"]  # fmt: skip
+               f"--ntasks={spec.nodes * spec.ranks_per_node}",
+               f"--ntasks-per-node={spec.ranks_per_node}",
+               f"--cpus-per-task={spec.cpus_per_rank}"]  # fmt: skip
     return options + launch_argv(spec.container, spec.command, cwd=f"{spec.job_dir}/context")
 
 
@@ -173,8 +174,7 @@ FIELDS: list[tuple[str, Callable[[JobSpec, str], JobSpec]]] = [
     ("spec.sbatch_args[0]", lambda s, v: dataclasses.replace(s, sbatch_args=(f"--mem={v}",))),
     ("spec.environment['X']", lambda s, v: dataclasses.replace(s, environment={"X": v})),
     ("spec.environment key", lambda s, v: dataclasses.replace(s, environment={f"X{v}": "1"})),
-    ("spec.resource_directives['gres']",
-     lambda s, v: dataclasses.replace(s, resource_directives={"gres": v})),
+    ("spec.gpu_type", lambda s, v: dataclasses.replace(s, gpus_per_node=1, gpu_type=v)),
     ("spec.container.image",
      lambda s, v: dataclasses.replace(s, container=ContainerSpec("apptainer", v))),
     ("spec.container.bind_mounts[0].host_path", lambda s, v: dataclasses.replace(
@@ -206,13 +206,14 @@ def test_unsafe_characters_are_refused_naming_the_field(
         ({"name": ""}, "spec.name must not be empty"),
         ({"command": ()}, "spec.command must not be empty"),
         ({"nodes": 0}, "spec.nodes must be a positive integer"),
-        ({"ntasks_per_node": -1}, "spec.ntasks_per_node must be a positive integer"),
-        ({"cpus_per_task": 0}, "spec.cpus_per_task must be a positive integer"),
+        ({"ranks_per_node": -1}, "spec.ranks_per_node must be a positive integer"),
+        ({"cpus_per_rank": 0}, "spec.cpus_per_rank must be a positive integer"),
+        ({"gpus_per_node": -1}, "spec.gpus_per_node must be a non-negative integer"),
+        ({"gpus_per_node": 1, "gpu_type": "a100:2"}, "is not a GPU type name"),
+        ({"launcher": "pbsdsh"}, "spec.launcher must be one of"),
         ({"environment": {"1X": "v"}}, "invalid variable name '1X'"),
         ({"environment": {"A-B": "v"}}, "invalid variable name 'A-B'"),
         ({"script_name": "../job.sh"}, "plain file name"),
-        ({"resource_directives": {"nodes": "3"}}, "may not set ['nodes']"),
-        ({"resource_directives": {"Bad_Key": "3"}}, "invalid directive name"),
     ],
 )
 def test_invalid_specs_are_refused(tmp_path: Path, changes: dict[str, Any], message: str) -> None:

@@ -92,7 +92,7 @@ def test_environment_does_not_html_escape() -> None:
 def test_golden_script(
     run_type: str, job_spec: SpecFactory, golden_check: Callable[[str, str], None]
 ) -> None:
-    submission = SlurmBackend().render(job_spec(run_type))
+    submission = SlurmBackend(gpu_request="gres").render(job_spec(run_type))
     golden_check(f"slurm_{run_type}.sbatch", submission.script)
 
 
@@ -100,7 +100,7 @@ def test_golden_script(
 def test_golden_directives_are_what_sbatch_reads(
     run_type: str, job_spec: SpecFactory, sbatch_directives: Callable[[str], list[str]]
 ) -> None:
-    argv = sbatch_directives(SlurmBackend().render(job_spec(run_type)).script)
+    argv = sbatch_directives(SlurmBackend(gpu_request="gres").render(job_spec(run_type)).script)
     assert "--job-name=det-exp-7-trial-42" in argv
     assert "--comment=hpcdet experiment 7 trial 42" in argv
     assert "--output=/shared/hpcdet/exp-7/trial-42/slurm-%j.out" in argv

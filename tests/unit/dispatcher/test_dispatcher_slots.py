@@ -1,5 +1,5 @@
-"""The allocation (#SBATCH) and the srun step of a job may differ: one task per node in the
-allocation, one rank per slot in the step."""
+"""Neutral resources as Slurm asks for them: one task per node holding its ranks' CPUs in the
+allocation (#SBATCH), one rank per slot in the srun step, GPUs as the cluster takes them."""
 
 from __future__ import annotations
 
@@ -22,41 +22,60 @@ def srun_line(script: str) -> str:
 def test_the_allocation_has_one_task_per_node_and_the_step_one_rank_per_slot(
     job_spec: SpecFactory, sbatch_directives: Callable[[str], list[str]]
 ) -> None:
-    spec = replace(job_spec("none"), sbatch_args=(), cpus_per_task=1, alloc_cpus_per_task=4,
-                   resource_directives={"gpus": "8"})
+    spec = replace(job_spec("none"), sbatch_args=(), cpus_per_rank=1, ranks_per_node=4,
+                   nodes=2, gpus_per_node=4)
     script = SlurmBackend().render(spec).script
     argv = sbatch_directives(script)
-    assert {"--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=4", "--gpus=8"} <= set(argv)
-    assert ("--nodes=2 --ntasks=8 --ntasks-per-node=4 --cpus-per-task=1"
-            in srun_line(script))
+    assert {"--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=4",
+            "--gpus-per-node=4"} <= set(argv)
+    step = srun_line(script)
+    assert "--ntasks=8" in step and "--ntasks-per-node=4" in step
+    assert "--cpus-per-task=1" in step
 
 
-def test_without_alloc_counts_the_allocation_is_the_step(
-    job_spec: SpecFactory, sbatch_directives: Callable[[str], list[str]]
-) -> None:
-    spec = replace(job_spec("none"), alloc_ntasks_per_node=None, alloc_cpus_per_task=None)
-    argv = sbatch_directives(SlurmBackend().render(spec).script)
-    assert {"--ntasks-per-node=4", "--cpus-per-task=8"} <= set(argv)
+@pytest.mark.parametrize(("request_kind", "nodes", "gpu_type", "expected"), [
+    ("tres", 1, None, "--gpus=4"),
+    ("tres", 2, None, "--gpus-per-node=4"),
+    ("tres", 1, "a100", "--gpus=a100:4"),
+    ("gres", 2, "a100", "--gres=gpu:a100:4"),
+])  # fmt: skip
+def test_gpus_as_the_cluster_takes_them(job_spec: SpecFactory, request_kind: str, nodes: int,
+                                        gpu_type: str | None, expected: str,
+                                        sbatch_directives: Callable[[str], list[str]]) -> None:
+    spec = replace(job_spec("none"), nodes=nodes, gpus_per_node=4, gpu_type=gpu_type)
+    argv = sbatch_directives(SlurmBackend(gpu_request=request_kind).render(spec).script)
+    gpu_options = [a for a in argv if a.startswith(("--gpus", "--gres"))]
+    assert gpu_options == [expected]
 
 
-@pytest.mark.parametrize("field", ["alloc_ntasks_per_node", "alloc_cpus_per_task"])
-@pytest.mark.parametrize("value", [0, -1, "2"])
-def test_alloc_counts_must_be_positive_integers(job_spec: SpecFactory, field: str,
-                                                value: object) -> None:
-    spec = replace(job_spec("none"), **{field: value})
+@pytest.mark.parametrize("request_kind", ["tres", "gres", "none"])
+def test_a_cpu_job_asks_for_no_gpus(job_spec: SpecFactory, request_kind: str,
+                                    sbatch_directives: Callable[[str], list[str]]) -> None:
+    spec = replace(job_spec("none"), gpus_per_node=0)
+    argv = sbatch_directives(SlurmBackend(gpu_request=request_kind).render(spec).script)
+    assert not [a for a in argv if a.startswith(("--gpus", "--gres"))]
+
+
+def test_without_gpu_support_no_gpu_option_is_written(
+        job_spec: SpecFactory, sbatch_directives: Callable[[str], list[str]]) -> None:
+    argv = sbatch_directives(SlurmBackend(gpu_request="none").render(job_spec("none")).script)
+    assert not [a for a in argv if a.startswith(("--gpus", "--gres"))]
+
+
+@pytest.mark.parametrize("field", ["nodes", "ranks_per_node", "cpus_per_rank"])
+@pytest.mark.parametrize("value", [0, -1, True])
+def test_counts_must_be_positive_integers(job_spec: SpecFactory, field: str,
+                                          value: object) -> None:
     with pytest.raises(ValidationError, match=f"spec.{field} must be a positive integer"):
-        SlurmBackend().render(spec)
+        SlurmBackend().render(replace(job_spec("none"), **{field: value}))
 
 
-@pytest.mark.parametrize("key", ["gpus", "gpus-per-node", "gres"])
-def test_gpu_directives_are_checked_like_every_value(job_spec: SpecFactory, key: str) -> None:
-    spec = replace(job_spec("none"), resource_directives={key: "gpu:2\necho INJECTED"})
-    with pytest.raises(ValidationError, match="contains a newline"):
-        SlurmBackend().render(spec)
+@pytest.mark.parametrize("gpu_type", ["gpu:2\necho INJECTED", "a100,v100", "a100:2"])
+def test_gpu_types_are_checked_like_every_value(job_spec: SpecFactory, gpu_type: str) -> None:
+    with pytest.raises(ValidationError, match="spec.gpu_type"):
+        SlurmBackend().render(replace(job_spec("none"), gpus_per_node=1, gpu_type=gpu_type))
 
 
-@pytest.mark.parametrize("key", ["ntasks-per-node", "cpus-per-task", "nodes"])
-def test_resource_directives_cannot_set_the_counts(job_spec: SpecFactory, key: str) -> None:
-    spec = replace(job_spec("none"), resource_directives={key: "3"})
-    with pytest.raises(ValidationError, match="hpcdet sets them"):
-        SlurmBackend().render(spec)
+def test_an_unknown_gpu_request_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="gpu_request must be one of"):
+        SlurmBackend(gpu_request="maybe")

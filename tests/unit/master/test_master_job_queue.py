@@ -314,7 +314,7 @@ def test_a_command_task_is_re_mapped_alone(queue_app: Flask, queue_client: Flask
      "job 203 is RUNNING: Slurm cannot move a running job to another partition or QOS"),
     ("203", {"ahead_of": "204"}, 409, "conflict", "only pending jobs have a place"),
     ("201", {"ahead_of": "203"}, 409, "conflict", "ahead_of job 203 is RUNNING"),
-    ("201", {"behind_of": "207"}, 409, "conflict", "job 207 is held (Slurm priority 0"),
+    ("201", {"behind_of": "207"}, 409, "conflict", "job 207 is held (JobHeldUser)"),
     ("201", {"ahead_of": "998"}, 404, "not_found", "ahead_of job 998 is not in Slurm's queue"),
     ("201", {"resource_pool": "nosuch"}, 400, "bad_request",
      "unknown resource pool 'nosuch' (known: batch, debug, gpu-only)"),
@@ -326,8 +326,8 @@ def test_a_command_task_is_re_mapped_alone(queue_app: Flask, queue_client: Flask
     ("201", {"ahead_of": "204", "behind_of": "205"}, 400, "bad_request", "not both"),
     ("201", {"ahead_of": "204", "priority": 3}, 400, "bad_request", "cannot be combined"),
     ("201", {"ahead_of": "201"}, 400, "bad_request", "cannot be ordered against itself"),
-    ("201", {"ahead_of": "x1"}, 400, "bad_request", "ahead_of must be a Slurm job id"),
-    ("12a", {"priority": 5}, 400, "bad_request", "job id must be a Slurm job id"),
+    ("201", {"ahead_of": "x1"}, 400, "bad_request", "ahead_of must be a job id"),
+    ("12a", {"priority": 5}, 400, "bad_request", "job id must be a job id"),
 ])
 def test_refusals_name_the_reason_and_change_nothing(
         queue_app: Flask, queue_client: FlaskClient, slurm_queue: FakeSlurmQueue, job_id: str,
@@ -354,7 +354,7 @@ def test_a_batch_is_checked_whole_before_anything_is_applied(
     bad = [{"job_id": "201", "priority": 5}, {"job_id": "202", "ahead_of": "x"}]
     message = assert_error(post(queue_client, "/jobs/update-batch", {"updates": bad}), 400,
                            "bad_request")
-    assert message.startswith("updates[1]: ahead_of must be a Slurm job id")
+    assert message.startswith("updates[1]: ahead_of must be a job id")
     assert slurm_queue.commands("scontrol") == []
 
 
@@ -410,15 +410,18 @@ def test_an_unreachable_slurm_is_a_503_before_and_a_note_after(
 
 
 def test_no_job_can_go_behind_the_lowest_priority() -> None:
-    from hpcdet.dispatcher.slurm.queue import QueueEntry
+    from hpcdet.dispatcher.queue import QueueEntry
+    from hpcdet.dispatcher.slurm.backend import SlurmBackend
     from hpcdet.master.errors import ApiError
     from hpcdet.master.queue.job_updates import job_nice_for_position
+
+    slurm = SlurmBackend()
 
     def entry(job_id: str, priority: int, nice: int = 0) -> QueueEntry:
         return QueueEntry(job_id, "batch", "j", "u", "PENDING", None, priority, nice, None,
                           None, None, 1, 1, 1)
 
-    assert job_nice_for_position(entry("1", 100, 10), entry("2", 50), ahead=True) == 58
-    assert job_nice_for_position(entry("1", 100, 10), entry("2", 50), ahead=False) == 62
+    assert job_nice_for_position(slurm, entry("1", 100, 10), entry("2", 50), ahead=True) == 58
+    assert job_nice_for_position(slurm, entry("1", 100, 10), entry("2", 50), ahead=False) == 62
     with pytest.raises(ApiError, match="job 2 has Slurm priority 2: a job behind it would"):
-        job_nice_for_position(entry("1", 100), entry("2", 2), ahead=False)
+        job_nice_for_position(slurm, entry("1", 100), entry("2", 2), ahead=False)

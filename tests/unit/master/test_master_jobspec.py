@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher import JobSpec
+from hpcdet.dispatcher.slurm.backend import SlurmBackend, gpu_directives
 from hpcdet.errors import ConfigError
 from hpcdet.master.queue.pools import Pool
+from hpcdet.master.scheduling.backend import gpu_request
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec, slot_layout, slot_mapping
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
@@ -34,8 +36,14 @@ def config(slots: int, per_node: int | None = None, **slurm: Any) -> dict[str, A
 
 def layout(settings: MasterSettings, conf: dict[str, Any],
            pool: Pool) -> tuple[int, int, int, dict[str, str]]:
+    """(nodes, ranks per node, CPUs per node, Slurm's GPU options) of the mapping."""
     m = slot_mapping(settings, conf, pool)
-    return m.nodes, m.ranks_per_node, m.alloc_cpus_per_task, dict(m.directives)
+    spec = JobSpec(name="x", job_dir="/x", nodes=m.nodes, ranks_per_node=m.ranks_per_node,
+                   command=("x",), cpus_per_rank=m.cpus_per_rank, gpus_per_node=m.gpus_per_node,
+                   gpu_type=m.gpu_type)
+    options = gpu_directives(spec, gpu_request(settings))
+    return m.nodes, m.ranks_per_node, m.ranks_per_node * m.cpus_per_rank, {
+        key: str(value) for key, value in options.items()}
 
 
 TRES = settings_with()
@@ -44,17 +52,17 @@ NEITHER = settings_with(tres_supported=False, gres_supported=False)
 
 
 @pytest.mark.parametrize(("settings", "conf", "pool", "expected"), [
-    # cuda + TRES: --gpus=N over an exact node count, or --gpus-per-node with slots_per_node
+    # cuda + TRES: --gpus=N on one node, --gpus-per-node over an exact count of several
     (TRES, config(1), GPU_POOL, (1, 1, 1, {"gpus": "1"})),
     (TRES, config(2), GPU_POOL, (1, 2, 2, {"gpus": "2"})),
-    (TRES, config(4), GPU_POOL, (2, 2, 2, {"gpus": "4"})),
+    (TRES, config(4), GPU_POOL, (2, 2, 2, {"gpus-per-node": "2"})),
     (TRES, config(4, 2), GPU_POOL, (2, 2, 2, {"gpus-per-node": "2"})),
     (TRES, config(4, 1), GPU_POOL, (4, 1, 1, {"gpus-per-node": "1"})),
     (TRES, config(4), replace(GPU_POOL, gpus_per_node=0), (1, 4, 4, {"gpus": "4"})),
-    (TRES, config(4, gpu_type="a100"), GPU_POOL, (2, 2, 2, {"gpus": "a100:4"})),
+    (TRES, config(4, gpu_type="a100"), GPU_POOL, (2, 2, 2, {"gpus-per-node": "a100:2"})),
     (TRES, config(2, 1, gpu_type="a100"), GPU_POOL, (2, 1, 1, {"gpus-per-node": "a100:1"})),
     # rocm is a GPU slot type like cuda
-    (TRES, config(4), replace(GPU_POOL, slot_type="rocm"), (2, 2, 2, {"gpus": "4"})),
+    (TRES, config(4), replace(GPU_POOL, slot_type="rocm"), (2, 2, 2, {"gpus-per-node": "2"})),
     # cuda, GRES only: --gres=gpu[:type]:spn on ceil(N/spn) nodes
     (GRES, config(4), GPU_POOL, (2, 2, 2, {"gres": "gpu:2"})),
     (GRES, config(4, 1), GPU_POOL, (4, 1, 1, {"gres": "gpu:1"})),
@@ -108,9 +116,8 @@ def test_the_job_spec_follows_the_pool() -> None:
                    sbatch_args=("--exclude=node1", "--mem-per-cpu=1G"))
     conf = config(4, sbatch_args=["--mem-per-cpu=2G"])
     spec = build_job_spec(TRES, conf, RUN, pool)
-    assert (spec.nodes, spec.ntasks_per_node, spec.cpus_per_task) == (2, 2, 1)
-    assert (spec.alloc_ntasks_per_node, spec.alloc_cpus_per_task) == (1, 2)
-    assert spec.resource_directives == {"gpus": "4"}
+    assert (spec.nodes, spec.ranks_per_node, spec.cpus_per_rank) == (2, 2, 1)
+    assert (spec.gpus_per_node, spec.gpu_type) == (2, None)
     assert spec.partition == "batch"
     # The pool's first: sbatch takes the last of a repeated option, so the user's win.
     assert spec.sbatch_args == ("--exclude=node1", "--mem-per-cpu=1G", "--mem-per-cpu=2G")
@@ -120,8 +127,8 @@ def test_the_job_spec_follows_the_pool() -> None:
 def test_a_cpu_pool_gives_cpu_slots() -> None:
     spec = build_job_spec(TRES, config(2), RUN, CPU_POOL)
     assert spec.environment["DET_SLOT_TYPE"] == "cpu"
-    assert spec.resource_directives == {}
-    assert (spec.nodes, spec.ntasks_per_node, spec.alloc_cpus_per_task) == (1, 2, 2)
+    assert spec.gpus_per_node == 0
+    assert (spec.nodes, spec.ranks_per_node, spec.cpus_per_rank) == (1, 2, 1)
 
 
 @pytest.mark.parametrize(("pool", "use_gpus", "image"), [
@@ -140,13 +147,13 @@ def test_without_a_pool_master_yaml_decides() -> None:
     settings = settings_with(slot_type="cuda", default_compute_resource_pool="gpu")
     spec = build_job_spec(settings, config(2), RUN)
     assert spec.partition == "gpu" and spec.environment["DET_SLOT_TYPE"] == "cuda"
-    assert (spec.nodes, spec.resource_directives) == (1, {"gpus": "2"})
+    assert (spec.nodes, spec.gpus_per_node) == (1, 2)
     assert build_job_spec(settings_with(), config(2), RUN).partition is None
 
 
 def test_the_rendered_script_asks_for_the_mapping() -> None:
     script = SlurmBackend().render(build_job_spec(TRES, config(4), RUN, GPU_POOL)).script
-    for line in ("#SBATCH --gpus=4", "#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1",
+    for line in ("#SBATCH --gpus-per-node=2", "#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1",
                  "#SBATCH --cpus-per-task=2", "#SBATCH --partition=batch"):
         assert line in script.splitlines()
     assert "--nodes=2 --ntasks=4 --ntasks-per-node=2 --cpus-per-task=1" in script
@@ -154,13 +161,15 @@ def test_the_rendered_script_asks_for_the_mapping() -> None:
 
 def test_a_users_cpus_per_task_sizes_each_rank() -> None:
     spec = build_job_spec(TRES, config(4, sbatch_args=["-c 3", "--mem=1G"]), RUN, GPU_POOL)
-    assert (spec.cpus_per_task, spec.alloc_cpus_per_task) == (3, 6)  # 2 ranks x 3 CPUs
+    assert (spec.ranks_per_node, spec.cpus_per_rank) == (2, 3)
+    script = SlurmBackend().render(spec).script.splitlines()
+    assert "#SBATCH --cpus-per-task=6" in script  # 2 ranks x 3 CPUs
     assert spec.sbatch_args == ("--mem=1G",)
 
 
 def test_cpus_per_gpu_replaces_the_allocations_cpus_per_task() -> None:
     spec = build_job_spec(TRES, config(4, sbatch_args=["--cpus-per-gpu 4"]), RUN, GPU_POOL)
-    assert spec.cpus_per_task == 1
+    assert spec.cpus_per_rank == 1
     script = SlurmBackend().render(spec).script.splitlines()
     assert "#SBATCH --cpus-per-gpu=4" in script
     assert not any(line.startswith("#SBATCH --cpus-per-task") for line in script)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.slurm.partitions import NodeInfo, PartitionInfo
 from hpcdet.errors import ConfigError
 from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope
@@ -147,7 +148,8 @@ def test_defaults_are_slurms_unless_master_yaml_names_them() -> None:
 def test_the_snapshot_round_trips_through_json(recorded_runner: Any) -> None:
     settings = settings_with(partition_overrides={"batch": PartitionOverride(
         priority_bands=BANDS, slurm=SlurmDefaults(("--exclusive",)))})
-    data = read_pools(recorded_runner({"sinfo": SINFO, "squeue": "batch\n"}), settings)
+    runner = recorded_runner({"sinfo": SINFO, "squeue": "batch\n"})
+    data = read_pools(SlurmBackend(runner=runner), settings)
     pools = pools_from_snapshot(json.loads(json.dumps(data)))
     assert pools == pools_of(settings, (replace(BATCH, jobs_pending=1), DEBUG))
     assert pools["batch"].priority_bands == BANDS
@@ -156,11 +158,7 @@ def test_the_snapshot_round_trips_through_json(recorded_runner: Any) -> None:
 def test_read_pools_uses_the_backends_runner_and_commands(recorded_runner: Any) -> None:
     runner = recorded_runner({"sinfo": SINFO})
 
-    class Backend:
-        def __init__(self) -> None:
-            self.runner, self.squeue = runner, "/opt/bin/squeue"
-
-    read_pools(Backend(), settings_with())  # type: ignore[arg-type]
+    read_pools(SlurmBackend(runner=runner, squeue="/opt/bin/squeue"), settings_with())
     assert [call[0] for call in runner.calls] == ["sinfo", "/opt/bin/squeue"]
 
 

@@ -1,12 +1,12 @@
-"""Run-as-owner in the master: job updates as the owner, the service account's part."""
+"""Run-as-owner job updates: as the owner through the helper, and the service account's part."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hpcdet.dispatcher.queue import JobUpdate
 from hpcdet.dispatcher.runas import RunAs
-from hpcdet.dispatcher.slurm.queue import JobUpdate
-from hpcdet.master.queue.job_updates import _update_as_owner
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 
 
 class FakeSudo:
@@ -34,10 +34,10 @@ def _runas(sudo: FakeSudo) -> RunAs:
 
 def test_a_negative_nice_goes_through_the_service_account() -> None:
     sudo, runner = FakeSudo(), Recorder()
-    _update_as_owner(_runas(sudo), "user_a", "12", JobUpdate(partition="debug", nice=-50),
-                     runner)
+    backend = SlurmBackend(runner=runner, runas=_runas(sudo))  # type: ignore[arg-type]
+    backend.update_job("12", JobUpdate(partition="debug", nice=-50), "user_a")
     assert [argv[-3:] for argv in sudo.calls] == [("update", "12", "partition=debug")]
     assert runner.calls == [("scontrol", "update", "JobId=12", "Nice=-50")]
     sudo.calls.clear()
-    _update_as_owner(_runas(sudo), "user_a", "12", JobUpdate(nice=50), runner)
+    backend.update_job("12", JobUpdate(nice=50), "user_a")
     assert [argv[-3:] for argv in sudo.calls] == [("update", "12", "nice=50")]
