@@ -113,7 +113,7 @@ NOT_YET_ACTED_ON = (
     "optimizations.mixed_precision", "optimizations.tensor_fusion_threshold",
     "optimizations.tensor_fusion_cycle_time", "optimizations.auto_tune_tensor_fusion",
     "optimizations.grad_updates_size_file",
-    "retention_policy", "pbs", "debug", "integrations", "security", "tensorboard_storage",
+    "retention_policy", "debug", "integrations", "security", "tensorboard_storage",
     "data_layer", "internal",
     "searcher.source_trial_id", "searcher.source_checkpoint_uuid", "searcher.stop_once",
     "resources.max_slots", "resources.priority", "resources.weight", "resources.shm_size",

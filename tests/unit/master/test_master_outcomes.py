@@ -209,10 +209,23 @@ def test_other_endings_are_failures(
         fake: FakeSchedulerBackend, phase: JobPhase) -> None:
     exp_id, trial_id = start(client, reconciler, fake)
     end_job(app, fake, reconciler, trial_id, phase)
+    if phase is JobPhase.MISSING:  # one empty read is not final: the next poll decides
+        assert trial_of(app, exp_id).restarts == 0
+        reconciler.cycle()
     trial = trial_of(app, exp_id)
     assert (trial.state, trial.interruptions, trial.restarts) == ("QUEUED", 0, 1)
     reconciler.cycle()
     assert len(fake.submitted) == 2
+
+
+def test_a_job_missing_once_and_then_found_goes_on(
+        client: FlaskClient, app: Flask, reconciler: Reconciler,
+        fake: FakeSchedulerBackend) -> None:
+    exp_id, trial_id = start(client, reconciler, fake)
+    end_job(app, fake, reconciler, trial_id, JobPhase.MISSING)
+    end_job(app, fake, reconciler, trial_id, JobPhase.RUNNING)
+    trial = trial_of(app, exp_id)
+    assert (trial.state, trial.restarts, len(fake.submitted)) == ("RUNNING", 0, 1)
 
 
 @pytest.mark.parametrize(("job_id", "execution"), [("101", 1), ("999", 0)])
