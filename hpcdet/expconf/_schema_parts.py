@@ -145,13 +145,17 @@ SLURM = named("slurm", "SlurmConfig", {
     "type": "object", "additionalProperties": False,
     "properties": {"slots_per_node": optional("integer", minimum=1),
                    "gpu_type": optional("string"),
-                   "sbatch_args": strings()},
+                   "sbatch_args": strings(),
+                   # hpcdet's: how ranks start (null: srun); see docs/configuration.md.
+                   "launcher": optional_enum(["default", "srun", "srun-pmix", "mpiexec"])},
 })
 
 PBS = named("pbs", "PbsConfig", {
     "type": "object", "additionalProperties": False,
     "properties": {"slots_per_node": optional("integer", minimum=1),
-                   "pbsbatch_args": strings()},
+                   "pbsbatch_args": strings(),
+                   # hpcdet's: how ranks start (null: mpiexec, PBS has no srun).
+                   "launcher": optional_enum(["default", "mpiexec"])},
 })
 
 PROFILING = named("profiling", "ProfilingConfig", {

@@ -1,7 +1,8 @@
 """Where this process sits in the job: rank, world size, node, rendezvous address.
 
 The launcher that started the ranks describes it in each rank's variables; the first of
-these that is present wins:
+these that is present wins (except that the MPI variables win over Slurm's where they
+disagree: ``mpiexec`` inside a Slurm job, whose ranks inherit its daemons' ``SLURM_*``):
 
 1. an ``srun`` task (``SLURM_PROCID``): Slurm's per-task variables
    (:mod:`hpcdet.harness.launchers.slurm`);
@@ -83,7 +84,7 @@ class ClusterEnv:
         variables leave open; see the module's docstring.
         """
         env = os.environ if environ is None else environ
-        placement = slurm_placement(env) or mpi_placement(env)
+        placement = _launcher_placement(env)
         if placement is None:
             return cls.single_process(first_var(env, "SLURM_JOB_ID", "PBS_JOBID"))
         if not placement.complete:
@@ -124,6 +125,22 @@ class ClusterEnv:
         effective = dataclasses.replace(self, master_addr=addr, master_port=port)
         env.update(effective.torch_env())
         return effective
+
+
+def _launcher_placement(env: Mapping[str, str]) -> Placement | None:
+    """Slurm's view, unless an ``mpiexec`` started this rank.
+
+    ``mpiexec`` inside a Slurm allocation starts its daemons with ``srun``, one per node, so
+    its ranks inherit the daemon's ``SLURM_PROCID``/``SLURM_NTASKS``; the MPI variables are
+    the rank's own. Only Open MPI's launcher exports ``OMPI_COMM_WORLD_*``, so those always
+    win (every rank then takes the same path); other MPI variables win where they contradict
+    Slurm's. Under ``srun`` (``--mpi=pmix`` too) both agree and Slurm's complete view is kept.
+    """
+    slurm, mpi = slurm_placement(env), mpi_placement(env)
+    if slurm is None or mpi is None:
+        return slurm or mpi
+    agree = mpi.rank == slurm.rank and mpi.size in (None, slurm.size)
+    return slurm if agree and mpi.launcher != "openmpi" else mpi
 
 
 def _complete(placement: Placement, env: Mapping[str, str]) -> Placement:

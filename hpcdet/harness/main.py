@@ -42,6 +42,7 @@ from hpcdet.harness import distributed
 from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.early_exit import EarlyExitReason, InvalidHP
 from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, run_entrypoint
+from hpcdet.harness.launchers import mpi_world
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info
 from hpcdet.jobfiles import PREEMPTED, write_exit_reason
 
@@ -161,6 +162,8 @@ def exit_process(code: int) -> None:
     """
     getattr(threading, "_shutdown")()  # noqa: B009 - private, so not in the type stubs
     atexit._run_exitfuncs()
+    if code == 0:  # a failed rank leaves MPI unfinalised, so that mpiexec stops the others
+        mpi_world.finalize()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os._exit(code)

@@ -59,7 +59,11 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A GRES type is written into --gpus/--gres, where ":" and "," have meanings.
 _GPU_TYPE = re.compile(r"^[A-Za-z0-9_.-]+$")
 GPU_REQUESTS = ("tres", "gres", "none")
-LAUNCHERS = ("default", "srun")
+# How ranks start: srun (the default), srun with Slurm's PMIx plugin, or the MPI library's
+# own mpiexec inside the allocation (see _launcher_argv).
+LAUNCHERS = ("default", "srun", "srun-pmix", "mpiexec")
+# Container runtimes that build the rank's environment from named variables only.
+_ENV_BUILDING_RUNTIMES = ("enroot", "podman")
 # What scancel/squeue print for ids Slurm has already forgotten or finished.
 _ALREADY_GONE = ("Invalid job id specified", "already completing or completed")
 # --Format with "|" after each field (no padding); the reason last, as the only field
@@ -278,6 +282,11 @@ def _check_counts(spec: JobSpec) -> None:
                               "(letters, digits, '.', '_', '-')")
     if spec.launcher not in LAUNCHERS:
         raise ValidationError(f"spec.launcher must be one of {LAUNCHERS}, not {spec.launcher!r}")
+    if spec.launcher == "mpiexec" and spec.container.run_type in _ENV_BUILDING_RUNTIMES:
+        # These runtimes pass only named Slurm variables into the container, so a rank would
+        # read the Slurm task of mpiexec's daemon (one per node) as its own rank.
+        raise ValidationError(f"launcher mpiexec cannot start ranks in a "
+                              f"{spec.container.run_type} container (use srun)")
 
 
 def _template_context(spec: JobSpec, gpu_request: str) -> dict[str, object]:
@@ -290,7 +299,7 @@ def _template_context(spec: JobSpec, gpu_request: str) -> dict[str, object]:
         "exit_file_prefix": posixpath.join(spec.job_dir, "exit-"),
         "environment": list(spec.environment.items()),
         "context_dir": context_dir,
-        "srun_options": _srun_options(spec),
+        "launcher": _launcher_argv(spec),
         "launch_lines": launch_lines(container, spec.command, cwd=context_dir),
     }
 
@@ -303,10 +312,13 @@ def _directives(spec: JobSpec, user_args: Sequence[SbatchArg],
     """
     # "%" starts a Slurm filename pattern in --output/--error; "%%" is a literal "%".
     logs = spec.job_dir.replace("%", "%%")
-    # The allocation holds one task per node with the CPUs of all its ranks; the srun
-    # step then starts one rank per slot in it (see JobSpec).
+    # For srun the allocation holds one task per node with the CPUs of all its ranks; the
+    # srun step then starts one rank per slot in it (see JobSpec). mpiexec takes its slots
+    # from the allocation's tasks (SLURM_TASKS_PER_NODE), so there each rank is a task.
     per_node: int | None = 1
     cpus: int | None = spec.ranks_per_node * spec.cpus_per_rank
+    if spec.launcher == "mpiexec":
+        per_node, cpus = spec.ranks_per_node, spec.cpus_per_rank
     if any(arg.option == "--cpus-per-gpu" for arg in user_args):
         cpus = None  # sbatch refuses --cpus-per-task together with the user's --cpus-per-gpu
     directives: dict[str, DirectiveValue] = {
@@ -334,6 +346,20 @@ def gpu_directives(spec: JobSpec, gpu_request: str) -> dict[str, DirectiveValue]
     if spec.nodes == 1:
         return {"gpus": f"{typed}{spec.gpus_per_node}"}
     return {"gpus-per-node": f"{typed}{spec.gpus_per_node}"}
+
+
+def _launcher_argv(spec: JobSpec) -> list[str]:
+    """The command that starts one rank per slot; the container's argv follows it.
+
+    ``mpiexec`` (Open MPI's, measured with Debian's 4.1.4) finds the allocation through
+    Slurm's variables and starts its daemons with ``srun``; ``--bind-to none`` leaves CPU
+    placement to Slurm, as srun does. Ranks inherit the script's environment.
+    """
+    if spec.launcher == "mpiexec":
+        return ["mpiexec", "-n", str(spec.nodes * spec.ranks_per_node),
+                "--map-by", f"ppr:{spec.ranks_per_node}:node", "--bind-to", "none"]
+    pmix = ["--mpi=pmix"] if spec.launcher == "srun-pmix" else []
+    return ["srun", *pmix, *_srun_options(spec)]
 
 
 def _srun_options(spec: JobSpec) -> list[str]:

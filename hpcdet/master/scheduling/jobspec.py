@@ -187,6 +187,7 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
         container=_container(settings, config, run, pool.slot_type),
         script_name=f"job-{run.run_id}.sh",
         owner=run.owner if settings.runas.owner_mode else None,
+        launcher=batch_section(config, rm.type)[1].get("launcher") or "default",
     )
 
 

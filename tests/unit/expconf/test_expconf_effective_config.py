@@ -34,7 +34,8 @@ def test_the_master_fills_name_storage_and_seed(settings: MasterSettings) -> Non
     assert 0 <= config["reproducibility"]["experiment_seed"] < 2**31
     assert config["max_restarts"] == 5 and config["resources"]["slots_per_trial"] == 1
     assert config["searcher"]["smaller_is_better"] is True
-    assert config["slurm"] == {"slots_per_node": None, "gpu_type": None, "sbatch_args": None}
+    assert config["slurm"] == {"slots_per_node": None, "gpu_type": None, "sbatch_args": None,
+                               "launcher": None}
 
 
 def test_what_the_user_gave_wins_over_the_master(settings: MasterSettings) -> None:

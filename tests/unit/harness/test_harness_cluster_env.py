@@ -211,9 +211,17 @@ def without_mpi4py(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mpi_world, "mpi4py_available", lambda: False)
 
 
-def test_slurm_wins_over_mpi_variables() -> None:
-    env = ClusterEnv.from_environ({**OPENMPI_ONE_NODE, **TWO_NODES_ONE_TASK})
+def test_slurm_wins_over_mpi_variables_that_agree() -> None:
+    env = ClusterEnv.from_environ({**HYDRA_ONE_NODE, "PMI_RANK": "1", "PMI_SIZE": "2",
+                                   **TWO_NODES_ONE_TASK})
     assert (env.launcher, env.rank, env.master_addr) == ("slurm", 1, "x")
+
+
+def test_open_mpis_variables_win_over_slurms() -> None:
+    # Only Open MPI's mpiexec sets them; inside a Slurm job its ranks inherit the SLURM_*
+    # of its daemon (see test_harness_mpiexec_in_slurm.py).
+    env = ClusterEnv.from_environ({**OPENMPI_ONE_NODE, **TWO_NODES_ONE_TASK})
+    assert (env.launcher, env.rank, env.master_addr) == ("openmpi", 1, "127.0.0.1")
 
 
 def test_openmpi_on_one_node_needs_no_mpi_call(without_mpi4py: None) -> None:
