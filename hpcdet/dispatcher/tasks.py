@@ -60,6 +60,9 @@ class TaskSpec:
     export_environment: bool = True
     # The program that runs the script (PBS -S); None: the script's own #! line.
     interpreter: str | None = None
+    # Whether standard error goes with the output (PBS -j oe/eo); None: it does when
+    # ``error`` is None or names the output's file (Slurm).
+    joined: bool | None = None
 
     @property
     def wrapper_path(self) -> str:
@@ -75,6 +78,8 @@ class TaskSpec:
 
     @property
     def separate_error(self) -> bool:
+        if self.joined is not None:
+            return not self.joined
         return self.error is not None and self.error != self.output
 
 
@@ -92,6 +97,7 @@ class TaskFields:
     # The options passed on to the scheduler as given.
     passed: tuple[Setting, ...]
     interpreter: str | None = None
+    joined: bool | None = None
 
 
 class TaskDialect(abc.ABC):

@@ -35,8 +35,9 @@ def create_task() -> Any:
 
     ``scheduler`` (``slurm``, the default, or ``pbs``) says whose options the body holds;
     a master with another resource manager refuses it. With ``test_only`` nothing is
-    submitted: the answer holds the wrapper script and the argv the master would run. ``"workspace": NAME`` shares the task with the
-    workspace's members (editor role needed; checked before anything is submitted).
+    submitted: the answer holds the wrapper script and the argv the master would run.
+    ``"workspace": NAME`` shares the task with the workspace's members (editor role
+    needed; checked before anything is submitted).
     """
     owner = current_user()
     body = json_body()

@@ -223,6 +223,7 @@ def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
         account=fields.account or account_for_task(settings, owner), output=fields.output,
         error=fields.error, append=fields.append,
         export_environment=request.environment is not None, interpreter=fields.interpreter,
+        joined=fields.joined,
     )  # fmt: skip
     return TaskPlan(owner, request, spec, pool.name or None)
 
