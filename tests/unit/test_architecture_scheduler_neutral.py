@@ -17,12 +17,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] / "hpcdet"
 SCHEDULER_PACKAGES = ("hpcdet.dispatcher.slurm", "hpcdet.dispatcher.pbs")
 # Still scheduler-specific, named here so that nothing else joins them: det sbatch's script
-# parsing and task rendering (a PBS twin, det qsub, comes with its own neutral entry point),
-# and fair-share account syncing (sacctmgr; PBS has no equivalent a service may run).
+# parsing and task rendering (a PBS twin, det qsub, comes with its own neutral entry point).
 KNOWN_EXCEPTIONS = {
     "cli/sbatch.py": "det sbatch parses sbatch command lines and #SBATCH lines",
     "master/scheduling/task_submission.py": "det sbatch tasks are rendered as Slurm jobs",
-    "master/queue/fair_share.py": "fair-share accounts are synced with sacctmgr",
 }
 
 

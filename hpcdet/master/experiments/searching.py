@@ -22,6 +22,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from hpcdet.expconf import length_value
+from hpcdet.master.experiments.ending import finish_searched
 from hpcdet.master.models import Experiment, SearcherEvent, Trial, utcnow
 from hpcdet.master.reports.logs import add_system_line
 from hpcdet.master.scheduling.jobspec import job_dir_for
@@ -137,7 +138,7 @@ class SearchDriver:
         report.events_consumed += len(work.events)
         self._save(exp, searcher)
         if searcher.is_complete():
-            _finish(session, exp, searcher)
+            finish_searched(session, exp, failed=searcher.is_failure())
             report.experiments_finished += 1
 
     @staticmethod
@@ -255,13 +256,3 @@ def _stop(session: Session, trial: Trial, cause: str) -> int:
     transition(session, trial, State.STOPPING_COMPLETED, cause=cause)
     trial.stop_requested_at, trial.stop_reason = utcnow(), trial.stop_reason or "searcher_done"
     return 1
-
-
-def _finish(session: Session, exp: Experiment, searcher: Searcher) -> None:
-    """Every requested trial has closed: the experiment ends (ERROR if none succeeded)."""
-    failed = searcher.is_failure()
-    stopping = State.STOPPING_ERROR if failed else State.STOPPING_COMPLETED
-    transition(session, exp, stopping,
-               cause="no trial completed" if failed else "the searcher has finished")
-    transition(session, exp, State.ERROR if failed else State.COMPLETED,
-               cause="all trials ended")

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from hpcdet.dispatcher.accounts import AccountTool, account_tool
+from hpcdet.dispatcher.base import UnsupportedError
 from hpcdet.dispatcher.commands import Runner
-from hpcdet.dispatcher.slurm import accounts as slurm_accounts
 from hpcdet.errors import SchedulerError
 from hpcdet.master.models import CommandTask, Experiment
 from hpcdet.master.scheduling.placement import DEFAULT_WORKSPACE
@@ -90,13 +91,17 @@ def slurm_user() -> str:
     return pwd.getpwuid(os.geteuid()).pw_name
 
 
+def _tool(settings: MasterSettings) -> AccountTool:
+    return account_tool(settings.resource_manager.type)
+
+
 def may_apply(settings: MasterSettings, runner: Runner, user: str) -> str | None:
     """None when the master may run the commands itself, else the reason it may not."""
     fair_share = settings.resource_manager.fair_share
     manage = fair_share.manage_accounts if fair_share is not None else "false"
     if manage == "false":
         return "fair_share.manage_accounts is false"
-    if manage == "true" or slurm_accounts.has_operator_rights(runner, user):
+    if manage == "true" or _tool(settings).has_operator_rights(runner, user):
         return None
     return (f"the master's Slurm user {user!r} is not a Slurm operator or administrator "
             f"(fair_share.manage_accounts is auto)")
@@ -109,8 +114,9 @@ def plan(session: Session, runner: Runner, settings: MasterSettings, *, cluster:
     desired = desired_accounts(session, settings)
     if fair_share is None or not desired:
         return []
-    current = slurm_accounts.read_accounts(runner, cluster)
-    return slurm_accounts.plan_account_sync(current, desired, parent=fair_share.parent_account,
+    tool = _tool(settings)
+    current = tool.read_accounts(runner, cluster)
+    return tool.plan_account_sync(current, desired, parent=fair_share.parent_account,
                                             cluster=cluster, users=[user])
 
 
@@ -121,7 +127,7 @@ def sync_accounts(session: Session, backend_runner: Runner, settings: MasterSett
     if settings.resource_manager.fair_share is None:
         return SyncResult(reason="resource_manager.fair_share is not configured")
     user = user or slurm_user()
-    cluster = cluster or slurm_accounts.read_cluster_name(backend_runner)
+    cluster = cluster or _tool(settings).read_cluster_name(backend_runner)
     commands = plan(session, backend_runner, settings, cluster=cluster, user=user)
     if not commands:
         return SyncResult()
@@ -129,7 +135,7 @@ def sync_accounts(session: Session, backend_runner: Runner, settings: MasterSett
     if reason is not None:
         return SyncResult(commands=commands, reason=reason)
     return SyncResult(commands=commands,
-                      applied=slurm_accounts.apply(backend_runner, commands))
+                      applied=_tool(settings).apply(backend_runner, commands))
 
 
 def ensure_account(session: Session, runner: Runner, settings: MasterSettings,
@@ -141,8 +147,12 @@ def ensure_account(session: Session, runner: Runner, settings: MasterSettings,
     """
     if account is None or settings.resource_manager.fair_share is None:
         return None
-    cluster = slurm_accounts.read_cluster_name(runner)
-    current = slurm_accounts.read_accounts(runner, cluster)
+    try:
+        tool = _tool(settings)
+    except UnsupportedError:
+        return None  # the site keeps the scheduler's fair-share tree (PBS)
+    cluster = tool.read_cluster_name(runner)
+    current = tool.read_accounts(runner, cluster)
     if account in current and slurm_user() in current[account].users:
         return None
     return sync_accounts(session, runner, settings, dry_run=False, cluster=cluster)
@@ -187,6 +197,7 @@ class AccountSync:
         self._cluster: str | None = None
         self._known: set[str] = set()
         self._reported: list[list[str]] | None = None
+        self._said_unsupported = False
 
     def refresh(self, session: Session) -> SyncResult | None:
         """Sync now; a scheduler failure is logged (the next refresh tries again)."""
@@ -194,6 +205,11 @@ class AccountSync:
             return None
         try:
             result = self._sync(session)
+        except UnsupportedError as exc:  # PBS: the site keeps the fair-share tree
+            if not self._said_unsupported:
+                log.info("fair-share: %s", exc)
+                self._said_unsupported = True
+            return None
         except SchedulerError as exc:
             log.warning("fair-share account sync failed: %s", exc)
             return None
@@ -207,10 +223,11 @@ class AccountSync:
 
     def _sync(self, session: Session) -> SyncResult:
         if self._cluster is None:
-            self._cluster = slurm_accounts.read_cluster_name(self.runner)
+            self._cluster = _tool(self.settings).read_cluster_name(self.runner)
         result = sync_accounts(session, self.runner, self.settings, dry_run=False,
                                cluster=self._cluster, user=self.user)
-        missing = slurm_accounts.accounts_named(result.commands) if result.reason else set()
+        missing = (_tool(self.settings).accounts_named(result.commands) if result.reason
+                   else set())
         self._known = set(desired_accounts(session, self.settings)) - missing
         return result
 

@@ -1,4 +1,5 @@
-"""What a trial's job ending (or being requeued by Slurm) means for the trial.
+"""How a batch job ended (:func:`job_ending`, for trials and command tasks alike), and what
+that means for a trial (or a requeue by the scheduler).
 
 Every end of a run is one of three outcomes:
 
@@ -48,17 +49,37 @@ class Outcome(str, enum.Enum):
     FAILED = "failed"
 
 
+class Ending(str, enum.Enum):
+    """How the scheduler says a job ended, whatever the job was for (trial or task)."""
+
+    COMPLETED = "completed"  # exited 0
+    CANCELLED = "cancelled"  # scancel/qdel, by hpcdet or anyone else
+    PREEMPTED = "preempted"  # preempted and not requeued
+    TIMEOUT = "timeout"  # its time limit (Slurm TIMEOUT; PBS walltime)
+    FAILED = "failed"  # non-zero exit, node failure, out of memory, lost, ...
+
+
+_ENDINGS = {JobPhase.COMPLETED: Ending.COMPLETED, JobPhase.CANCELLED: Ending.CANCELLED,
+            JobPhase.PREEMPTED: Ending.PREEMPTED, JobPhase.TIMEOUT: Ending.TIMEOUT}
+
+
+def job_ending(status: JobStatus) -> Ending:
+    """The one classification of a finished job's status, for trials and command tasks."""
+    return _ENDINGS.get(status.phase, Ending.FAILED)
+
+
 def classify(session: Session, job: Job, trial: Trial, status: JobStatus) -> Outcome:
     """The outcome of the execution of ``job`` that just ended with ``status``."""
+    ending = job_ending(status)
     if _stopped_on_request(job, trial.job_dir, job.requeues):
         return Outcome.INTERRUPTED
-    if status.phase is JobPhase.CANCELLED and job.cancel_requested:
+    if ending is Ending.CANCELLED and job.cancel_requested:
         return Outcome.INTERRUPTED  # the master cancelled it (a pause, a stop): no failure
-    if status.phase is JobPhase.COMPLETED or trial.early_exit:
+    if ending is Ending.COMPLETED or trial.early_exit:
         return Outcome.DONE
-    if status.phase is JobPhase.PREEMPTED:
+    if ending is Ending.PREEMPTED:
         return Outcome.INTERRUPTED
-    if status.phase is JobPhase.TIMEOUT and _checkpointed_during(session, job, trial):
+    if ending is Ending.TIMEOUT and _checkpointed_during(session, job, trial):
         return Outcome.INTERRUPTED
     return Outcome.FAILED
 
@@ -77,7 +98,7 @@ def _checkpointed_during(session: Session, job: Job, trial: Trial) -> bool:
 def job_ended(session: Session, job: Job, trial: Trial, status: JobStatus,
               max_restarts: int) -> None:
     """Apply the end of ``job``'s last execution to ``trial`` (the one place that does)."""
-    cause = (f"Slurm job {job.job_id} ended {status.native_state or status.phase.value}"
+    cause = (f"job {job.job_id} ended {status.native_state or status.phase.value}"
              f" (exit code {status.exit_code})")
     current = State(trial.state)
     if current.is_terminal:
@@ -104,7 +125,7 @@ def _end_stopping(session: Session, trial: Trial, current: State, status: JobSta
 
 def _complete(session: Session, job: Job, trial: Trial, status: JobStatus, cause: str) -> None:
     if trial.state == State.QUEUED.value:  # it ran and ended between two polls
-        transition(session, trial, State.RUNNING, cause=f"Slurm job {job.job_id} ran on "
+        transition(session, trial, State.RUNNING, cause=f"job {job.job_id} ran on "
                    f"{status.nodes or '?'} (seen after it ended)")
     transition(session, trial, State.COMPLETED, cause=cause)
 

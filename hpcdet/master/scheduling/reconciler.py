@@ -20,6 +20,7 @@ from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import job_dir_archive, prepare_job_dir
 from hpcdet.errors import HpcdetError
 from hpcdet.master.db import session_scope
+from hpcdet.master.experiments.ending import end_stopped_experiments
 from hpcdet.master.experiments.searching import SearchDriver, SearchReport
 from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
 from hpcdet.master.queue.cluster_view import ClusterView
@@ -358,15 +359,9 @@ class Reconciler:
     # experiments --------------------------------------------------------------------
     def _roll_up(self) -> None:
         with session_scope(self.sessions) as session:
-            # Active experiments end when their searcher says so (experiments/searching.py);
-            # this finishes the ones being stopped (killed, or failed) once nothing runs.
-            live = [s.value for s in STOPPING_STATES]
-            for exp in session.scalars(select(Experiment).where(Experiment.state.in_(live))):
-                states = session.scalars(select(Trial.state).where(
-                    Trial.experiment_id == exp.id))
-                if all(State(s).is_terminal for s in states):
-                    transition(session, exp, STOPPING_TO_TERMINAL[State(exp.state)],
-                               cause="all trials ended")
+            # Active experiments end when their searcher says so; this ends the ones being
+            # stopped once nothing runs. Both live in experiments/ending.py.
+            end_stopped_experiments(session)
 
 
 def _configs_of(session: Session, experiment_ids: set[int]) -> dict[int, dict[str, Any]]:

@@ -29,6 +29,7 @@ from hpcdet.master.errors import ApiError
 from hpcdet.master.models import CommandTask, utcnow
 from hpcdet.master.queue.job_queue import entries_of
 from hpcdet.master.queue.snapshots import QUEUE, load_snapshot
+from hpcdet.master.scheduling.job_outcomes import Ending, job_ending
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 
@@ -36,8 +37,9 @@ log = logging.getLogger("hpcdet.tasks")
 
 ACTIVE_STATES = (State.QUEUED.value, State.RUNNING.value, State.STOPPING_KILLED.value)
 # How a job that left Slurm's queue ends its task.
-_END_STATES: Mapping[JobPhase, State] = {JobPhase.COMPLETED: State.COMPLETED,
-                                         JobPhase.CANCELLED: State.CANCELED}
+# A task ends as sbatch users expect: a cancelled job is CANCELED, whoever cancelled it.
+_END_STATES: Mapping[Ending, State] = {Ending.COMPLETED: State.COMPLETED,
+                                       Ending.CANCELLED: State.CANCELED}
 LOG_STREAMS = {"output": TASK_OUTPUT_LOG, "error": TASK_ERROR_LOG}
 MAX_LOG_CHUNK = 1024 * 1024
 
@@ -69,14 +71,14 @@ def apply_task_statuses(sessions: sessionmaker[Session], refs: Sequence[tuple[in
 
 
 def apply_status(session: Session, task: CommandTask, status: JobStatus) -> None:
-    """Record what Slurm says of the task's job and move the task's state along."""
+    """Record what the scheduler says of the task's job and move the task's state along."""
     task.native_state, task.reason = status.native_state or None, status.reason
     task.nodes = status.nodes or task.nodes
     if status.exit_code is not None:
         task.exit_code = status.exit_code
-    job = f"Slurm job {task.job_id}"
+    job = f"job {task.job_id}"
     if status.phase.is_terminal:
-        end = _END_STATES.get(status.phase, State.ERROR)
+        end = _END_STATES.get(job_ending(status), State.ERROR)
         transition(session, task, end, cause=f"{job} ended {_ending(status)}")
     elif status.phase is JobPhase.RUNNING and task.state == State.QUEUED.value:
         task.started_at = task.started_at or utcnow()
@@ -88,7 +90,7 @@ def apply_status(session: Session, task: CommandTask, status: JobStatus) -> None
 def _ending(status: JobStatus) -> str:
     words = status.native_state or status.phase.value
     if status.phase is JobPhase.MISSING:
-        words = "unknown to Slurm (no longer in its queue or accounting)"
+        words = "unknown to the scheduler (no longer in its queue, history or accounting)"
     return words if status.exit_code is None else f"{words}, exit code {status.exit_code}"
 
 

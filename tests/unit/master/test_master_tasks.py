@@ -236,7 +236,7 @@ def test_the_poll_moves_tasks_along_in_the_one_poll(task_app: Flask, api: FlaskC
     assert [states[i]["state"] for i in ids] == ["RUNNING", "COMPLETED", "ERROR"]
     assert states[1]["started_at"] and states[1]["nodes"] == "node1"
     assert (states[2]["exit_code"], states[3]["exit_code"]) == (0, 1)
-    assert states[3]["history"][-1]["cause"] == "Slurm job 103 ended FAILED, exit code 1"
+    assert states[3]["history"][-1]["cause"] == "job 103 ended FAILED, exit code 1"
     fake.phases["101"] = JobPhase.PENDING  # requeued
     cycle.cycle()
     assert api.get("/api/v1/tasks/1").json["task"]["state"] == "QUEUED"
