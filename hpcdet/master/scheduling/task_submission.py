@@ -334,9 +334,8 @@ def submit(session: Session, settings: MasterSettings, backend: Backend,
     owner = plan.owner if runas is not None else None
     try:
         _write_job_dir(spec, plan.request, runas, owner)
-        if backend.name == "slurm":  # fair-share accounts are Slurm associations
-            # A new owner's fair-share account must exist before sbatch names it.
-            ensure_account(session, backend.runner, settings, spec.account)
+        # A new owner's fair-share account must exist before sbatch names it.
+        ensure_account(session, backend.runner, settings, spec.account)
         task.job_id = backend.submit(replace(submission, owner=owner))
     except SchedulerError as exc:
         _remove_job_dir(task.job_dir, runas, owner)
