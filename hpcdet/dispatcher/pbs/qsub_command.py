@@ -72,6 +72,7 @@ def prepare(argv: Sequence[str], environ: Mapping[str, str], cwd: str,
             read_stdin: Callable[[], bytes | None]) -> Prepared:
     """Read the script and the options, merge them and build the request body."""
     command = parse_command_line(argv)
+    check_not_refused(command.settings)  # qsub -I needs no script: say so first
     warnings: list[str] = []
     script, wrap, name = _script_or_command(command, cwd, read_stdin)
     directives: list[Setting] = []
