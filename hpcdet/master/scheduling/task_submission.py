@@ -115,6 +115,7 @@ def parse_request(body: Mapping[str, Any], resource_manager: str) -> TaskRequest
 
 
 def _dialect(body: Mapping[str, Any], resource_manager: str) -> TaskDialect:
+    """The dialect the body's ``scheduler`` names; 400 unless it is the master's own."""
     scheduler = body.get("scheduler", DEFAULT_SCHEDULER)
     if not isinstance(scheduler, str):
         raise _bad("scheduler: must be the name of a scheduler (slurm, pbs)")
