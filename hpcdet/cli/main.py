@@ -42,6 +42,7 @@ _SUBCOMMANDS = {
     "resource-pool": "hpcdet.cli.resource_pool:resource_pool",
     "job": "hpcdet.cli.job:job",
     "sbatch": "hpcdet.cli.sbatch:sbatch",
+    "qsub": "hpcdet.cli.qsub:qsub",
     "task": "hpcdet.cli.task:task",
     "user": "hpcdet.cli.user:user",
     "workspace": "hpcdet.cli.workspace:workspace",

@@ -16,12 +16,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "hpcdet"
 SCHEDULER_PACKAGES = ("hpcdet.dispatcher.slurm", "hpcdet.dispatcher.pbs")
-# Still scheduler-specific, named here so that nothing else joins them: det sbatch's script
-# parsing and task rendering (a PBS twin, det qsub, comes with its own neutral entry point).
-KNOWN_EXCEPTIONS = {
-    "cli/sbatch.py": "det sbatch parses sbatch command lines and #SBATCH lines",
-    "master/scheduling/task_submission.py": "det sbatch tasks are rendered as Slurm jobs",
-}
+# Modules still allowed a scheduler import, named with the reason (none left: det sbatch and
+# det qsub reach their schedulers through hpcdet.dispatcher.batch_commands and
+# hpcdet.dispatcher.tasks).
+KNOWN_EXCEPTIONS: dict[str, str] = {}
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -18,26 +18,48 @@ import posixpath
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from hpcdet.dispatcher.base import Submission
+from hpcdet.dispatcher import tasks
+from hpcdet.dispatcher.base import Backend, Submission
 from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
-from hpcdet.dispatcher.safety import check_safe
-from hpcdet.dispatcher.slurm.sbatch_options import BY_NAME, Setting
-from hpcdet.errors import ValidationError
+from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS, check_safe
+from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
+from hpcdet.dispatcher.slurm.sbatch_options import (
+    BY_NAME,
+    BY_SHORT,
+    CLI_ONLY,
+    MASTER_HANDLED,
+    ArgKind,
+    Setting,
+    option_named,
+    refusal,
+    value_of,
+)
+from hpcdet.dispatcher.tasks import (
+    ENV_NAME,
+    ENVIRONMENT_NAME,
+    SCRIPT_NAME,
+    WRAPPER_NAME,
+    TaskFields,
+    TaskSpec,
+    describe_argv,
+)
+from hpcdet.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:  # det's commands import this module; they need no templates
     import jinja2
 
+__all__ = ["DIALECT", "ENVIRONMENT_NAME", "ENV_NAME", "SCRIPT_NAME", "WRAPPER_NAME",
+           "TaskSpec", "check_script", "describe_argv", "environment_file", "pattern_word",
+           "render_task", "task_files", "wrap_script"]
+
 TEMPLATE_NAME = "slurm_task.sh.j2"
-WRAPPER_NAME = "hpcdet-task.sh"
-SCRIPT_NAME = "script"
-ENVIRONMENT_NAME = "environment.sh"
 OUTPUT_LOG = TASK_OUTPUT_LOG
 ERROR_LOG = TASK_ERROR_LOG
 DEFAULT_OUTPUT = "slurm-%j.out"
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+OPEN_MODES = ("append", "truncate")
+ENVIRONMENT_SOURCE = "det sbatch sent (--export)"
 # What Slurm sets in a batch job's environment besides SLURM_*: kept when the master's own
 # environment is dropped (GPU variables come from the job's GRES allocation).
 KEPT_VARIABLES = ("SLURM_*", "SLURMD_*", "SBATCH_*", "ENVIRONMENT", "HOSTNAME", "TMPDIR",
@@ -51,45 +73,6 @@ DRAIN_TRIES = 50
 _BATCH_STEP = "4294967291"
 _NO_ARRAY_TASK = "4294967294"
 _PATTERN = re.compile(r"%(\d*)([%AaJjNnstux])")
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    """Everything needed to render one command task; values are checked at render time."""
-
-    task_id: int
-    name: str
-    job_dir: str
-    workdir: str
-    submit_dir: str
-    comment: str
-    args: tuple[str, ...] = ()
-    # Options passed to sbatch as given (canonical long names, in effect order).
-    options: tuple[Setting, ...] = ()
-    partition: str | None = None
-    account: str | None = None
-    # The user's filename patterns; error None: standard error goes with the output.
-    output: str = DEFAULT_OUTPUT
-    error: str | None = None
-    append: bool = False
-    # False: --export=NONE (Slurm's own meaning); True: the wrapper sources environment.sh.
-    export_environment: bool = True
-
-    @property
-    def wrapper_path(self) -> str:
-        return posixpath.join(self.job_dir, WRAPPER_NAME)
-
-    @property
-    def script_path(self) -> str:
-        return posixpath.join(self.job_dir, SCRIPT_NAME)
-
-    @property
-    def environment_path(self) -> str:
-        return posixpath.join(self.job_dir, ENVIRONMENT_NAME)
-
-    @property
-    def separate_error(self) -> bool:
-        return self.error is not None and self.error != self.output
 
 
 def render_task(spec: TaskSpec, templates: jinja2.Environment, *,
@@ -118,13 +101,7 @@ def sbatch_options(spec: TaskSpec) -> list[str]:
 
 def environment_file(environment: Mapping[str, str]) -> str:
     """The text of ``environment.sh``: one quoted ``export`` per variable, sorted."""
-    lines = ["# The environment det sbatch sent (--export); sourced by " + WRAPPER_NAME]
-    for name in sorted(environment):
-        if not ENV_NAME.match(name):
-            raise ValidationError(f"environment: {name!r} is not a valid variable name")
-        value = check_safe(environment[name], f"environment[{name!r}]")
-        lines.append(f"export {name}={shlex.quote(value)}")
-    return "\n".join(lines) + "\n"
+    return tasks.environment_file(environment, ENVIRONMENT_SOURCE)
 
 
 def check_script(script: str) -> None:
@@ -222,12 +199,100 @@ def _template_context(spec: TaskSpec) -> dict[str, object]:
 def task_files(spec: TaskSpec, script: str,
                environment: Mapping[str, str] | None) -> dict[str, tuple[str, int]]:
     """``{path: (text, mode)}`` the job directory holds besides the wrapper."""
-    files = {spec.script_path: (script, 0o700)}
-    if spec.export_environment:
-        files[spec.environment_path] = (environment_file(environment or {}), 0o600)
-    return files
+    return DIALECT.task_files(spec, script, environment)
 
 
-def describe_argv(argv: Sequence[str]) -> str:
-    """The argv as one shell-quoted line (for --test-only)."""
-    return " ".join(shlex.quote(word) for word in argv)
+# ---- the master's side (hpcdet.master.scheduling.task_submission) -------------------------
+
+
+class SlurmTaskDialect(tasks.TaskDialect):
+    """det sbatch's tasks: sbatch's options by long name, a wrapper sbatch submits."""
+
+    scheduler = "slurm"
+    client = "det sbatch"
+    submit_command = "sbatch"
+    pool_option = "--partition"
+    default_script_name = "sbatch"
+    takes_args = True
+    environment_source = ENVIRONMENT_SOURCE
+
+    def check_options(self, raw: Sequence[Any]) -> tuple[Setting, ...]:
+        """``[[long name, value or null], ...]`` checked against sbatch's option table."""
+        errors: list[str] = []
+        settings: list[Setting] = []
+        for index, item in enumerate(raw):
+            problem = _option_problem(item)
+            if problem:
+                errors.append(f"options[{index}]: {problem}")
+            else:
+                settings.append((item[0], item[1]))
+        if errors:
+            raise ConfigError(errors, title="invalid sbatch options")
+        return tuple(settings)
+
+    def fields(self, options: Sequence[Setting], pool_args: Sequence[str]) -> TaskFields:
+        """Pool, name, --chdir, account and files; the rest is passed to sbatch."""
+        pool = value_of(options, "partition")
+        if pool is not None and "," in pool:
+            raise ValidationError(f"--partition={pool}: det sbatch takes one resource pool, "
+                                  "not a list")
+        passed = [(name, value) for name, value in options if name not in MASTER_HANDLED]
+        return TaskFields(
+            pool=pool, name=value_of(options, "job-name"), chdir=value_of(options, "chdir"),
+            account=value_of(options, "account"),
+            output=value_of(options, "output") or DEFAULT_OUTPUT,
+            error=value_of(options, "error"), append=_open_mode(options) == "append",
+            passed=(*_pool_settings(pool_args), *passed))
+
+    def check_script(self, script: str) -> None:
+        check_script(script)
+
+    def wrap_script(self, command: str) -> str:
+        return wrap_script(command)
+
+    def render(self, spec: TaskSpec, templates: jinja2.Environment,
+               backend: Backend) -> Submission:
+        return render_task(spec, templates, sbatch=getattr(backend, "sbatch", "sbatch"))
+
+
+def _option_problem(item: Any) -> str | None:
+    if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+            or not isinstance(item[1], (str, type(None)))):
+        return "must be [name, value] with a string name and a string or null value"
+    name, value = item
+    option = BY_NAME.get(name)
+    if option is None:
+        return f"unknown sbatch option --{name} (long names without dashes, e.g. 'time')"
+    if name in CLI_ONLY:
+        return f"--{name} is handled by det sbatch itself, not by the master"
+    if (reason := refusal(name)) is not None:
+        return reason
+    if option.kind is ArgKind.NONE and value is not None:
+        return f"--{name} takes no value"
+    if option.kind is ArgKind.REQUIRED and value is None:
+        return f"--{name} needs a value"
+    for char, description in UNSAFE_CHARACTERS.items():
+        if value is not None and char in value:
+            return f"--{name}: the value contains {description} ({char!r})"
+    return None
+
+
+def _pool_settings(sbatch_args: Sequence[str]) -> list[Setting]:
+    """A pool's ``sbatch_args`` (already checked at start) as settings."""
+    settings: list[Setting] = []
+    for arg in parse_sbatch_args(sbatch_args, path="pool sbatch_args"):
+        option = (BY_SHORT.get(arg.option[1:]) if not arg.option.startswith("--")
+                  else option_named(arg.option[2:], "pool sbatch_args"))
+        if option is not None:
+            settings.append((option.name, arg.value))
+    return settings
+
+
+def _open_mode(options: Sequence[Setting]) -> str:
+    mode = (value_of(options, "open-mode") or "truncate").lower()
+    if mode not in OPEN_MODES:
+        raise ValidationError(f"--open-mode={mode}: must be append or truncate")
+    return mode
+
+
+DIALECT = SlurmTaskDialect()

@@ -302,8 +302,9 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {200: obj({"resource_pools": array(ref("Pool")), "taken_at": TIME,
                               "refresh_seconds": NUM})}},
     ("POST", "/api/v1/tasks"): {
-        "summary": "Submit a batch script (det sbatch) as a command task",
-        "body": obj({}, {"script": OPT_STR, "wrap": OPT_STR, "script_name": STR,
+        "summary": "Submit a batch script (det sbatch, det qsub) as a command task",
+        "body": obj({}, {"scheduler": {"type": "string", "enum": ["slurm", "pbs"]},
+                         "script": OPT_STR, "wrap": OPT_STR, "script_name": STR,
                          "args": array(STR), "options": array(array(OPT_STR)),
                          "cwd": STR, "environment": nullable(
                              {"type": "object", "additionalProperties": STR}),

@@ -1,6 +1,7 @@
-"""Command task routes (``det sbatch``, ``det task``): submit, list, describe, kill, logs.
+"""Command task routes (``det sbatch``, ``det qsub``, ``det task``): submit, list, describe,
+kill, logs.
 
-Submitting runs sbatch once, in the request (a user action, like sbatch itself); the other
+Submitting runs sbatch (or qsub) once, in the request (a user action, like sbatch itself); the other
 routes read the database, the ``queue`` snapshot and the task's job directory only.
 """
 
@@ -32,14 +33,16 @@ def _backend() -> Backend:
 def create_task() -> Any:
     """Submit a batch script (or ``wrap`` command) as a command task; 201 with the task.
 
-    With ``test_only`` nothing is submitted: the answer holds the wrapper script and the
-    sbatch argv the master would run. ``"workspace": NAME`` shares the task with the
-    workspace's members (editor role needed; checked before anything is submitted).
+    ``scheduler`` (``slurm``, the default, or ``pbs``) says whose options the body holds;
+    a master with another resource manager refuses it. With ``test_only`` nothing is
+    submitted: the answer holds the wrapper script and the argv the master would run.
+    ``"workspace": NAME`` shares the task with the workspace's members (editor role
+    needed; checked before anything is submitted).
     """
     owner = current_user()
     body = json_body()
     workspace_id, _ = placement_for(db(), settings(), owner, body.get("workspace"), None)
-    parsed = task_submission.parse_request(body)
+    parsed = task_submission.parse_request(body, _backend().name)
     plan = task_submission.plan_task(db(), settings(), parsed, owner)
     if parsed.test_only:
         preview = task_submission.preview(settings(), _backend(), plan)

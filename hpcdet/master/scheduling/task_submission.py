@@ -1,11 +1,15 @@
-"""Accepting a command task (``det sbatch``): validate, choose pool and account, render, submit.
+"""Accepting a command task (``det sbatch``, ``det qsub``): validate, choose pool and
+account, render, submit.
 
-``det sbatch`` has already merged the script's ``#SBATCH`` lines, the ``SBATCH_*``
-variables and the command line (:mod:`hpcdet.dispatcher.slurm.sbatch_options`); the master
-checks every option again, because the API is open to any client. Submission happens in
-the request, as sbatch would: the task row is added (for its id), the job directory is
-written, sbatch runs once, and the caller commits. If sbatch refuses, nothing is kept and
-the answer carries sbatch's own message. See docs/sbatch.md.
+The client has already merged the script's directives (``#SBATCH``, ``#PBS``), its
+environment and its command line, in its scheduler's order of precedence; the master checks
+every option again, because the API is open to any client. The body's ``scheduler``
+(``slurm`` by default) names whose options these are; a master whose resource manager is
+another refuses the task. Everything scheduler-specific goes through the scheduler's
+:class:`~hpcdet.dispatcher.tasks.TaskDialect`. Submission happens in the request, as sbatch
+or qsub would: the task row is added (for its id), the job directory is written, the submit
+command runs once, and the caller commits. If it refuses, nothing is kept and the answer
+carries its own message. See docs/sbatch.md and docs/qsub.md.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import os
 import posixpath
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,26 +33,14 @@ from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import make_environment
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
-from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
-from hpcdet.dispatcher.slurm.sbatch_options import (
-    BY_NAME,
-    BY_SHORT,
-    CLI_ONLY,
-    MASTER_HANDLED,
-    ArgKind,
-    Setting,
-    option_named,
-    refusal,
-    value_of,
-)
-from hpcdet.dispatcher.slurm.task import (
-    DEFAULT_OUTPUT,
+from hpcdet.dispatcher.tags import task_tag
+from hpcdet.dispatcher.tasks import (
     ENV_NAME,
+    Setting,
+    TaskDialect,
+    TaskFields,
     TaskSpec,
-    check_script,
-    render_task,
-    task_files,
-    wrap_script,
+    task_dialect,
 )
 from hpcdet.errors import ConfigError, SchedulerError, ValidationError
 from hpcdet.jobfiles import write_atomically
@@ -66,7 +58,7 @@ from hpcdet.states import State
 log = logging.getLogger(__name__)
 
 MAX_ARGS = 1024
-OPEN_MODES = ("append", "truncate")
+DEFAULT_SCHEDULER = "slurm"
 
 
 @dataclass(frozen=True)
@@ -81,6 +73,7 @@ class TaskRequest:
     # None: --export=NONE; otherwise exactly the variables the job starts with.
     environment: Mapping[str, str] | None
     test_only: bool = False
+    dialect: TaskDialect = field(default_factory=lambda: task_dialect(DEFAULT_SCHEDULER))
 
 
 @dataclass(frozen=True)
@@ -105,58 +98,81 @@ def account_for_task(settings: MasterSettings, owner: str) -> str | None:
 # ---- the request ---------------------------------------------------------------------------
 
 
-def parse_request(body: Mapping[str, Any]) -> TaskRequest:
-    """Check the body's shape and every value; 400 naming the first bad field."""
-    script = _script(body)
-    options = check_options(body.get("options", []))
+def parse_request(body: Mapping[str, Any], resource_manager: str) -> TaskRequest:
+    """Check the body's shape and every value; 400 naming the first bad field.
+
+    ``resource_manager``: the master's scheduler (the backend's name); a task written for
+    another is refused before anything else is read."""
+    dialect = _dialect(body, resource_manager)
+    script = _script(body, dialect)
+    options = check_options(body.get("options", []), dialect)
     return TaskRequest(
-        script=script, script_name=_script_name(body), args=_args(body.get("args", [])),
-        options=options, cwd=_cwd(body.get("cwd")),
-        environment=_environment(body.get("environment")),
-        test_only=bool(body.get("test_only", False)),
+        script=script, script_name=_script_name(body, dialect),
+        args=_args(body.get("args", []), dialect), options=options,
+        cwd=_cwd(body.get("cwd"), dialect), environment=_environment(body.get("environment")),
+        test_only=bool(body.get("test_only", False)), dialect=dialect,
     )  # fmt: skip
+
+
+def _dialect(body: Mapping[str, Any], resource_manager: str) -> TaskDialect:
+    """The dialect the body's ``scheduler`` names; 400 unless it is the master's own."""
+    scheduler = body.get("scheduler", DEFAULT_SCHEDULER)
+    if not isinstance(scheduler, str):
+        raise _bad("scheduler: must be the name of a scheduler (slurm, pbs)")
+    try:
+        dialect = task_dialect(scheduler)
+    except ValidationError as exc:
+        raise _bad(f"scheduler: {exc}") from exc
+    if scheduler != resource_manager:
+        raise ApiError(400, "wrong_scheduler",
+                       f"this master's resource manager is {resource_manager}, so it cannot "
+                       f"run a {dialect.client} task (written for {scheduler}); use "
+                       f"{task_dialect(resource_manager).client}")
+    return dialect
 
 
 def _bad(message: str) -> ApiError:
     return ApiError(400, "bad_request", message)
 
 
-def _script(body: Mapping[str, Any]) -> str:
+def _script(body: Mapping[str, Any], dialect: TaskDialect) -> str:
     script, wrap = body.get("script"), body.get("wrap")
     if (script is None) == (wrap is None):
         raise _bad("give either 'script' (the batch script's text) or 'wrap' (a command)")
     if wrap is not None:
         if not isinstance(wrap, str) or not wrap.strip() or "\x00" in wrap:
             raise _bad("wrap: must be a non-empty command without NUL bytes")
-        return wrap_script(wrap)
+        return dialect.wrap_script(wrap)
     if not isinstance(script, str):
         raise _bad("script: must be the batch script's text")
     try:
-        check_script(script)
+        dialect.check_script(script)
     except ValidationError as exc:
         raise _bad(f"script: {exc}") from exc
     return script
 
 
-def _script_name(body: Mapping[str, Any]) -> str:
-    default = "wrap" if body.get("wrap") is not None else "sbatch"
+def _script_name(body: Mapping[str, Any], dialect: TaskDialect) -> str:
+    default = "wrap" if body.get("wrap") is not None else dialect.default_script_name
     name = body.get("script_name") or default
     if not isinstance(name, str) or not name.strip():
         raise _bad("script_name: must be a file name")
     return _safe(posixpath.basename(name) or default, "script_name")
 
 
-def _args(raw: Any) -> tuple[str, ...]:
+def _args(raw: Any, dialect: TaskDialect) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
         raise _bad("args: must be a list of strings")
+    if raw and not dialect.takes_args:
+        raise _bad(f"args: {dialect.submit_command} passes no arguments to a batch script")
     if len(raw) > MAX_ARGS:
         raise _bad(f"args: at most {MAX_ARGS} arguments")
     return tuple(_safe(a, f"args[{i}]") for i, a in enumerate(raw))
 
 
-def _cwd(raw: Any) -> str:
+def _cwd(raw: Any, dialect: TaskDialect) -> str:
     if not isinstance(raw, str) or not raw.startswith("/"):
-        raise _bad("cwd: must be the absolute path det sbatch ran in")
+        raise _bad(f"cwd: must be the absolute path {dialect.client} ran in")
     return posixpath.normpath(_safe(raw, "cwd"))
 
 
@@ -178,47 +194,15 @@ def _safe(value: str, where: str) -> str:
     for char, description in UNSAFE_CHARACTERS.items():
         if char in value:
             raise _bad(f"{where}: contains {description} ({char!r}), which cannot be "
-                       "passed to sbatch safely")
+                       "passed to the scheduler safely")
     return value
 
 
-def check_options(raw: Any) -> tuple[Setting, ...]:
-    """``[[long name, value or null], ...]`` checked against sbatch's option table."""
+def check_options(raw: Any, dialect: TaskDialect) -> tuple[Setting, ...]:
+    """``[[name, value or null], ...]`` checked against the scheduler's option table."""
     if not isinstance(raw, list):
         raise _bad("options: must be a list of [name, value] pairs")
-    errors: list[str] = []
-    settings: list[Setting] = []
-    for index, item in enumerate(raw):
-        problem = _option_problem(item)
-        if problem:
-            errors.append(f"options[{index}]: {problem}")
-        else:
-            settings.append((item[0], item[1]))
-    if errors:
-        raise ConfigError(errors, title="invalid sbatch options")
-    return tuple(settings)
-
-
-def _option_problem(item: Any) -> str | None:
-    if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
-            or not isinstance(item[1], (str, type(None)))):
-        return "must be [name, value] with a string name and a string or null value"
-    name, value = item
-    option = BY_NAME.get(name)
-    if option is None:
-        return f"unknown sbatch option --{name} (long names without dashes, e.g. 'time')"
-    if name in CLI_ONLY:
-        return f"--{name} is handled by det sbatch itself, not by the master"
-    if (reason := refusal(name)) is not None:
-        return reason
-    if option.kind is ArgKind.NONE and value is not None:
-        return f"--{name} takes no value"
-    if option.kind is ArgKind.REQUIRED and value is None:
-        return f"--{name} needs a value"
-    for char, description in UNSAFE_CHARACTERS.items():
-        if value is not None and char in value:
-            return f"--{name}: the value contains {description} ({char!r})"
-    return None
+    return dialect.check_options(raw)
 
 
 # ---- planning ------------------------------------------------------------------------------
@@ -227,41 +211,51 @@ def _option_problem(item: Any) -> str | None:
 def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
               owner: str) -> TaskPlan:
     """Name, working directory, pool, account and output files of the task."""
-    options = request.options
-    pool = _pool(session, settings, value_of(options, "partition"))
+    dialect = request.dialect
+    fields = _fields(dialect, request.options, ())
+    pool = _pool(session, settings, fields.pool, dialect)
+    if pool.sbatch_args:
+        fields = _fields(dialect, request.options, pool.sbatch_args)
     spec = TaskSpec(
-        task_id=0, name=_job_name(request), job_dir="",
-        workdir=_workdir(request, settings.runas.owner_mode),
-        submit_dir=request.cwd, comment="",
-        args=request.args, options=(*_pool_settings(pool.sbatch_args), *_passed(options)),
-        partition=pool.partition, account=value_of(options, "account")
-        or account_for_task(settings, owner),
-        output=value_of(options, "output") or DEFAULT_OUTPUT,
-        error=value_of(options, "error"), append=_open_mode(options) == "append",
-        export_environment=request.environment is not None,
+        task_id=0, name=_job_name(request, fields), job_dir="",
+        workdir=_workdir(request, fields, settings.runas.owner_mode),
+        submit_dir=request.cwd, comment="", args=request.args, options=fields.passed,
+        partition=pool.partition,
+        account=fields.account or account_for_task(settings, owner), output=fields.output,
+        error=fields.error, append=fields.append,
+        export_environment=request.environment is not None, interpreter=fields.interpreter,
+        joined=fields.joined,
     )  # fmt: skip
     return TaskPlan(owner, request, spec, pool.name or None)
 
 
-def _job_name(request: TaskRequest) -> str:
-    name = value_of(request.options, "job-name") or request.script_name
+def _fields(dialect: TaskDialect, options: Sequence[Setting],
+            pool_args: Sequence[str]) -> TaskFields:
+    try:
+        return dialect.fields(options, pool_args)
+    except ValidationError as exc:
+        raise _bad(str(exc)) from exc
+
+
+def _job_name(request: TaskRequest, fields: TaskFields) -> str:
+    name = fields.name or request.script_name
     if not name.strip():
-        raise _bad("--job-name: must not be empty")
+        raise _bad("the job name must not be empty")
     return name
 
 
-def _workdir(request: TaskRequest, owner_mode: bool = False) -> str:
-    """--chdir (relative to where det sbatch ran) or that directory; it must exist here.
+def _workdir(request: TaskRequest, fields: TaskFields, owner_mode: bool = False) -> str:
+    """--chdir (relative to where the client ran) or that directory; it must exist here.
 
     In run-as-owner mode a directory the master may not look into (a user's 0700 home) is
     taken on trust: the job runs as its owner, who can."""
-    chdir = value_of(request.options, "chdir")
-    workdir = posixpath.normpath(posixpath.join(request.cwd, chdir or "."))
+    client = request.dialect.client
+    workdir = posixpath.normpath(posixpath.join(request.cwd, fields.chdir or "."))
     if not _is_dir(workdir, trust_hidden=owner_mode):
-        flag = "--chdir" if chdir else "the directory det sbatch ran in"
+        flag = "--chdir" if fields.chdir else f"the directory {client} ran in"
         raise _bad(f"{flag}: {workdir} does not exist on the master's host, which runs "
-                   "sbatch for you; run det sbatch from (or give --chdir=) a directory on "
-                   "a filesystem the master and the compute nodes share")
+                   f"{request.dialect.submit_command} for you; run {client} from a directory "
+                   "on a filesystem the master and the compute nodes share")
     return workdir
 
 
@@ -282,35 +276,12 @@ def _hidden(path: str) -> bool:
     return False
 
 
-def _pool(session: Session, settings: MasterSettings, name: str | None) -> Pool:
-    if name is not None and "," in name:
-        raise _bad(f"--partition={name}: det sbatch takes one resource pool, not a list")
+def _pool(session: Session, settings: MasterSettings, name: str | None,
+          dialect: TaskDialect) -> Pool:
     try:
-        return find_pool(session, settings, name, aux=True, where="--partition")
+        return find_pool(session, settings, name, aux=True, where=dialect.pool_option)
     except ConfigError as exc:
         raise ApiError(400, "bad_request", exc.errors[0]) from exc
-
-
-def _pool_settings(sbatch_args: Sequence[str]) -> list[Setting]:
-    """A pool's ``sbatch_args`` (already checked at start) as settings."""
-    settings: list[Setting] = []
-    for arg in parse_sbatch_args(sbatch_args, path="pool sbatch_args"):
-        option = (BY_SHORT.get(arg.option[1:]) if not arg.option.startswith("--")
-                  else option_named(arg.option[2:], "pool sbatch_args"))
-        if option is not None:
-            settings.append((option.name, arg.value))
-    return settings
-
-
-def _passed(options: Sequence[Setting]) -> list[Setting]:
-    return [(name, value) for name, value in options if name not in MASTER_HANDLED]
-
-
-def _open_mode(options: Sequence[Setting]) -> str:
-    mode = (value_of(options, "open-mode") or "truncate").lower()
-    if mode not in OPEN_MODES:
-        raise _bad(f"--open-mode={mode}: must be append or truncate")
-    return mode
 
 
 # ---- submitting ----------------------------------------------------------------------------
@@ -323,8 +294,8 @@ def job_dir_for(settings: MasterSettings, task_id: int | str, owner: str = "") -
 
 
 def comment_for(settings: MasterSettings, task_id: int) -> str:
-    """The comment that marks the task's job (hpcdet.master.queue.job_queue reads it)."""
-    return f"hpcdet:{settings.resource_manager.cluster_name}:task-{task_id}"
+    """The tag that marks the task's job (hpcdet.master.queue.job_queue reads it)."""
+    return task_tag(settings.resource_manager.cluster_name, task_id)
 
 
 @functools.lru_cache(maxsize=4)
@@ -335,29 +306,31 @@ def _templates(template_dir: str | None) -> jinja2.Environment:
 def preview(settings: MasterSettings, backend: Backend, plan: TaskPlan) -> Submission:
     """What would be submitted (``--test-only``), with ``task-NEW`` for the unknown id."""
     spec = replace(plan.spec, job_dir=job_dir_for(settings, "NEW"),
-                   comment=f"hpcdet:{settings.resource_manager.cluster_name}:task-NEW")
-    return _render(settings, backend, spec)
+                   comment=task_tag(settings.resource_manager.cluster_name, None))
+    return _render(settings, backend, plan.request.dialect, spec)
 
 
-def _render(settings: MasterSettings, backend: Backend, spec: TaskSpec) -> Submission:
+def _render(settings: MasterSettings, backend: Backend, dialect: TaskDialect,
+            spec: TaskSpec) -> Submission:
     try:
-        return render_task(spec, _templates(settings.resource_manager.template_dir),
-                           sbatch=getattr(backend, "sbatch", "sbatch"))
+        return dialect.render(spec, _templates(settings.resource_manager.template_dir), backend)
     except ValidationError as exc:
         raise _bad(str(exc)) from exc
 
 
 def submit(session: Session, settings: MasterSettings, backend: Backend,
            plan: TaskPlan) -> CommandTask:
-    """Record the task, write its job directory, run sbatch; the caller commits."""
+    """Record the task, write its job directory, run sbatch/qsub; the caller commits."""
+    dialect = plan.request.dialect
     task = _new_task(plan)
     session.add(task)
     # The transition flushes the row, which gives the task the id its job is named after.
-    transition(session, task, State.QUEUED, cause="submitted with det sbatch", actor=plan.owner)
+    transition(session, task, State.QUEUED, cause=f"submitted with {dialect.client}",
+               actor=plan.owner)
     task.job_dir = job_dir_for(settings, task.id, plan.owner)
     spec = replace(plan.spec, task_id=task.id, job_dir=task.job_dir,
                    comment=comment_for(settings, task.id))
-    submission = _render(settings, backend, spec)
+    submission = _render(settings, backend, dialect, spec)
     runas: RunAs | None = getattr(backend, "runas", None)
     owner = plan.owner if runas is not None else None
     try:
@@ -367,7 +340,7 @@ def submit(session: Session, settings: MasterSettings, backend: Backend,
         task.job_id = backend.submit(replace(submission, owner=owner))
     except SchedulerError as exc:
         _remove_job_dir(task.job_dir, runas, owner)
-        raise sbatch_refused(exc) from exc
+        raise sbatch_refused(exc, dialect.submit_command) from exc
     return task
 
 
@@ -395,7 +368,7 @@ def _new_task(plan: TaskPlan) -> CommandTask:
 
 def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = None,
                    owner: str | None = None) -> None:
-    files = task_files(spec, request.script, request.environment)
+    files = request.dialect.task_files(spec, request.script, request.environment)
     if runas is not None and owner is not None:
         # The owner's helper unpacks them: owned by the owner, private to them.
         prefix = spec.job_dir.rstrip("/") + "/"
@@ -412,9 +385,10 @@ def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = N
                          durable=False)
 
 
-def sbatch_refused(exc: SchedulerError) -> ApiError:
-    """sbatch's own words: 400 when it refused the job, 503 when it could not run."""
+def sbatch_refused(exc: SchedulerError, command: str = "sbatch") -> ApiError:
+    """The submit command's own words: 400 when it refused the job, 503 when it could not
+    run (``sbatch_refused``/``qsub_refused``)."""
     message = (exc.stderr.strip() or exc.stdout.strip() or str(exc)).replace("\n", "; ")
     if exc.returncode in (NOT_FOUND, NOT_EXECUTABLE, TIMED_OUT):
-        return ApiError(503, "scheduler_unavailable", f"sbatch could not run: {message}")
-    return ApiError(400, "sbatch_refused", f"sbatch refused the job: {message}")
+        return ApiError(503, "scheduler_unavailable", f"{command} could not run: {message}")
+    return ApiError(400, f"{command}_refused", f"{command} refused the job: {message}")

@@ -32,7 +32,7 @@ EXPECTED_COMMANDS = {
     ("template", "set"), ("template", "remove"),
     ("resource-pool",), ("resource-pool", "list"),
     ("job",), ("job", "list"), ("job", "update"), ("job", "update-batch"),
-    ("sbatch",),
+    ("sbatch",), ("qsub",),
     ("task",), ("task", "list"), ("task", "describe"), ("task", "logs"), ("task", "kill"),
     ("workspace",), ("workspace", "create"), ("workspace", "list"), ("workspace", "describe"),
     ("workspace", "add-member"), ("workspace", "remove-member"),
@@ -111,7 +111,8 @@ print("IMPORTED:", *(m for m in {heavy!r} if m in sys.modules))
 
 
 @pytest.mark.parametrize("args", [["--help"], ["experiment", "--help"],
-                                  ["trial", "logs", "--help"], ["master", "--help"]])
+                                  ["trial", "logs", "--help"], ["master", "--help"],
+                                  ["sbatch", "--help"], ["qsub", "--help"]])
 def test_help_imports_nothing_heavy(args: list[str]) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     probe = _PROBE.format(heavy=HEAVY)

@@ -11,7 +11,8 @@ import httpx
 import pytest
 from click.testing import Result
 
-from hpcdet.cli.sbatch import exit_status, export_environment, prepare
+from hpcdet.cli.sbatch import exit_status
+from hpcdet.dispatcher.slurm.sbatch_command import export_environment, prepare
 
 Det = Callable[..., Result]
 FakeMaster = Any  # conftest.FakeMasterTransport (conftest is not importable)

@@ -1,0 +1,248 @@
+"""Render a command task (``det qsub``) as a wrapper script and a ``qsub`` argv.
+
+The submitted script is stored unmodified in the task's job directory and run by a small
+wrapper (``pbs_task.sh.j2``), which qsub submits. The wrapper gives the script the
+environment det qsub sent (``-V``/``-v`` and the ``PBS_O_*`` values of the user's shell),
+runs it (with ``-S``'s shell if given), and copies its output to the files the user asked
+for (``-o``/``-e``, qsub's defaults ``<name>.o<seq>``/``<name>.e<seq>`` in the submit
+directory, ``-j oe``/``eo``), while PBS itself writes the master's copy directly into the
+job directory (``-k oed``), where ``det task logs`` reads it.
+
+Every option goes on qsub's command line, which wins over the wrapper's own lines; the
+user's options come after hpcdet's (``-N``, ``-q``, ``-A``, the files and the job's tag),
+which they cannot set. Rendering is pure; :meth:`Backend.submit` writes the wrapper and
+runs the argv.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hpcdet.dispatcher import tasks
+from hpcdet.dispatcher.base import Backend, Submission
+from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
+from hpcdet.dispatcher.pbs.qsub_options import (
+    CLI_ATTRIBUTES,
+    CLI_ONLY,
+    MASTER_HANDLED,
+    OPTIONS,
+    Kind,
+    Word,
+    parse_words,
+    refusal,
+    render_setting,
+)
+from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS, check_safe
+from hpcdet.dispatcher.tasks import Setting, TaskFields, TaskSpec, value_of
+from hpcdet.errors import ConfigError, ValidationError
+
+if TYPE_CHECKING:  # det's commands import this module; they need no templates
+    import jinja2
+
+TEMPLATE_NAME = "pbs_task.sh.j2"
+# hpcdet's tag of the job, in its Variable_List (as the PBS backend tags trial jobs).
+TAG_VARIABLE = "HPCDET_JOB_TAG"
+ENVIRONMENT_SOURCE = "det qsub sent (-V, -v and the submitter's PBS_O_* values)"
+MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+# Tenths of a second the wrapper waits for the output copies after the script exited.
+DRAIN_TRIES = 50
+# PBS's -j values: oe/eo join the streams (into the output's/error's file), n does not.
+JOINS = ("oe", "eo", "n")
+_TAG = re.compile(r"^[A-Za-z0-9_.:@/+-]+$")
+_PRIORITY = re.compile(r"^[+-]?\d{1,4}$")
+# Where the master's copy of the job's output goes: the job directory, written directly.
+_KEEP = "oed"
+
+
+def render_task(spec: TaskSpec, templates: jinja2.Environment, *,
+                qsub: str = "qsub") -> Submission:
+    """The wrapper script and the qsub argv for ``spec``; no side effects."""
+    _validate(spec)
+    script = templates.get_template(TEMPLATE_NAME).render(**_template_context(spec))
+    argv = (qsub, *qsub_options(spec), spec.wrapper_path)
+    return Submission(script, spec.wrapper_path, argv)
+
+
+def qsub_options(spec: TaskSpec) -> list[str]:
+    """hpcdet's options, then the user's (which never set the same ones)."""
+    own: list[Setting] = [("N", spec.name), ("v", f"{TAG_VARIABLE}={spec.comment}"),
+                          ("o", posixpath.join(spec.job_dir, TASK_OUTPUT_LOG)),
+                          ("k", _KEEP), ("j", "n" if spec.separate_error else "oe")]
+    if spec.separate_error:
+        own.append(("e", posixpath.join(spec.job_dir, TASK_ERROR_LOG)))
+    own += [(key, value) for key, value in (("q", spec.partition), ("A", spec.account)) if value]
+    user = [setting for setting in spec.options if setting[0] != "j"]
+    return [word for setting in [*own, *user] for word in render_setting(setting)]
+
+
+def check_script(script: str) -> None:
+    """qsub's checks of a batch script, and hpcdet's: bash runs it, so no DOS line breaks."""
+    if len(script.encode("utf-8", "surrogateescape")) > MAX_SCRIPT_BYTES:
+        raise ValidationError(f"larger than {MAX_SCRIPT_BYTES} bytes")
+    if not script.strip():
+        raise ValidationError("the batch script is empty")
+    if "\x00" in script:
+        raise ValidationError("the batch script contains a NUL character")
+    if "\r\n" in script:
+        raise ValidationError("the batch script contains DOS line breaks (\\r\\n) instead "
+                              "of UNIX line breaks (\\n); convert it with dos2unix")
+
+
+def wrap_script(command: str) -> str:
+    """The script of ``qsub -- executable [args]``: the command, run in the job's shell."""
+    return f"#!/bin/sh\n# This script was created by det qsub from a command.\nexec {command}\n"
+
+
+def _validate(spec: TaskSpec) -> None:
+    values = [("name", spec.name), ("job_dir", spec.job_dir), ("workdir", spec.workdir),
+              ("submit_dir", spec.submit_dir), ("output", spec.output),
+              ("error", spec.error or ""), ("queue", spec.partition or ""),
+              ("account", spec.account or ""), ("interpreter", spec.interpreter or "")]
+    values += [(f"-{key}", value or "") for key, value in spec.options]
+    for where, value in values:
+        check_safe(value, where)
+    if spec.args:
+        raise ValidationError("qsub passes no arguments to a batch script")
+    if not _TAG.match(spec.comment):
+        raise ValidationError(f"the job's tag {spec.comment!r}: letters, digits and _.:@/+- "
+                              "only (qsub -v splits values at commas)")
+    unknown = [key for key, _ in spec.options if key not in OPTIONS]
+    if unknown:
+        raise ValidationError(f"unknown qsub options: {', '.join(unknown)}")
+
+
+def _template_context(spec: TaskSpec) -> dict[str, object]:
+    joined_to_error = ("j", "eo") in spec.options
+    output = (spec.error or "") if joined_to_error else spec.output
+    return {
+        "task_id": spec.task_id, "job_dir": spec.job_dir, "script_path": spec.script_path,
+        "exit_file_prefix": posixpath.join(spec.job_dir, "exit-"),
+        "environment_file": spec.environment_path if spec.export_environment else None,
+        "submit_dir": spec.submit_dir, "drain_tries": DRAIN_TRIES,
+        "interpreter": spec.interpreter, "output": _host_free(output),
+        "output_suffix": "e" if joined_to_error else "o",
+        "error": _host_free(spec.error or "") if spec.separate_error else None,
+    }  # fmt: skip
+
+
+def _host_free(path: str) -> str:
+    """``host:path`` as qsub takes it, without the host (the job writes on a shared
+    filesystem; a ``:`` after the first ``/`` belongs to the path)."""
+    host, colon, rest = path.partition(":")
+    return rest if colon and "/" not in host else path
+
+
+# ---- the master's side (hpcdet.master.scheduling.task_submission) -------------------------
+
+
+class PbsTaskDialect(tasks.TaskDialect):
+    """det qsub's tasks: qsub's options by letter, a wrapper qsub submits."""
+
+    scheduler = "pbs"
+    client = "det qsub"
+    submit_command = "qsub"
+    pool_option = "-q"
+    default_script_name = "STDIN"
+    takes_args = False
+    environment_source = ENVIRONMENT_SOURCE
+
+    def check_options(self, raw: Sequence[Any]) -> tuple[Setting, ...]:
+        """``[[letter, value or null], ...]`` checked against qsub's option table."""
+        errors: list[str] = []
+        settings: list[Setting] = []
+        for index, item in enumerate(raw):
+            problem = option_problem(item)
+            if problem:
+                errors.append(f"options[{index}]: {problem}")
+            else:
+                settings.append((item[0], item[1]))
+        if errors:
+            raise ConfigError(errors, title="invalid qsub options")
+        return tuple(settings)
+
+    def fields(self, options: Sequence[Setting], pool_args: Sequence[str]) -> TaskFields:
+        """Queue, name, account, files and shell; the rest is passed to qsub."""
+        join = value_of(options, "j") or "n"
+        passed = [(key, value) for key, value in options
+                  if key not in MASTER_HANDLED or key == "j"]
+        return TaskFields(
+            pool=value_of(options, "q"), name=value_of(options, "N"), chdir=None,
+            account=value_of(options, "A"), output=value_of(options, "o") or "",
+            error=value_of(options, "e") or "", append=False,
+            passed=(*pool_settings(pool_args), *passed),
+            interpreter=_interpreter(value_of(options, "S")), joined=join != "n")
+
+    def check_script(self, script: str) -> None:
+        check_script(script)
+
+    def wrap_script(self, command: str) -> str:
+        return wrap_script(command)
+
+    def render(self, spec: TaskSpec, templates: jinja2.Environment,
+               backend: Backend) -> Submission:
+        bin_dir = getattr(backend, "bin_dir", "") or ""
+        qsub = posixpath.join(bin_dir, "qsub") if bin_dir else "qsub"
+        return render_task(spec, templates, qsub=qsub)
+
+
+def option_problem(item: Any) -> str | None:
+    """What is wrong with one ``[letter, value]`` item the master was sent, or None."""
+    if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+            or not isinstance(item[1], (str, type(None)))):
+        return "must be [letter, value] with a string letter and a string or null value"
+    letter, value = item
+    kind = OPTIONS.get(letter)
+    if kind is None:
+        return f"unknown qsub option -{letter} (single letters without a dash, e.g. 'l')"
+    if letter in CLI_ONLY or (letter == "W" and value and value.split("=")[0] in CLI_ATTRIBUTES):
+        return f"-{letter} {value or ''}".rstrip() + " is handled by det qsub itself"
+    if (reason := refusal((letter, value))) is not None:
+        return reason
+    if kind is Kind.FLAG and value is not None:
+        return f"-{letter} takes no value"
+    if kind is Kind.VALUE and not value:
+        return f"-{letter} needs a value"
+    for char, description in UNSAFE_CHARACTERS.items():
+        if value is not None and char in value:
+            return f"-{letter}: the value contains {description} ({char!r})"
+    return _value_problem(letter, value or "")
+
+
+def _value_problem(letter: str, value: str) -> str | None:
+    if letter in ("l", "W") and ("," in value or "=" not in value):
+        return f"-{letter} {value}: one name=value item per option"
+    if letter == "j" and value not in JOINS:
+        return f"-j {value}: must be oe, eo or n"
+    if letter == "r" and value not in ("y", "n"):
+        return f"-r {value}: must be y or n"
+    if letter == "p" and not (_PRIORITY.match(value) and -1024 <= int(value) <= 1023):
+        return f"-p {value}: must be a priority from -1024 to 1023"
+    if letter == "S":
+        try:
+            _interpreter(value)
+        except ValidationError as exc:
+            return str(exc)
+    return None
+
+
+def _interpreter(path_list: str | None) -> str | None:
+    """``-S path[@host][,...]``: the first path (the job's shell)."""
+    if not path_list:
+        return None
+    path = path_list.split(",")[0].split("@")[0]
+    if not path.startswith("/"):
+        raise ValidationError(f"-S {path_list}: give the shell's absolute path")
+    return path
+
+
+def pool_settings(pool_args: Sequence[str]) -> list[Setting]:
+    """A pool's extra qsub options (``-l mem=4gb`` items, checked at start) as settings."""
+    words = [Word(word, "pool pbsbatch_args") for item in pool_args
+             for word in item.split(None, 1)]
+    return parse_words(words).settings
+
+
+DIALECT = PbsTaskDialect()
