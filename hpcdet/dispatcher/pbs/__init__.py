@@ -1,0 +1,1 @@
+"""The OpenPBS / PBS Professional backend (``resource_manager.type: pbs``)."""
