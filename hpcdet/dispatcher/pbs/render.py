@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -186,22 +187,38 @@ def template_context(spec: JobSpec, *, rsh_agent: str,
         "environment": list(spec.environment.items()),
         "context_dir": context_dir,
         "rsh_wrapper": wrapper,
-        "rsh_agent": rsh_agent,
+        "rsh_wrapper_lines": rsh_wrapper_lines(rsh_agent) if wrapper else [],
         "mpiexec_options": mpiexec_options(spec, wrapper or rsh_agent,
-                                           serial=wrapper is not None),
+                                           attached=wrapper is not None),
         "launch_lines": launch_lines(effective_container(spec), spec.command,
                                      cwd=context_dir),
     }
 
 
-def mpiexec_options(spec: JobSpec, agent: str, *, serial: bool) -> list[str]:
+def rsh_wrapper_lines(agent: str) -> list[str]:
+    """The agent script OpenMPI starts its daemons with, around ``pbs_tmrsh``.
+
+    pbs_tmrsh runs one program with its arguments, not the shell string an rsh agent gets,
+    hence ``sh -c "$*"``. Each daemon gets its own ``$TMPDIR/hpcdet-<host>``: where hosts
+    share a temporary directory (the dev server's moms are one machine) OpenMPI's session
+    directories collided ("mkdir ... File exists") and mpiexec hung.
+    """
+    inner = ('TMPDIR="${TMPDIR:-/tmp}/hpcdet-$0"; export TMPDIR; mkdir -p "$TMPDIR" || exit; '
+             'exec "$@"')
+    return ["#!/bin/sh", "host=$1; shift",
+            f'exec {shlex.quote(agent)} "$host" /bin/sh -c {shlex.quote(inner)} "$host" '
+            '/bin/sh -c "$*"']
+
+
+def mpiexec_options(spec: JobSpec, agent: str, *, attached: bool) -> list[str]:
     """OpenMPI's ``mpiexec`` options: one rank per slot of ``$PBS_NODEFILE``.
 
     Every daemon starts from the first host (``plm_rsh_no_tree_spawn``): only there is the
-    agent script. ``serial``: one daemon launch at a time, for pbs_tmrsh: two concurrent
-    pbs_tmrsh calls from one job raced on the dev server (one daemon never started and
-    mpiexec hung: 3 of 5 jobs; with one at a time 5 of 5 ran). ``-x`` passes the job's
-    variables to ranks on the other hosts, whose environment the sister mom builds.
+    agent script. ``attached`` (pbs_tmrsh): the daemons stay attached to their pbs_tmrsh
+    (``--leave-session-attached``), so each is a task PBS tracks, signals and cleans up;
+    measured on the dev server, 10 of 10 launches worked so, 4 of 10 with daemons that
+    detach. ``-x`` passes the job's variables to ranks on the other hosts, whose
+    environment the sister mom builds.
     """
     names = [*spec.environment, "PBS_JOBID", "PBS_NODEFILE"]
     if spec.comment is not None:
@@ -210,8 +227,8 @@ def mpiexec_options(spec: JobSpec, agent: str, *, serial: bool) -> list[str]:
     options = ["-n", str(spec.nodes * spec.ranks_per_node), "--map-by",
                f"ppr:{spec.ranks_per_node}:node", "--bind-to", "none",
                "--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1"]
-    if serial:
-        options += ["--mca", "plm_rsh_num_concurrent", "1"]
+    if attached:
+        options.append("--leave-session-attached")
     for name in dict.fromkeys(names):
         options += ["-x", name]
     return options
