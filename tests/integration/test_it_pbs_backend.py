@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator, Sequence
