@@ -55,6 +55,10 @@ TEMPLATE_NAME = "pbs_job.sh.j2"
 # Job ids as qsub prints them: 123.server, array jobs 123[].server / 123[4].server.
 _JOB_ID = re.compile(r"^\d{1,18}(?:\[\d{0,9}\])?(?:\.[A-Za-z0-9][A-Za-z0-9.-]{0,253})?$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.@+-]+$")
+# Up to this many ids, poll names them to qstat; above, it lists every job instead: qstat
+# asks the server about named ids slowly (measured, 23.06.06: 10 ids 0.07 s, 100 ids 1.2 s,
+# 1,000 ids 125 s), while listing all 1,000 jobs (-x) took 0.4 s.
+POLL_BY_ID_MAX = 20
 # What qdel/qalter/qmove print for jobs already gone.
 _ALREADY_GONE = ("Job has finished", "Unknown Job Id")
 
@@ -82,6 +86,7 @@ class PbsBackend(Backend):
         rsh_agent: str = "/opt/pbs/bin/pbs_tmrsh",
         gpu_type_resource: str = "gpu_model",
         bin_dir: str = "",
+        poll_by_id_max: int = POLL_BY_ID_MAX,
     ) -> None:
         self.runner: Runner = runner if runner is not None else CommandRunner()
         self.runas = runas
@@ -90,6 +95,7 @@ class PbsBackend(Backend):
         self.gpu_type_resource = gpu_type_resource
         # Where the PBS commands are ("" : on PATH).
         self.bin_dir = bin_dir
+        self.poll_by_id_max = poll_by_id_max
         self._templates = make_environment(template_dir)
 
     def _cmd(self, name: str) -> str:
@@ -114,11 +120,13 @@ class PbsBackend(Backend):
         return parse_qsub_output(submission.argv, self.runner(submission.argv))
 
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
-        """ONE ``qstat -x -f -F dsv`` for every job, then exit files for the rest."""
+        """ONE ``qstat -x -f -F dsv`` (naming the ids when there are few, else listing every
+        job: see :data:`POLL_BY_ID_MAX`), then exit files for jobs qstat does not know."""
         if not jobs:
             return {}
         ids = list(dict.fromkeys(checked_id(job.job_id) for job in jobs))
-        argv = (self._cmd("qstat"), "-x", "-f", "-F", "dsv", "-D", DELIMITER, *ids)
+        named = ids if len(ids) <= self.poll_by_id_max else []
+        argv = (self._cmd("qstat"), "-x", "-f", "-F", "dsv", "-D", DELIMITER, *named)
         try:
             stdout = self.runner(argv)
         except SchedulerError as exc:

@@ -60,6 +60,16 @@ def test_poll_is_one_qstat_and_unknown_ids_are_missing(recorded_slurm: Any, tmp_
     assert statuses["999.vm"].source == "none"
 
 
+def test_poll_of_many_jobs_lists_every_job_once(recorded_slurm: Any, tmp_path: Path) -> None:
+    runner = recorded_slurm({"qstat": data("poll-dsv.txt")})
+    backend = PbsBackend(runner=runner, poll_by_id_max=2)
+    ids = ["6.vm", "7.vm", "9.vm", "12345.vm"]
+    statuses = backend.poll([JobRef(job_id, str(tmp_path)) for job_id in ids])
+    assert runner.calls == [("qstat", "-x", "-f", "-F", "dsv", "-D", "\x1f")]
+    assert [statuses[i].phase for i in ids] == [JobPhase.COMPLETED, JobPhase.FAILED,
+                                                JobPhase.TIMEOUT, JobPhase.MISSING]
+
+
 def test_poll_reads_the_exit_file_of_a_forgotten_job(recorded_slurm: Any, tmp_path: Path) -> None:
     (tmp_path / "exit-5.vm").write_text("143\n", encoding="utf-8")
     runner = recorded_slurm({"qstat": SchedulerError(("qstat",), 153, "",
