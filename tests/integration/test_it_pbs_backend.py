@@ -160,3 +160,31 @@ def test_poll_of_three_jobs_is_one_qstat(runner: UserRunner, job_dir: Path) -> N
     assert [statuses[j.job_id].phase for j in jobs] == [JobPhase.PENDING, JobPhase.PENDING,
                                                         JobPhase.MISSING]
     backend.cancel(ids)
+
+
+# On SIGTERM each rank leaves a file: its stdout may already be gone (mpiexec, which
+# forwards it, gets the same SIGTERM).
+TERM_PROGRAM = ("import os, signal, sys, time; r = os.environ['OMPI_COMM_WORLD_RANK']; "
+                "d = os.environ['DET_JOB_DIR']; signal.signal(signal.SIGTERM, lambda *_: "
+                "(open(os.path.join(d, 'term-' + r), 'w').close(), sys.exit(3))); "
+                "print('UP', r, flush=True); time.sleep(120)")
+
+
+def test_qdel_of_a_running_job_reaches_every_rank(runner: UserRunner, job_dir: Path) -> None:
+    backend = PbsBackend(runner=runner, bin_dir=PBS_BIN)
+    job_id = submit(backend, spec(job_dir, f"it-term-{job_dir.name}",
+                                  command=("python3", "-c", TERM_PROGRAM),
+                                  environment={"DET_JOB_DIR": str(job_dir)}))
+    job = JobRef(job_id, str(job_dir))
+    wait_for(backend, job, {JobPhase.RUNNING})
+    output = job_dir / f"{job_id}.OU"
+    deadline = time.monotonic() + 60
+    while output.read_text(encoding="utf-8").count("UP ") < 4 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    backend.cancel([job_id])
+    status = wait_for(backend, job, {JobPhase.CANCELLED}, timeout=60)
+    assert sorted(path.name for path in job_dir.glob("term-*")) == [
+        "term-0", "term-1", "term-2", "term-3"], output.read_text(encoding="utf-8")
+    # The script's trap recorded 128+SIGTERM before PBS's SIGKILL (kill_delay 10 s).
+    assert (job_dir / f"exit-{job_id}").read_text(encoding="utf-8").strip() == "143"
+    assert status.native_state == "F"
