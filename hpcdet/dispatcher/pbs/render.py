@@ -76,6 +76,9 @@ def validate_spec(spec: JobSpec) -> None:
         if getattr(spec, field):
             raise ValidationError(f"spec.{field} has no PBS equivalent; leave it unset")
     _check_counts(spec)
+    if spec.launcher not in ("default", "mpiexec"):
+        raise ValidationError(f"spec.launcher {spec.launcher!r}: the PBS backend starts ranks "
+                              "with mpiexec ('default' or 'mpiexec')")
     for name in spec.environment:
         if not _ENV_NAME.match(name):
             raise ValidationError(f"spec.environment: invalid variable name {name!r}")

@@ -97,7 +97,7 @@ def test_priority_is_minus_nice_clamped() -> None:
     ("script_name", "../x.sh"), ("environment", {"BAD-NAME": "1"}),
     ("environment", {"OK": "line\nbreak"}), ("command", ("python3", "a\nb")),
     ("nodes", 0), ("ranks_per_node", True), ("gpu_type", "a100;rm"),
-    ("container", ContainerSpec("apptainer", "/img\n.sif")),
+    ("container", ContainerSpec("apptainer", "/img\n.sif")), ("launcher", "srun"),
 ])  # fmt: skip
 def test_hostile_values_are_refused(field: str, value: object) -> None:
     with pytest.raises((ValidationError, ConfigError)):
