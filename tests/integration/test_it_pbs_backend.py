@@ -21,6 +21,7 @@ import pytest
 from hpcdet.dispatcher.base import JobPhase, JobRef, JobSpec, JobStatus
 from hpcdet.dispatcher.commands import CommandRunner
 from hpcdet.dispatcher.pbs.backend import PbsBackend, parse_qsub_output
+from hpcdet.dispatcher.queue import JobUpdate
 
 pytestmark = pytest.mark.pbs
 
@@ -188,3 +189,22 @@ def test_qdel_of_a_running_job_reaches_every_rank(runner: UserRunner, job_dir: P
     # The script's trap recorded 128+SIGTERM before PBS's SIGKILL (kill_delay 10 s).
     assert (job_dir / f"exit-{job_id}").read_text(encoding="utf-8").strip() == "143"
     assert status.native_state == "F"
+
+
+def test_queue_pools_and_update_of_a_queued_job(runner: UserRunner, job_dir: Path) -> None:
+    backend = PbsBackend(runner=runner, bin_dir=PBS_BIN)
+    name = f"it-upd-{job_dir.name}"
+    job_id = submit(backend, spec(job_dir, name, nodes=1, ranks_per_node=1, cpus_per_rank=64))
+    try:
+        backend.update_job(job_id, JobUpdate(partition="debug", nice=-10))
+        entry = next(e for e in backend.read_queue() if e.job_id == job_id)
+        assert (entry.partition, entry.priority, entry.nice) == ("debug", 10, -10)
+        assert entry.comment == f"hpcdet:it:{name}" and entry.pending and entry.cpus == 64
+        pools = {pool.name: pool for pool in backend.read_pools()}
+        assert {"workq", "debug", "express", "short"} <= set(pools)
+        assert pools["workq"].is_default
+        assert {node.name for node in pools["debug"].nodes} == {"pbsn1", "pbsn2"}
+        assert pools["debug"].jobs_pending >= 1
+        assert backend.find([name]) == {name: job_id}
+    finally:
+        backend.cancel([job_id])
