@@ -19,6 +19,7 @@ What is measured
 
 How to reproduce
     scripts/dev-cluster up && eval "$(scripts/dev-cluster env)"
+    .venv/bin/python bench/poll.py --scheduler pbs  # OpenPBS instead (bench/poll_pbs.py)
     .venv/bin/python bench/poll.py                 # human table
     .venv/bin/python bench/poll.py --json          # one JSON object on stdout
 
@@ -386,7 +387,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    scheduler, rest = "slurm", given
+    if given[:1] == ["--scheduler"] and len(given) > 1:
+        scheduler, rest = given[1], given[2:]
+    elif given[:1] and given[0].startswith("--scheduler="):
+        scheduler, rest = given[0].partition("=")[2], given[1:]
+    if scheduler == "pbs":
+        from poll_pbs import main as pbs_main  # the PBS mode lives in its own module
+
+        return pbs_main(rest)
+    args = parse_args(rest)
     ensure_slurm_conf()
     log(f"# reproduce: {reproduce_command(args)}")
     setup = CommandRunner()

@@ -51,13 +51,18 @@ EXIT_NOPERM = 77  # the caller or target user is not allowed
 EXIT_CONFIG = 78  # runas.conf missing, unsafe or invalid
 
 _JOB_ID = re.compile(r"^[0-9]{1,18}(?:_[0-9]{1,9})?$")
+# PBS: 123.server, array jobs 123[].server and 123[4].server.
+_PBS_JOB_ID = re.compile(r"^[0-9]{1,18}(?:\[[0-9]{0,9}\])?(?:\.[A-Za-z0-9][A-Za-z0-9.-]{0,253})?$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 _TIME = re.compile(r"^[0-9][0-9:-]{0,15}$")
 _UNSAFE = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL byte"}
 _MAX_ARG = 4096
-# Scheduler options in a submitted script that would change who the job runs as.
-_DENIED_DIRECTIVES = ("--uid", "--gid", "--get-user-env")
+# Scheduler options in a submitted script that would change who the job runs as (PBS:
+# -u user_list; -W group_list=... is checked by value), or pass the submitter's environment.
+_DENIED_DIRECTIVES: Mapping[str, tuple[str, ...]] = {
+    "slurm": ("--uid", "--gid", "--get-user-env"), "pbs": ("-u", "-V")}
+_DENIED_PBS_ATTRIBUTES = ("group_list", "run_as")
 _OPTION = re.compile(r"^--([a-z][a-z-]{0,40})(?:=(.*))?$", re.DOTALL)
 # sbatch options the submit verb passes on: every sbatch 22.05 option except those that
 # change the job's identity (uid, gid, get-user-env), read files as the submitter
@@ -75,7 +80,9 @@ SUBMIT_OPTIONS: Mapping[str, frozenset[str]] = {"slurm": frozenset({
     "output", "overcommit", "oversubscribe", "partition", "power", "prefer", "priority",
     "profile", "propagate", "qos", "reboot", "requeue", "reservation", "signal",
     "sockets-per-node", "spread-job", "switches", "thread-spec", "threads-per-core", "time",
-    "time-min", "tmp", "use-min-nodes", "wait-all-nodes", "wckey"})}
+    "time-min", "tmp", "use-min-nodes", "wait-all-nodes", "wckey"}),
+    # hpcdet's PBS backend writes every qsub option into the script's #PBS lines.
+    "pbs": frozenset()}
 _DIRECTIVE_PREFIX = {"slurm": "#SBATCH", "pbs": "#PBS"}
 
 
@@ -124,6 +131,29 @@ def _slurm_update(args: Sequence[str]) -> list[str]:
             *(f"{names[k]}={v}" for k, v in (a.split("=", 1) for a in args[1:]))]
 
 
+def _pbs_update(args: Sequence[str]) -> list[str]:
+    """``qmove QUEUE ID`` for a partition, else one ``qalter`` for the rest.
+
+    ``nice`` is hpcdet's (larger runs later): PBS's ``-p`` priority is its negation,
+    clamped to -1024..1023. PBS has no QOS, and qmove changes nothing else.
+    """
+    values = dict(a.split("=", 1) for a in args[1:])
+    if "qos" in values:
+        raise Refused(EXIT_INVALID, "update: PBS has no qos")
+    if "partition" in values:
+        if len(values) > 1:
+            raise Refused(EXIT_INVALID, "update: PBS moves a job (partition) on its own")
+        return ["qmove", values["partition"], args[0]]
+    argv = ["qalter"]
+    if "nice" in values:
+        argv += ["-p", str(max(-1024, min(1023, -int(values["nice"]))))]
+    if "account" in values:
+        argv += ["-A", values["account"]]
+    if "time_limit" in values:
+        argv += ["-l", f"walltime={values['time_limit']}"]
+    return [*argv, args[0]]
+
+
 # verb -> argv builder; args are validated before they get here.
 SCHEDULERS: Mapping[str, Mapping[str, _Argv]] = {
     "slurm": {
@@ -134,6 +164,16 @@ SCHEDULERS: Mapping[str, Mapping[str, _Argv]] = {
         "release": lambda a: ["scontrol", "release", a[0]],
         "requeue": lambda a: ["scontrol", "requeue", a[0]],
         "update": _slurm_update,
+    },
+    "pbs": {
+        # a: [script, "--"] (no options: see SUBMIT_OPTIONS)
+        "submit": lambda a: ["qsub", *_split_submit(a)],
+        "cancel": lambda a: ["qdel", *a],
+        "hold": lambda a: ["qhold", a[0]],
+        "release": lambda a: ["qrls", a[0]],
+        # PBS lets only operators and managers qrerun; an owner's request is refused there.
+        "requeue": lambda a: ["qrerun", a[0]],
+        "update": _pbs_update,
     },
 }
 
@@ -221,9 +261,11 @@ def check_text(value: str, what: str) -> str:
     return value
 
 
-def check_job_id(value: str) -> str:
-    if not _JOB_ID.match(check_text(value, "job id")):
-        raise Refused(EXIT_INVALID, f"invalid job id {value!r}: digits only")
+def check_job_id(value: str, scheduler: str = "slurm") -> str:
+    pattern = _PBS_JOB_ID if scheduler == "pbs" else _JOB_ID
+    if not pattern.match(check_text(value, "job id")):
+        expected = "<number>.<server>" if scheduler == "pbs" else "digits only"
+        raise Refused(EXIT_INVALID, f"invalid job id {value!r}: {expected}")
     return value
 
 
@@ -423,9 +465,17 @@ def check_script(job_dir: str, script_name: str, scheduler: str) -> str:
         words = line.split()
         if words[:1] == [prefix] and len(words) > 1:
             option = words[1].split("=", 1)[0]
-            if option in _DENIED_DIRECTIVES:
+            if scheduler == "pbs" and option.startswith("-") and len(option) > 2:
+                option = option[:2]  # -uroot is -u root
+            if option in _DENIED_DIRECTIVES[scheduler] or _denied_attribute(words):
                 raise Refused(EXIT_INVALID, f"{path}: {prefix} {option} is not allowed")
     return path
+
+
+def _denied_attribute(words: Sequence[str]) -> bool:
+    """``#PBS -W group_list=...`` (or ``-Wgroup_list=``): another group for the job."""
+    text = " ".join(words[1:])
+    return text.startswith("-W") and text[2:].strip().startswith(_DENIED_PBS_ATTRIBUTES)
 
 
 # ---- dispatch -----------------------------------------------------------------------------
@@ -450,8 +500,9 @@ def plan(verb: str, args: Sequence[str], config: Config, caller: Caller) -> tupl
         script = check_script(job_dir, args[1], config.scheduler)
         return "run", table[verb]([script, *check_submit_extras(args[2:], config.scheduler)])
     if verb == "update":
-        return "run", table[verb]([check_job_id(args[0]), *check_update(args[1:])])
-    return "run", table[verb]([check_job_id(arg) for arg in args])
+        job_id = check_job_id(args[0], config.scheduler)
+        return "run", table[verb]([job_id, *check_update(args[1:])])
+    return "run", table[verb]([check_job_id(arg, config.scheduler) for arg in args])
 
 
 def scheduler_env(config: Config) -> dict[str, str]:

@@ -1,0 +1,121 @@
+"""Validate and render the user's ``pbs.pbsbatch_args``: extra ``qsub`` options.
+
+Each list item is one qsub option with its value: ``-l mem=4gb``, ``-lmem=4gb``,
+``-W depend=afterok:12.server``, ``-m abe``, ``-M me@example.org``. Options hpcdet sets or
+that would change who the job runs as, where its output goes, its environment or what qsub
+itself does are refused naming the option and the config path; so are the resources hpcdet
+requests itself (``select``, ``place``, ``walltime``, ``ncpus``, ...) and the ``-W``
+attributes it owns (``umask``, ``block``, ``sandbox``, ``group_list``, ...).
+
+Values are restricted to a plain character set (letters, digits and ``_.:@/+=,%-``), so a
+``#PBS`` line never needs quoting: qsub's directive parser and the shell agree on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
+from hpcdet.errors import ConfigError
+
+DEFAULT_PATH = "<config>.pbs.pbsbatch_args"
+
+# qsub options (all single letters) a user may never set, with the reason.
+REFUSED_OPTIONS: dict[str, str] = {
+    "N": "hpcdet names its jobs to track them", "o": "hpcdet writes the job's output into "
+    "its job directory", "e": "hpcdet writes the job's errors into its job directory",
+    "j": "hpcdet owns the job's log files", "k": "hpcdet owns the job's log files",
+    "R": "hpcdet owns the job's log files", "q": "the queue is the experiment's resource pool",
+    "r": "hpcdet sets whether the job may be rerun", "p": "hpcdet orders jobs (det job update)",
+    "A": "the account comes from the experiment's configuration",
+    "P": "the project comes from the experiment's configuration",
+    "v": "hpcdet sets the job's environment", "V": "hpcdet sets the job's environment",
+    "u": "the job runs as the experiment's owner; it cannot choose another user",
+    "I": "the master submits batch jobs, not interactive ones", "X": "no X11 for batch jobs",
+    "J": "one trial is one PBS job", "h": "a held job would never start its trial",
+    "S": "hpcdet writes a bash script", "C": "hpcdet writes the job script",
+    "z": "hpcdet reads qsub's answer itself", "f": "the master does not wait for jobs",
+}  # fmt: skip
+ALLOWED_OPTIONS = frozenset("aclmMW")
+# Resources (-l) hpcdet requests itself from the trial's slots and time limit.
+REFUSED_RESOURCES = frozenset({"select", "place", "walltime", "ncpus", "mpiprocs", "ngpus",
+                               "nodes", "nodect", "ompthreads"})
+# -W attributes hpcdet owns or that change who or how the job runs.
+REFUSED_ATTRIBUTES = frozenset({"umask", "block", "sandbox", "group_list", "run_as",
+                                "release_nodes_on_stageout", "pwd", "cred"})
+_VALUE = re.compile(r"^[A-Za-z0-9_.:@/+=,%-]+$")
+_ITEM = re.compile(r"^-([A-Za-z])\s*(.*)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class QsubArg:
+    """One user option: its letter and its value."""
+
+    option: str
+    value: str
+
+    def render(self) -> str:
+        """``#PBS -l mem=4gb``: values are plain (see the module docstring), never quoted."""
+        return f"#PBS -{self.option} {self.value}"
+
+
+def parse_qsub_args(args: Sequence[str], *, path: str = DEFAULT_PATH) -> list[QsubArg]:
+    """Validate ``args``; return them split and deduplicated (first occurrence kept).
+
+    Raises :class:`ConfigError` listing every bad item as ``<path>[i]: problem``.
+    """
+    errors: list[str] = []
+    parsed: list[QsubArg] = []
+    for index, raw in enumerate(args):
+        problem, arg = _parse_one(raw)
+        if problem:
+            errors.append(f"{path}[{index}]: {problem}")
+        elif arg is not None:
+            parsed.append(arg)
+    if errors:
+        raise ConfigError(errors, title="invalid pbs.pbsbatch_args")
+    return list(dict.fromkeys(parsed))
+
+
+def render_qsub_args(args: Sequence[QsubArg]) -> str:
+    """Parsed ``args`` as ``#PBS`` lines (no trailing newline)."""
+    return "\n".join(arg.render() for arg in args)
+
+
+def _parse_one(raw: object) -> tuple[str | None, QsubArg | None]:
+    """``(problem, None)`` for a bad item, else ``(None, arg)``."""
+    if not isinstance(raw, str):
+        return f"must be a string, not {type(raw).__name__}", None
+    for char, description in UNSAFE_CHARACTERS.items():
+        if char in raw:
+            return f"contains {description} ({char!r}): {raw!r}", None
+    match = _ITEM.match(raw.strip())
+    if match is None:
+        return f"must be one qsub option such as '-l mem=4gb': {raw!r}", None
+    letter, value = match.group(1), match.group(2).strip()
+    if letter in REFUSED_OPTIONS:
+        return f"option -{letter} is controlled by hpcdet: {REFUSED_OPTIONS[letter]}", None
+    if letter not in ALLOWED_OPTIONS:
+        allowed = ", ".join(f"-{o}" for o in sorted(ALLOWED_OPTIONS))
+        return f"option -{letter} is not one hpcdet passes on (allowed: {allowed})", None
+    if not value or not _VALUE.match(value):
+        return (f"option -{letter} needs a value of letters, digits and _.:@/+=,%- only: "
+                f"{raw!r}"), None
+    return _controlled_value(letter, value), QsubArg(letter, value)
+
+
+def _controlled_value(letter: str, value: str) -> str | None:
+    """Why a ``-l``/``-W`` value is refused, or None."""
+    if letter not in "lW":
+        return None
+    refused = REFUSED_RESOURCES if letter == "l" else REFUSED_ATTRIBUTES
+    for item in value.split(","):
+        key = item.split("=", 1)[0].split(":", 1)[0].strip().lower()
+        if letter == "W" and "=" not in item:
+            continue  # the rest of a comma-separated attribute value (depend=a:1,b)
+        if key in refused:
+            what = "resource" if letter == "l" else "attribute"
+            return f"option -{letter} {key}=... is controlled by hpcdet (a {what} it sets itself)"
+    return None
