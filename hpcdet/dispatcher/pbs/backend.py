@@ -87,12 +87,16 @@ class PbsBackend(Backend):
         gpu_type_resource: str = "gpu_model",
         bin_dir: str = "",
         poll_by_id_max: int = POLL_BY_ID_MAX,
+        gpu_request: str = "tres",
     ) -> None:
         self.runner: Runner = runner if runner is not None else CommandRunner()
         self.runas = runas
         self.template_name = template_name
         self.rsh_agent = check_safe(rsh_agent, "pbs rsh_agent")
         self.gpu_type_resource = gpu_type_resource
+        # master.yaml's tres_supported/gres_supported both false ("none"): the site's nodes
+        # give GPUs without being asked, so ngpus is left out of -l select.
+        self.ask_for_gpus = gpu_request != "none"
         # Where the PBS commands are ("" : on PATH).
         self.bin_dir = bin_dir
         self.poll_by_id_max = poll_by_id_max
@@ -105,7 +109,8 @@ class PbsBackend(Backend):
         """Validate every value of ``spec`` and render the script; no side effects."""
         validate_spec(spec)
         context = template_context(spec, rsh_agent=self.rsh_agent,
-                                   gpu_type_resource=self.gpu_type_resource)
+                                   gpu_type_resource=self.gpu_type_resource,
+                                   ask_for_gpus=self.ask_for_gpus)
         script = self._templates.get_template(self.template_name).render(**context)
         script_path = posixpath.join(spec.job_dir, spec.script_name)
         return Submission(script, script_path, (self._cmd("qsub"), script_path),

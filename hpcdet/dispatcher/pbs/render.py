@@ -150,21 +150,21 @@ def priority(nice: int | None) -> int | None:
     return max(PRIORITY_MIN, min(PRIORITY_MAX, -nice))
 
 
-def select(spec: JobSpec, gpu_type_resource: str) -> str:
+def select(spec: JobSpec, gpu_type_resource: str, ask_for_gpus: bool = True) -> str:
     """``<nodes>:ncpus=..:mpiprocs=..[:ngpus=..][:<gpu_type_resource>=..]``."""
     chunk = [str(spec.nodes), f"ncpus={spec.ranks_per_node * spec.cpus_per_rank}",
              f"mpiprocs={spec.ranks_per_node}"]
-    if spec.gpus_per_node:
+    if spec.gpus_per_node and ask_for_gpus:
         chunk.append(f"ngpus={spec.gpus_per_node}")
         if spec.gpu_type:
             chunk.append(f"{gpu_type_resource}={spec.gpu_type}")
     return ":".join(chunk)
 
 
-def directives(spec: JobSpec, gpu_type_resource: str) -> list[str]:
+def directives(spec: JobSpec, gpu_type_resource: str, ask_for_gpus: bool = True) -> list[str]:
     """The ``#PBS`` lines hpcdet controls (values already validated: never quoted)."""
     logs = spec.job_dir.rstrip("/") + "/"
-    lines = [f"-N {spec.name}", f"-l select={select(spec, gpu_type_resource)}",
+    lines = [f"-N {spec.name}", f"-l select={select(spec, gpu_type_resource, ask_for_gpus)}",
              f"-l place={'scatter' if spec.nodes > 1 else 'pack'}"]
     limit = walltime(spec.time_limit)
     optional = [("-l walltime=", limit), ("-q ", spec.partition), ("-A ", spec.account),
@@ -176,15 +176,15 @@ def directives(spec: JobSpec, gpu_type_resource: str) -> list[str]:
     return [f"#PBS {line}" for line in lines]
 
 
-def template_context(spec: JobSpec, *, rsh_agent: str,
-                     gpu_type_resource: str) -> dict[str, object]:
+def template_context(spec: JobSpec, *, rsh_agent: str, gpu_type_resource: str,
+                     ask_for_gpus: bool = True) -> dict[str, object]:
     """Everything ``pbs_job.sh.j2`` interpolates; ``spec`` must be validated."""
     context_dir = posixpath.join(spec.job_dir, "context")
     user_args = parse_qsub_args(spec.sbatch_args, path="spec.sbatch_args")
     wrapper = (posixpath.join(spec.job_dir, ".pbs-rsh-agent")
                if posixpath.basename(rsh_agent) == "pbs_tmrsh" else None)
     return {
-        "directives": "\n".join(directives(spec, gpu_type_resource)),
+        "directives": "\n".join(directives(spec, gpu_type_resource, ask_for_gpus)),
         "user_directives": render_qsub_args(user_args),
         "exit_file_prefix": posixpath.join(spec.job_dir, "exit-"),
         "environment": list(spec.environment.items()),

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
+from hpcdet.dispatcher.jobdir import job_log_path
 from hpcdet.errors import ConfigError
 from hpcdet.hostlist import expand_nodelist
 from hpcdet.jobfiles import UnsafeFileError, open_regular
@@ -40,7 +41,8 @@ HITS_KEY = "policy_hits"
 
 
 def log_path(job_dir: str, job_id: str, suffix: str) -> Path:
-    return Path(job_dir) / f"slurm-{job_id}.{suffix}"
+    """The job's ``out``/``err`` file, as its scheduler named it (:func:`job_log_path`)."""
+    return job_log_path(job_dir, job_id, suffix)
 
 
 @dataclass(frozen=True)
