@@ -125,7 +125,7 @@ def pbs_master(name: str, rm_settings: dict[str, Any] | None = None) -> Iterator
     child_env = {"HOME": home, "PATH": f"{PBS_BIN}:{BIN}:/usr/bin:/bin",
                  "PBS_CONF_FILE": env["PBS_CONF_FILE"], "PYTHONPATH": str(REPO),
                  "DET_USER": USER}
-    argv = ("runuser", "-u", USER, "--", "env", "-i",
+    argv = (shutil.which("runuser") or "runuser", "-u", USER, "--", "env", "-i",
             *[f"{k}={v}" for k, v in child_env.items()],
             str(BIN / "det-master"), "--config", str(base / "master.yaml"))
     live = LiveMaster(url=f"http://127.0.0.1:{port}", env={**os.environ, **child_env,
