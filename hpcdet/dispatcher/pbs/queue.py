@@ -3,7 +3,7 @@
 * :func:`parse_queue`: ``qstat -f -F json`` (every user's unfinished jobs; without ``-x``
   finished ones stay out) as :class:`QueueEntry` rows. A job's queue is its ``partition``;
   hpcdet's tag is the job variable ``HPCDET_JOB_TAG`` in ``Variable_List``; ``Priority`` is
-  the job's ``-p`` and ``nice`` its negation (hpcdet's nice runs later when larger).
+  the job's ``-p`` and ``nice`` the nice that maps to it (:func:`render.nice_of`).
 * :func:`queue_order`: running jobs first, then waiting ones by ``Priority`` (highest
   first), then ``qtime`` and id: the order PBS's default FIFO scheduler considers them in
   within a queue.
@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hpcdet.dispatcher.pbs.render import PRIORITY_MAX, PRIORITY_MIN, TAG_VARIABLE
+from hpcdet.dispatcher.pbs.render import TAG_VARIABLE, nice_of
 from hpcdet.dispatcher.pbs.status import STATES
 from hpcdet.dispatcher.pools import NodeInfo, PartitionInfo
 from hpcdet.dispatcher.queue import QueueEntry
@@ -82,7 +82,7 @@ def _entry(job_id: str, record: Mapping[str, Any]) -> QueueEntry:
         user=str(record.get("Job_Owner", "")).partition("@")[0],
         state=str(record.get("job_state", "")),
         reason=(str(record["comment"]) if pending and record.get("comment") else None),
-        priority=priority, nice=-priority, qos=None,
+        priority=priority, nice=nice_of(priority), qos=None,
         account=_text(record.get("Account_Name")), submit_time=_time(record.get("qtime")),
         tasks=_tasks(resources), cpus=_count(resources.get("ncpus")),
         nodes=_count(resources.get("nodect")),
@@ -115,8 +115,7 @@ def _tasks(resources: Mapping[str, Any]) -> int:
 def nice_to_pass(entry: QueueEntry, other: QueueEntry, *, ahead: bool) -> int:
     """The nice (``-p`` = -nice) that puts ``entry`` just ahead of or behind ``other``:
     one priority step past it; equal priorities fall back to qtime, so a step is needed."""
-    target = other.priority + (1 if ahead else -1)
-    return -max(PRIORITY_MIN, min(PRIORITY_MAX, target))
+    return nice_of(other.priority + (1 if ahead else -1))
 
 
 def reason_words(reason: str | None) -> str | None:

@@ -29,6 +29,7 @@ exclude) or ignored (signal, whose default every spec carries).
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 import shlex
@@ -42,6 +43,9 @@ from hpcdet.dispatcher.safety import check_safe
 from hpcdet.errors import ValidationError
 
 PRIORITY_MIN, PRIORITY_MAX = -1024, 1023
+# priority(): nice up to this maps one to one; past it, nice n takes up half the remaining
+# room at n = NICE_LINEAR + NICE_SQUEEZE.
+NICE_LINEAR, NICE_SQUEEZE = 512, 5000
 MAX_NAME = 230
 TAG_VARIABLE = "HPCDET_JOB_TAG"
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
@@ -144,10 +148,33 @@ def walltime(time_limit: str | None) -> str | None:
 
 
 def priority(nice: int | None) -> int | None:
-    """hpcdet's nice (larger runs later) as PBS's ``-p`` (larger runs sooner), clamped."""
+    """hpcdet's nice (larger runs later) as PBS's ``-p`` (larger runs sooner).
+
+    PBS has 2048 priorities, hpcdet's nice runs to millions (``nice_step`` 100 per point of
+    ``resources.priority``: 42 is nice 4150, 80 is 7950). A plain clamp made every nice past
+    1024 the same ``-p -1024``, so priorities 42 and 80 waited in submission order. Nice up
+    to ``NICE_LINEAR`` maps one to one (``-p`` = -nice, as ``det job update`` sets it); a
+    larger nice is squeezed into the rest of the range, still strictly ordered for every
+    step of 100 (:func:`nice_of` is the inverse).
+    """
     if nice is None:
         return None
-    return max(PRIORITY_MIN, min(PRIORITY_MAX, -nice))
+    if nice <= NICE_LINEAR:
+        return min(PRIORITY_MAX, -nice)
+    beyond = nice - NICE_LINEAR
+    room = -PRIORITY_MIN - NICE_LINEAR
+    return -(NICE_LINEAR + math.ceil(room * beyond / (beyond + NICE_SQUEEZE)))
+
+
+def nice_of(pbs_priority: int) -> int:
+    """The smallest nice whose :func:`priority` is ``pbs_priority`` (clamped to PBS's range)."""
+    target = -max(PRIORITY_MIN, min(PRIORITY_MAX, pbs_priority))
+    if target <= NICE_LINEAR:
+        return target
+    room, step = -PRIORITY_MIN - NICE_LINEAR, target - NICE_LINEAR
+    if step >= room:
+        return NICE_LINEAR + room * NICE_SQUEEZE
+    return NICE_LINEAR + NICE_SQUEEZE * step // (room - step)
 
 
 def select(spec: JobSpec, gpu_type_resource: str, ask_for_gpus: bool = True) -> str:

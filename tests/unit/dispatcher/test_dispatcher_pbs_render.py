@@ -11,7 +11,7 @@ import pytest
 from hpcdet.dispatcher.base import BindMount, ContainerSpec, JobSpec
 from hpcdet.dispatcher.pbs.backend import PbsBackend
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args
-from hpcdet.dispatcher.pbs.render import priority, walltime
+from hpcdet.dispatcher.pbs.render import nice_of, priority, walltime
 from hpcdet.errors import ConfigError, ValidationError
 
 JOB_DIR = "/shared/hpcdet/exp-7/trial-42"
@@ -84,9 +84,17 @@ def test_walltime_from_slurm_time_limits(limit: str, expected: str) -> None:
     assert walltime(limit) == expected
 
 
-def test_priority_is_minus_nice_clamped() -> None:
-    assert [priority(n) for n in (None, 0, 5, -5, 5000, -5000)] == [None, 0, -5, 5, -1024,
-                                                                    1023]
+def test_priority_is_minus_nice_then_squeezed() -> None:
+    assert [priority(n) for n in (None, 0, 5, -5, 512, -5000, 10**9)] == [None, 0, -5, 5, -512,
+                                                                          1023, -1024]
+
+
+def test_every_resources_priority_gets_its_own_pbs_priority() -> None:
+    """Placement's nice for priorities 1..99 (nice_step 100, weight 1): strictly ordered,
+    not clamped together (42 and 80 both read -1024 once)."""
+    pbs = [priority(100 * (p - 1) + 50) for p in range(1, 100)]
+    assert all(a is not None and b is not None and a > b for a, b in zip(pbs, pbs[1:]))
+    assert all(priority(nice_of(p)) == p for p in range(-1024, 1024))
 
 
 @pytest.mark.parametrize(("field", "value"), [
