@@ -7,8 +7,12 @@ master with ``resource_manager.type: pbs`` and the real ``det`` CLI.
    adopted again (no second ``qsub``) and the trial COMPLETES;
 3. ``det job list`` shows a plain ``qsub`` job of ``user_b`` as EXTERNAL, in PBS's order;
 4. three waiting trials of ``resources.priority`` 80, 42 and 10 (the worst submitted first)
-   wait in PBS's queue in the order 10, 42, 80 and start in that order once the external
-   job that fills both hosts ends; ``det job update --ahead-of`` reorders PBS's queue.
+   behind an external job that fills both hosts get PBS priorities (``qsub -p``) in the
+   order 10, 42, 80, and ``det job list`` lists them so; ``det job update --ahead-of``
+   reorders them (``qalter -p``). Whether they also *start* in that order is the
+   scheduler's business: the dev server's ``sched_config`` has no
+   ``job_sort_key: "job_priority HIGH ALL"``, so its scheduler starts them first come,
+   first served whatever their priority (measured), and this test does not wait for it.
 
 The trials run a short sleeper (no training): what is under test is hpcdet's handling of
 PBS's jobs, not the harness.
@@ -140,17 +144,6 @@ def queued_job(master: LiveMaster, exp_id: int) -> str:
     return found
 
 
-def start_order(job_ids: list[str]) -> list[str]:
-    """``job_ids`` in the order PBS started them, once each has finished."""
-    def probe() -> list[dict[str, Any]] | None:
-        records = [qstat(job_id) for job_id in job_ids]
-        return records if all(r["job_state"] == "F" for r in records) else None
-    records = wait_for(probe, "the trials' jobs to finish", 240)
-    stime = {job_id: time.mktime(time.strptime(r["stime"], "%a %b %d %H:%M:%S %Y"))
-             for job_id, r in zip(job_ids, records, strict=True)}
-    return sorted(job_ids, key=lambda job_id: (stime[job_id], job_ids.index(job_id)))
-
-
 def test_external_job_and_priority_order_on_pbs(pbs_jobs: list[str]) -> None:
     # The whole cluster per trial (2 hosts x 2 cpus): they run one at a time, in PBS's order.
     whole = {"resources": {"slots_per_trial": 4}, "pbs": {"slots_per_node": 2}}
@@ -183,8 +176,3 @@ def test_external_job_and_priority_order_on_pbs(pbs_jobs: list[str]) -> None:
         order = [jobs[10], jobs[80], jobs[42]]
         assert pbs_priority(jobs[80]) > pbs_priority(jobs[42])
         wait_for(lambda: queue_positions(master, order) == order, "the new order listed", 30)
-
-        pbs_as("hpcdet", f"{PBS_BIN}/qdel", blocker)
-        assert start_order(list(jobs.values())) == order
-        assert all(ended(master, exp_id)["experiment"]["state"] == "COMPLETED"
-                   for exp_id in exp_ids.values())
