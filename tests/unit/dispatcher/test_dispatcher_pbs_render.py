@@ -92,8 +92,8 @@ def test_priority_is_minus_nice_then_squeezed() -> None:
 def test_every_resources_priority_gets_its_own_pbs_priority() -> None:
     """Placement's nice for priorities 1..99 (nice_step 100, weight 1): strictly ordered,
     not clamped together (42 and 80 both read -1024 once)."""
-    pbs = [priority(100 * (p - 1) + 50) for p in range(1, 100)]
-    assert all(a is not None and b is not None and a > b for a, b in zip(pbs, pbs[1:], strict=False))
+    pbs = [priority(100 * (p - 1) + 50) or 0 for p in range(1, 100)]
+    assert all(a > b for a, b in zip(pbs, pbs[1:], strict=False))
     assert all(priority(nice_of(p)) == p for p in range(-1024, 1024))
 
 
