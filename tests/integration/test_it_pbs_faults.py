@@ -3,8 +3,9 @@ master with ``resource_manager.type: pbs`` and the real ``det`` CLI.
 
 1. ``qdel`` of a running trial's job by someone else (the ``hpcdet`` PBS manager) ends the
    trial ERROR (``max_restarts: 0``), the state history naming the cancelled job;
-2. ``kill -9`` of the master mid-trial, restarted on the same database: the PBS job is
-   adopted again (no second ``qsub``) and the trial COMPLETES;
+2. ``kill -9`` of the master mid-training (the digits trial), restarted on the same
+   database: the PBS job is adopted again (no second ``qsub``) and the trial COMPLETES with
+   every epoch's validation;
 3. ``det job list`` shows a plain ``qsub`` job of ``user_b`` as EXTERNAL, in PBS's order;
 4. three waiting trials of ``resources.priority`` 80, 42 and 10 (the worst submitted first)
    behind an external job that fills both hosts get PBS priorities (``qsub -p``) in the
@@ -14,8 +15,8 @@ master with ``resource_manager.type: pbs`` and the real ``det`` CLI.
    ``job_sort_key: "job_priority HIGH ALL"``, so its scheduler starts them first come,
    first served whatever their priority (measured), and this test does not wait for it.
 
-The trials run a short sleeper (no training): what is under test is hpcdet's handling of
-PBS's jobs, not the harness.
+The other trials run a short sleeper (no training): what is under test there is hpcdet's
+handling of PBS's jobs, not the harness.
 """
 
 from __future__ import annotations
@@ -24,12 +25,28 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
-from it_helpers import LiveMaster, load_json, wait_for
+from it_helpers import REPO, LiveMaster, load_json, wait_for
 from it_pbs import PBS_BIN, USER, create_experiment, pbs_as, pbs_master, qdel_all, qstat
 
 pytestmark = pytest.mark.pbs
 
+DIGITS = REPO / "examples" / "digits"
+PACED_TRIAL = '''\
+import os
+import time
+
+from model_def import DigitsTrial
+
+
+class PacedDigitsTrial(DigitsTrial):
+    """The digits trial with a pause per batch, so that the master dies mid-training."""
+
+    def train_batch(self, batch, epoch_idx, batch_idx):
+        time.sleep(float(os.environ.get("DIGITS_BATCH_SLEEP", "0")))
+        return super().train_batch(batch, epoch_idx, batch_idx)
+'''
 SLEEPER = "import sys, time\nprint('trial started', flush=True)\ntime.sleep(float(sys.argv[1]))\n"
 
 
@@ -90,22 +107,48 @@ def test_qdel_outside_hpcdet_ends_the_trial_in_error(pbs_jobs: list[str]) -> Non
     assert record["job_state"] == "F" and record["Job_Owner"].startswith(f"{USER}@"), record
 
 
-def test_master_killed_mid_trial_adopts_its_pbs_job_again(pbs_jobs: list[str]) -> None:
+def digits_config(epochs: int, pace: float, storage: str) -> dict[str, Any]:
+    """The digits trial on one slot, paced, validating and checkpointing every epoch."""
+    return {"entrypoint": "paced:PacedDigitsTrial", "max_restarts": 0,
+            "hyperparameters": {"lr": 0.01, "hidden_size": 32, "global_batch_size": 64},
+            "min_validation_period": {"epochs": 1}, "min_checkpoint_period": {"epochs": 1},
+            "searcher": {"name": "single", "metric": "validation_loss",
+                         "smaller_is_better": True, "max_length": {"epochs": epochs}},
+            "checkpoint_storage": {"type": "shared_fs", "host_path": storage},
+            "environment": {"environment_variables": ["OMP_NUM_THREADS=1",
+                                                      f"DIGITS_BATCH_SLEEP={pace}"]}}
+
+
+def validated_epochs(master: LiveMaster, trial_id: int) -> list[int]:
+    reports = master.api(f"/trials/{trial_id}/metrics?group=validation")["metrics"]
+    return [int(report["metrics"]["epochs"]) for report in reports]
+
+
+@pytest.mark.torch
+def test_master_killed_mid_training_adopts_its_pbs_job_again(pbs_jobs: list[str]) -> None:
     with pbs_master("kill9") as master:
-        exp_id = create_experiment(master, "kill9", sleeper_config(25), {"sleeper.py": SLEEPER})
+        files = {"model_def.py": DIGITS.joinpath("model_def.py").read_text(),
+                 "paced.py": PACED_TRIAL}
+        storage = master.job_root / "checkpoints"  # under an allowed storage root
+        exp_id = create_experiment(master, "kill9", digits_config(5, 0.1, str(storage)), files)
         trial, job_id = running_job(master, exp_id)
         pbs_jobs.append(job_id)
+        wait_for(lambda: validated_epochs(master, trial["id"]), "a first validation", 180)
         master.kill9()
+        with pytest.raises(httpx.TransportError):  # every process of it is gone
+            httpx.get(f"{master.url}/api/v1/master", timeout=2)
         assert qstat(job_id)["job_state"] == "R"  # PBS keeps running it without the master
-        time.sleep(3)  # the master is down a while
+        time.sleep(4)  # the master is down a while; the trial trains and buffers its reports
         master.start()
         assert trial_of(master, exp_id)["state"] == "RUNNING"  # type: ignore[index]
         answer = ended(master, exp_id)
         final = trial_of(master, exp_id)
+        epochs = validated_epochs(master, trial["id"])
     assert answer["experiment"]["state"] == "COMPLETED", (answer, master.log.read_text()[-3000:])
     assert final is not None and final["state"] == "COMPLETED", final
     assert [j["job_id"] for j in final["jobs"]] == [job_id], final  # no second qsub
     assert final["restarts"] == 0 and final["interruptions"] == 0, final
+    assert epochs == [1, 2, 3, 4, 5], epochs  # every validation, including the outage's
     assert qstat(job_id)["Exit_status"] == 0
 
 
