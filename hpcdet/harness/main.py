@@ -74,9 +74,10 @@ def _note_preemption(info: TrialInfo, cluster: ClusterEnv, code: int) -> None:
 
     A clean exit after SIGTERM/SIGUSR2 or the master's stop is a preemption: the master
     resubmits the trial from its checkpoint without counting a restart. The file survives
-    a master that is down, and it names the Slurm execution (job id, requeue count).
+    a master that is down, and it names the execution (Slurm's or PBS's job id, and
+    Slurm's requeue count; PBS tells a job no count, so its executions count as 0).
     """
-    job_id = os.environ.get("SLURM_JOB_ID")
+    job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
     if code != 0 or not cluster.is_chief or not preemption_signalled() or not job_id:
         return
     try:
