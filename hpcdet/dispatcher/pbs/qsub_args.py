@@ -119,3 +119,25 @@ def _controlled_value(letter: str, value: str) -> str | None:
             what = "resource" if letter == "l" else "attribute"
             return f"option -{letter} {key}=... is controlled by hpcdet (a {what} it sets itself)"
     return None
+
+
+# ---- the functions hpcdet.dispatcher.batch_args calls --------------------------------------
+
+
+def check_args(args: Sequence[str], path: str) -> tuple[str, ...]:
+    """``args`` after :func:`parse_qsub_args` found nothing wrong with them."""
+    parse_qsub_args(args, path=path)
+    return tuple(args)
+
+
+def split_cpus_per_rank(args: Sequence[str], path: str) -> tuple[int, tuple[str, ...]]:
+    """(1, ``args``): CPUs per rank are hpcdet's ``ncpus``, which no qsub option may set
+    (``-l ncpus``/``select`` are refused), so every rank gets one."""
+    return 1, check_args(args, path)
+
+
+def node_filter(args: Sequence[str]) -> tuple[set[str] | None, set[str]]:
+    """(None, no nodes): no qsub option hpcdet passes on carves nodes out of a queue (PBS
+    ties nodes to a queue with the node's ``queue`` attribute, not with job options)."""
+    parse_qsub_args(args, path="pbsbatch_args")
+    return None, set()

@@ -98,8 +98,7 @@ def _checkpointed_during(session: Session, job: Job, trial: Trial) -> bool:
 def job_ended(session: Session, job: Job, trial: Trial, status: JobStatus,
               max_restarts: int) -> None:
     """Apply the end of ``job``'s last execution to ``trial`` (the one place that does)."""
-    cause = (f"job {job.job_id} ended {status.native_state or status.phase.value}"
-             f" (exit code {status.exit_code})")
+    cause = f"job {job.job_id} ended {ended_words(status)} (exit code {status.exit_code})"
     current = State(trial.state)
     if current.is_terminal:
         return
@@ -112,6 +111,15 @@ def job_ended(session: Session, job: Job, trial: Trial, status: JobStatus,
         _complete(session, job, trial, status, cause)
     else:
         run_again(session, trial, outcome, cause, max_restarts)
+
+
+def ended_words(status: JobStatus) -> str:
+    """The scheduler's word for the job's end, led by hpcdet's phase where that word does
+    not say it (PBS calls every finished job ``F``: the cause must say it was cancelled)."""
+    native = status.native_state or ""
+    if native.startswith(status.phase.value):
+        return native
+    return f"{status.phase.value} ({native})" if native else status.phase.value
 
 
 def _end_stopping(session: Session, trial: Trial, current: State, status: JobStatus,
