@@ -31,6 +31,6 @@ def test_every_line_gets_the_rank_even_a_child_process_and_a_split_write() -> No
 
 
 @pytest.mark.parametrize(("launcher", "needed"), [
-    ("slurm", False), ("single", False), ("openmpi", True), ("hydra", True), ("pmix", True)])
+    ("slurm", False), ("single", False), ("openmpi", True), ("pmi", True), ("pmix", True)])
 def test_only_launchers_that_do_not_label_need_it(launcher: str, needed: bool) -> None:
     assert labels_needed(launcher) is needed
