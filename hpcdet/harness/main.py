@@ -43,6 +43,7 @@ from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.early_exit import EarlyExitReason, InvalidHP
 from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, run_entrypoint
 from hpcdet.harness.launchers import mpi_world
+from hpcdet.harness.rank_labels import RankLabels, labels_needed
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info
 from hpcdet.jobfiles import PREEMPTED, write_exit_reason
 
@@ -60,12 +61,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(str(exc))
         return EXIT_USAGE
     install_signal_handlers()
-    if entry.kind in ("script", "module", "trial_class"):
-        code = _run_in_process(info, cluster, entry)
-    else:
-        _banner(cluster, "none")
-        code = run_entrypoint(entry)
-    _note_preemption(info, cluster, code)
+    labels = RankLabels(cluster.rank) if labels_needed(cluster.launcher) else None
+    try:
+        if entry.kind in ("script", "module", "trial_class"):
+            code = _run_in_process(info, cluster, entry)
+        else:
+            _banner(cluster, "none")
+            code = run_entrypoint(entry)
+        _note_preemption(info, cluster, code)
+    finally:
+        if labels is not None:
+            labels.close()
     return code
 
 
