@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hpcdet.dispatcher.safety import check_safe
-from hpcdet.errors import ValidationError
+from hpcdet.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:  # det's commands import this module; they need no templates
     import jinja2
@@ -111,10 +111,24 @@ class TaskDialect(abc.ABC):
     takes_args: bool  # whether the script gets arguments
     environment_source: str  # what sent the environment, in environment.sh's comment
 
-    @abc.abstractmethod
     def check_options(self, raw: Sequence[Any]) -> tuple[Setting, ...]:
-        """``[[name, value or null], ...]`` checked against the option table; ConfigError
-        lists every problem."""
+        """``[[option, value or null], ...]`` checked against the submit command's options
+        (:meth:`option_problem`); every bad item is named."""
+        errors: list[str] = []
+        settings: list[Setting] = []
+        for index, item in enumerate(raw):
+            problem = self.option_problem(item)
+            if problem:
+                errors.append(f"options[{index}]: {problem}")
+            else:
+                settings.append((item[0], item[1]))
+        if errors:
+            raise ConfigError(errors, title=f"invalid {self.submit_command} options")
+        return tuple(settings)
+
+    @abc.abstractmethod
+    def option_problem(self, item: Any) -> str | None:
+        """What is wrong with one ``[option, value]`` item; None when nothing is."""
 
     @abc.abstractmethod
     def fields(self, options: Sequence[Setting], pool_args: Sequence[str]) -> TaskFields:

@@ -43,6 +43,7 @@ from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.early_exit import EarlyExitReason, InvalidHP
 from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, run_entrypoint
 from hpcdet.harness.launchers import mpi_world
+from hpcdet.harness.rank_labels import RankLabels, labels_needed
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info
 from hpcdet.jobfiles import PREEMPTED, write_exit_reason
 
@@ -60,12 +61,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(str(exc))
         return EXIT_USAGE
     install_signal_handlers()
-    if entry.kind in ("script", "module", "trial_class"):
-        code = _run_in_process(info, cluster, entry)
-    else:
-        _banner(cluster, "none")
-        code = run_entrypoint(entry)
-    _note_preemption(info, cluster, code)
+    labels = RankLabels(cluster.rank) if labels_needed(cluster.launcher) else None
+    try:
+        if entry.kind in ("script", "module", "trial_class"):
+            code = _run_in_process(info, cluster, entry)
+        else:
+            _banner(cluster, "none")
+            code = run_entrypoint(entry)
+        _note_preemption(info, cluster, code)
+    finally:
+        if labels is not None:
+            labels.close()
     return code
 
 
@@ -74,9 +80,10 @@ def _note_preemption(info: TrialInfo, cluster: ClusterEnv, code: int) -> None:
 
     A clean exit after SIGTERM/SIGUSR2 or the master's stop is a preemption: the master
     resubmits the trial from its checkpoint without counting a restart. The file survives
-    a master that is down, and it names the Slurm execution (job id, requeue count).
+    a master that is down, and it names the execution (Slurm's or PBS's job id, and
+    Slurm's requeue count; PBS tells a job no count, so its executions count as 0).
     """
-    job_id = os.environ.get("SLURM_JOB_ID")
+    job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
     if code != 0 or not cluster.is_chief or not preemption_signalled() or not job_id:
         return
     try:

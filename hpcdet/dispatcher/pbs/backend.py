@@ -28,7 +28,6 @@ from pathlib import Path
 
 from hpcdet.dispatcher.base import (
     Backend,
-    JobPhase,
     JobRef,
     JobSpec,
     JobStatus,
@@ -46,8 +45,9 @@ from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError, QueueEntry
 from hpcdet.dispatcher.render import make_environment
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.spec_values import read_exit_file, status_from_exit_file
 from hpcdet.errors import SchedulerError, ValidationError
-from hpcdet.jobfiles import open_regular, write_atomically
+from hpcdet.jobfiles import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -264,25 +264,11 @@ def _by_number(records: dict[str, dict[str, str]]) -> dict[int, dict[str, str]]:
 def _resolve(record: dict[str, str] | None, job: JobRef) -> JobStatus:
     """qstat's answer, with the exit file where qstat says nothing (or no exit status)."""
     if record is None:
-        code = read_exit_file(job)
-        if code is None:
-            return JobStatus(job.job_id, JobPhase.MISSING, "", source="none")
-        phase = JobPhase.COMPLETED if code == 0 else JobPhase.FAILED
-        return JobStatus(job.job_id, phase, phase.value, exit_code=code, source="exit-file")
+        return status_from_exit_file(job)
     status = job_status(job.job_id, record)
     if status.phase.is_terminal and status.exit_code is None:
         return replace(status, exit_code=read_exit_file(job))
     return status
-
-
-def read_exit_file(job: JobRef) -> int | None:
-    """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any."""
-    path = Path(job.job_dir) / f"exit-{checked_id(job.job_id)}"
-    try:
-        with open_regular(path) as handle:  # never a link the job put there
-            return int(handle.read(64).decode("utf-8").strip())
-    except (OSError, ValueError):
-        return None
 
 
 def _only_already_gone(stderr: str) -> bool:

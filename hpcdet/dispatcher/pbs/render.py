@@ -33,13 +33,12 @@ import math
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator
 from dataclasses import replace
 
 from hpcdet.dispatcher.base import BindMount, ContainerSpec, JobSpec
 from hpcdet.dispatcher.containers import launch_lines
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args, render_qsub_args
-from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.spec_values import check_strings_and_names
 from hpcdet.errors import ValidationError
 
 PRIORITY_MIN, PRIORITY_MAX = -1024, 1023
@@ -51,15 +50,13 @@ TAG_VARIABLE = "HPCDET_JOB_TAG"
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 _TAG = re.compile(r"^[A-Za-z0-9_.:@/+-]+$")
 _PLAIN = re.compile(r"^[A-Za-z0-9_.@+-]+$")  # queue, account, project, GPU model
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH = re.compile(r"^/[A-Za-z0-9_./+@%=-]*$")
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
 def validate_spec(spec: JobSpec) -> None:
     """Refuse any value that cannot be written safely or that PBS would misread."""
-    for where, value in spec_strings(spec):
-        check_safe(value, where)
+    check_strings_and_names(spec)
     _match(_NAME, spec.name, "spec.name", "letters, digits and _.+- only")
     if len(spec.name) > MAX_NAME:
         raise ValidationError(f"spec.name is longer than PBS's {MAX_NAME} characters")
@@ -83,33 +80,7 @@ def validate_spec(spec: JobSpec) -> None:
     if spec.launcher not in ("default", "mpiexec"):
         raise ValidationError(f"spec.launcher {spec.launcher!r}: the PBS backend starts ranks "
                               "with mpiexec ('default' or 'mpiexec')")
-    for name in spec.environment:
-        if not _ENV_NAME.match(name):
-            raise ValidationError(f"spec.environment: invalid variable name {name!r}")
     walltime(spec.time_limit)
-
-
-def spec_strings(spec: JobSpec) -> Iterator[tuple[str, str]]:
-    """Every string in ``spec`` that reaches the script, with the name of its field."""
-    for field in ("name", "job_dir", "partition", "time_limit", "account", "qos", "wckey",
-                  "comment", "exclude", "signal", "script_name", "gpu_type"):  # fmt: skip
-        value = getattr(spec, field)
-        if value is not None:
-            yield f"spec.{field}", str(value)
-    yield from ((f"spec.command[{i}]", arg) for i, arg in enumerate(spec.command))
-    yield from ((f"spec.sbatch_args[{i}]", arg) for i, arg in enumerate(spec.sbatch_args))
-    for key, value in spec.environment.items():
-        yield f"spec.environment key {key!r}", key
-        yield f"spec.environment[{key!r}]", value
-    container = spec.container
-    yield "spec.container.run_type", container.run_type
-    if container.image is not None:
-        yield "spec.container.image", container.image
-    for i, mount in enumerate(container.bind_mounts):
-        yield f"spec.container.bind_mounts[{i}].host_path", mount.host_path
-        yield f"spec.container.bind_mounts[{i}].container_path", mount.container_path
-    for i, name in enumerate(container.pass_environment):
-        yield f"spec.container.pass_environment[{i}]", name
 
 
 def _match(pattern: re.Pattern[str], value: str, where: str, expected: str) -> None:

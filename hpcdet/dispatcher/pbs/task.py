@@ -37,7 +37,7 @@ from hpcdet.dispatcher.pbs.qsub_options import (
 )
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS, check_safe
 from hpcdet.dispatcher.tasks import Setting, TaskFields, TaskSpec, value_of
-from hpcdet.errors import ConfigError, ValidationError
+from hpcdet.errors import ValidationError
 
 if TYPE_CHECKING:  # det's commands import this module; they need no templates
     import jinja2
@@ -149,19 +149,9 @@ class PbsTaskDialect(tasks.TaskDialect):
     takes_args = False
     environment_source = ENVIRONMENT_SOURCE
 
-    def check_options(self, raw: Sequence[Any]) -> tuple[Setting, ...]:
-        """``[[letter, value or null], ...]`` checked against qsub's option table."""
-        errors: list[str] = []
-        settings: list[Setting] = []
-        for index, item in enumerate(raw):
-            problem = option_problem(item)
-            if problem:
-                errors.append(f"options[{index}]: {problem}")
-            else:
-                settings.append((item[0], item[1]))
-        if errors:
-            raise ConfigError(errors, title="invalid qsub options")
-        return tuple(settings)
+    def option_problem(self, item: Any) -> str | None:
+        """What is wrong with one ``[option, value]`` item (see :func:`option_problem`)."""
+        return option_problem(item)
 
     def fields(self, options: Sequence[Setting], pool_args: Sequence[str]) -> TaskFields:
         """Queue, name, account, files and shell; the rest is passed to qsub."""

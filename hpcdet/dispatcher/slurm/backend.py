@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +29,6 @@ from hpcdet.dispatcher.base import (
     Backend,
     BindMount,
     ContainerSpec,
-    JobPhase,
     JobRef,
     JobSpec,
     JobStatus,
@@ -44,8 +43,13 @@ from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.dispatcher.slurm.states import phase_of
+from hpcdet.dispatcher.spec_values import (
+    check_strings_and_names,
+    read_exit_file,
+    status_from_exit_file,
+)
 from hpcdet.errors import SchedulerError, ValidationError
-from hpcdet.jobfiles import open_regular, write_atomically
+from hpcdet.jobfiles import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +59,6 @@ TEMPLATE_NAME = "slurm_job.sh.j2"
 # Job ids as Slurm prints them: plain, array task (123_4), het component (123+0).
 _JOB_ID = re.compile(r"^\d+(?:[_+]\d+)?$")
 _SBATCH_PARSABLE = re.compile(r"^(\d+)(?:;\S+)?$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A GRES type is written into --gpus/--gres, where ":" and "," have meanings.
 _GPU_TYPE = re.compile(r"^[A-Za-z0-9_.-]+$")
 GPU_REQUESTS = ("tres", "gres", "none")
@@ -224,8 +227,7 @@ BACKEND = SlurmBackend
 
 def validate_spec(spec: JobSpec) -> None:
     """Refuse any value that cannot be written safely or that Slurm would misread."""
-    for where, value in _spec_strings(spec):
-        check_safe(value, where)
+    check_strings_and_names(spec)
     if not spec.name:
         raise ValidationError("spec.name must not be empty")
     if not posixpath.isabs(spec.job_dir):
@@ -238,35 +240,6 @@ def validate_spec(spec: JobSpec) -> None:
     if not spec.command:
         raise ValidationError("spec.command must not be empty")
     _check_counts(spec)
-    for name in spec.environment:
-        if not _ENV_NAME.match(name):
-            raise ValidationError(f"spec.environment: invalid variable name {name!r}")
-
-
-def _spec_strings(spec: JobSpec) -> Iterator[tuple[str, str]]:
-    """Every string in ``spec`` that reaches the script, with the name of its field."""
-    for field in ("name", "job_dir", "partition", "time_limit", "account", "qos", "wckey",
-                  "comment", "exclude", "signal", "script_name", "gpu_type"):  # fmt: skip
-        value = getattr(spec, field)
-        if value is not None:
-            yield f"spec.{field}", str(value)
-    yield from ((f"spec.command[{i}]", arg) for i, arg in enumerate(spec.command))
-    yield from ((f"spec.sbatch_args[{i}]", arg) for i, arg in enumerate(spec.sbatch_args))
-    for key, value in spec.environment.items():
-        yield f"spec.environment key {key!r}", key
-        yield f"spec.environment[{key!r}]", value
-    yield from _container_strings(spec.container)
-
-
-def _container_strings(container: ContainerSpec) -> Iterator[tuple[str, str]]:
-    yield "spec.container.run_type", container.run_type
-    if container.image is not None:
-        yield "spec.container.image", container.image
-    for i, mount in enumerate(container.bind_mounts):
-        yield f"spec.container.bind_mounts[{i}].host_path", mount.host_path
-        yield f"spec.container.bind_mounts[{i}].container_path", mount.container_path
-    for i, name in enumerate(container.pass_environment):
-        yield f"spec.container.pass_environment[{i}]", name
 
 
 def _check_counts(spec: JobSpec) -> None:
@@ -510,28 +483,10 @@ def _none_if(value: str, placeholder: str) -> str | None:
 def _resolve(status: JobStatus | None, job: JobRef) -> JobStatus:
     """Fill in what the scheduler did not say from the job's exit file."""
     if status is None:
-        return _from_exit_file(job)
+        return status_from_exit_file(job)
     if status.phase.is_terminal and status.exit_code is None:
         return replace(status, exit_code=read_exit_file(job))
     return status
-
-
-def _from_exit_file(job: JobRef) -> JobStatus:
-    code = read_exit_file(job)
-    if code is None:
-        return JobStatus(job.job_id, JobPhase.MISSING, "", source="none")
-    phase = JobPhase.COMPLETED if code == 0 else JobPhase.FAILED
-    return JobStatus(job.job_id, phase, phase.value, exit_code=code, source="exit-file")
-
-
-def read_exit_file(job: JobRef) -> int | None:
-    """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any."""
-    path = Path(job.job_dir) / f"exit-{job.job_id}"
-    try:
-        with open_regular(path) as handle:  # never a link the job put there
-            return int(handle.read(64).decode("utf-8").strip())
-    except (OSError, ValueError):
-        return None
 
 
 def _only_already_gone(stderr: str) -> bool:

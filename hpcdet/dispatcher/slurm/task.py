@@ -45,7 +45,7 @@ from hpcdet.dispatcher.tasks import (
     TaskSpec,
     describe_argv,
 )
-from hpcdet.errors import ConfigError, ValidationError
+from hpcdet.errors import ValidationError
 
 if TYPE_CHECKING:  # det's commands import this module; they need no templates
     import jinja2
@@ -216,19 +216,9 @@ class SlurmTaskDialect(tasks.TaskDialect):
     takes_args = True
     environment_source = ENVIRONMENT_SOURCE
 
-    def check_options(self, raw: Sequence[Any]) -> tuple[Setting, ...]:
-        """``[[long name, value or null], ...]`` checked against sbatch's option table."""
-        errors: list[str] = []
-        settings: list[Setting] = []
-        for index, item in enumerate(raw):
-            problem = _option_problem(item)
-            if problem:
-                errors.append(f"options[{index}]: {problem}")
-            else:
-                settings.append((item[0], item[1]))
-        if errors:
-            raise ConfigError(errors, title="invalid sbatch options")
-        return tuple(settings)
+    def option_problem(self, item: Any) -> str | None:
+        """What is wrong with one ``[option, value]`` item (see :func:`_option_problem`)."""
+        return _option_problem(item)
 
     def fields(self, options: Sequence[Setting], pool_args: Sequence[str]) -> TaskFields:
         """Pool, name, --chdir, account and files; the rest is passed to sbatch."""

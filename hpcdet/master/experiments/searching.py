@@ -25,7 +25,7 @@ from hpcdet.expconf import length_value
 from hpcdet.master.experiments.ending import finish_searched
 from hpcdet.master.models import Experiment, SearcherEvent, Trial, utcnow
 from hpcdet.master.reports.logs import add_system_line
-from hpcdet.master.scheduling.jobspec import job_dir_for
+from hpcdet.master.scheduling.job_dirs import trial_job_dir
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.transitions import transition
@@ -182,7 +182,7 @@ class SearchDriver:
             session.add(trial)
             transition(session, trial, State.QUEUED,
                        cause=f"created by the {exp.config['searcher']['name']} searcher")
-            trial.job_dir = job_dir_for(self.settings, exp.id, trial.id, exp.owner)
+            trial.job_dir = trial_job_dir(self.settings, exp.id, trial.id, exp.owner)
 
     @staticmethod
     def _trials_by_request(session: Session, experiment_id: int) -> dict[str, Trial]:

@@ -144,7 +144,7 @@ def _custom_pool(rm: ResourceManagerSettings, custom: CustomPool,
 
 def _configured_pool(rm: ResourceManagerSettings, name: str, partition: str | None,
                      override: PartitionOverride | None, custom: CustomPool | None) -> Pool:
-    """What master.yaml says of a pool, before Slurm is asked what it holds."""
+    """What master.yaml says of a pool, before the scheduler is asked what it holds."""
     slurm = rm.slurm_defaults
     for level in (override, custom):
         slurm = slurm.then(level.slurm) if level is not None else slurm
@@ -153,7 +153,7 @@ def _configured_pool(rm: ResourceManagerSettings, name: str, partition: str | No
     description = custom.description if custom else (override.description if override else None)
     slot_type = _explicit_slot_type(rm, override) or "cpu"
     return Pool(name=name, partition=partition, description=description, slot_type=slot_type,
-                gpu_type=slurm.gpu_type, sbatch_args=slurm.sbatch_args,
+                gpu_type=slurm.gpu_type, sbatch_args=slurm.batch_args(rm.type),
                 priority_bands=bands, is_custom=custom is not None)
 
 

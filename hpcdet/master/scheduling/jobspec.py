@@ -19,7 +19,6 @@ from hpcdet.expconf import environment_variables
 from hpcdet.master.queue.pools import GPU_SLOT_TYPES, Pool, settings_pool
 from hpcdet.master.scheduling.placement import JobOwner, Placement, place
 from hpcdet.master.settings.core import MasterSettings
-from hpcdet.master.settings.runas import owner_root
 
 # CPUs each rank (slot) gets in the srun step; the allocation holds them all per node.
 CPUS_PER_RANK = 1
@@ -47,13 +46,6 @@ class TrialRun:
         """Unique per run: a restarted master finds a job it submitted by this name."""
         name = f"det-{self.experiment_id}-{self.trial_id}-{self.run_id}"
         return f"{name}-{self.tag}" if self.tag else name
-
-
-def job_dir_for(settings: MasterSettings, experiment_id: int, trial_id: int,
-                owner: str = "") -> str:
-    """``<root>/exp-N/trial-M``; under ``<root>/<owner>/`` when jobs run as their owner."""
-    root = owner_root(settings.resource_manager.job_storage_root, settings.runas, owner)
-    return str(root / f"exp-{experiment_id}" / f"trial-{trial_id}")
 
 
 def batch_section(config: Mapping[str, Any], scheduler: str) -> tuple[str, Mapping[str, Any]]:

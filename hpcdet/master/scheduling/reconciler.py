@@ -354,7 +354,7 @@ class Reconciler:
         """Say in the trial's log why its job waits, each time Slurm's reason changes."""
         if status.phase is JobPhase.PENDING and status.reason and status.reason != job.reason:
             add_system_line(session, job.trial_id,
-                            f"Slurm job {job.job_id} is pending: {status.reason}")
+                            f"job {job.job_id} is pending: {status.reason}")
 
     # experiments --------------------------------------------------------------------
     def _roll_up(self) -> None:

@@ -49,9 +49,9 @@ from hpcdet.master.models import CommandTask
 from hpcdet.master.queue.fair_share import ensure_account
 from hpcdet.master.queue.job_queue import find_pool
 from hpcdet.master.queue.pools import Pool
+from hpcdet.master.scheduling.job_dirs import task_job_dir
 from hpcdet.master.scheduling.placement import JobOwner, account_for
 from hpcdet.master.settings.core import MasterSettings
-from hpcdet.master.settings.runas import owner_root
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 
@@ -287,12 +287,6 @@ def _pool(session: Session, settings: MasterSettings, name: str | None,
 # ---- submitting ----------------------------------------------------------------------------
 
 
-def job_dir_for(settings: MasterSettings, task_id: int | str, owner: str = "") -> str:
-    """``<root>/tasks/task-N``; under ``<root>/<owner>/`` when jobs run as their owner."""
-    root = owner_root(settings.resource_manager.job_storage_root, settings.runas, owner)
-    return str(root / "tasks" / f"task-{task_id}")
-
-
 def comment_for(settings: MasterSettings, task_id: int) -> str:
     """The tag that marks the task's job (hpcdet.master.queue.job_queue reads it)."""
     return task_tag(settings.resource_manager.cluster_name, task_id)
@@ -305,7 +299,7 @@ def _templates(template_dir: str | None) -> jinja2.Environment:
 
 def preview(settings: MasterSettings, backend: Backend, plan: TaskPlan) -> Submission:
     """What would be submitted (``--test-only``), with ``task-NEW`` for the unknown id."""
-    spec = replace(plan.spec, job_dir=job_dir_for(settings, "NEW"),
+    spec = replace(plan.spec, job_dir=task_job_dir(settings, "NEW"),
                    comment=task_tag(settings.resource_manager.cluster_name, None))
     return _render(settings, backend, plan.request.dialect, spec)
 
@@ -327,7 +321,7 @@ def submit(session: Session, settings: MasterSettings, backend: Backend,
     # The transition flushes the row, which gives the task the id its job is named after.
     transition(session, task, State.QUEUED, cause=f"submitted with {dialect.client}",
                actor=plan.owner)
-    task.job_dir = job_dir_for(settings, task.id, plan.owner)
+    task.job_dir = task_job_dir(settings, task.id, plan.owner)
     spec = replace(plan.spec, task_id=task.id, job_dir=task.job_dir,
                    comment=comment_for(settings, task.id))
     submission = _render(settings, backend, dialect, spec)

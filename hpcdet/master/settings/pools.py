@@ -26,15 +26,22 @@ _BAND_TEXT = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 
 @dataclass(frozen=True)
 class SlurmDefaults:
-    """``task_container_defaults.slurm``: extra sbatch options and the GPU type of a pool."""
+    """``task_container_defaults.slurm`` and ``.pbs``: a pool's extra batch options (sbatch's
+    and qsub's; the master uses those of its resource manager) and its GPU type."""
 
     sbatch_args: tuple[str, ...] = ()
     gpu_type: str | None = None
+    pbsbatch_args: tuple[str, ...] = ()
 
     def then(self, more: SlurmDefaults) -> SlurmDefaults:
         """These defaults refined by ``more``: lists append, scalars override."""
         return SlurmDefaults(sbatch_args=(*self.sbatch_args, *more.sbatch_args),
-                             gpu_type=more.gpu_type or self.gpu_type)
+                             gpu_type=more.gpu_type or self.gpu_type,
+                             pbsbatch_args=(*self.pbsbatch_args, *more.pbsbatch_args))
+
+    def batch_args(self, scheduler: str) -> tuple[str, ...]:
+        """The options for ``scheduler``'s submit command."""
+        return self.pbsbatch_args if scheduler == "pbs" else self.sbatch_args
 
 
 @dataclass(frozen=True)
@@ -95,25 +102,31 @@ class FairShareSettings:
 
 
 def build_slurm_defaults(doc: Mapping[str, Any], where: str, errors: list[str]) -> SlurmDefaults:
-    """Read a ``task_container_defaults`` mapping (only its ``slurm:`` block is used)."""
-    unknown_keys(doc, {"slurm"}, where, errors)
+    """Read a ``task_container_defaults`` mapping (its ``slurm:`` and ``pbs:`` blocks)."""
+    unknown_keys(doc, {"slurm", "pbs"}, where, errors)
     slurm = Getter(doc, where, errors).section("slurm")
-    where = f"{where}.slurm"
-    unknown_keys(slurm, {"sbatch_args", "gpu_type"}, where, errors)
-    get = Getter(slurm, where, errors)
-    return SlurmDefaults(sbatch_args=_sbatch_args(slurm.get("sbatch_args"),
-                                                  f"{where}.sbatch_args", errors),
-                         gpu_type=get.opt_text("gpu_type"))
+    pbs = Getter(doc, where, errors).section("pbs")
+    unknown_keys(slurm, {"sbatch_args", "gpu_type"}, f"{where}.slurm", errors)
+    unknown_keys(pbs, {"pbsbatch_args", "gpu_type"}, f"{where}.pbs", errors)
+    gpu_type = (Getter(slurm, f"{where}.slurm", errors).opt_text("gpu_type")
+                or Getter(pbs, f"{where}.pbs", errors).opt_text("gpu_type"))
+    return SlurmDefaults(
+        sbatch_args=_batch_args("slurm", slurm.get("sbatch_args"),
+                                f"{where}.slurm.sbatch_args", errors),
+        gpu_type=gpu_type,
+        pbsbatch_args=_batch_args("pbs", pbs.get("pbsbatch_args"),
+                                  f"{where}.pbs.pbsbatch_args", errors))
 
 
-def _sbatch_args(value: Any, where: str, errors: list[str]) -> tuple[str, ...]:
+def _batch_args(scheduler: str, value: Any, where: str, errors: list[str]) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        errors.append(f"{where}: must be a list of sbatch options, got {value!r}")
+        command = "qsub" if scheduler == "pbs" else "sbatch"
+        errors.append(f"{where}: must be a list of {command} options, got {value!r}")
         return ()
     try:
-        check_args("slurm", value, where)
+        check_args(scheduler, value, where)
     except ConfigError as exc:
         errors.extend(exc.errors)
         return ()

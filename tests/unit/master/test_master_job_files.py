@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from hpcdet.dispatcher import JobRef
 from hpcdet.dispatcher.jobdir import prepare_job_dir
-from hpcdet.dispatcher.slurm.backend import read_exit_file
+from hpcdet.dispatcher.spec_values import read_exit_file
 from hpcdet.jobfiles import UnsafeFileError, is_real_dir, open_regular
 from hpcdet.master.app import create_app
 from hpcdet.master.models import TrialLog

@@ -354,9 +354,9 @@ def test_the_pending_reason_is_logged_once_per_change(
     for reason in ("Priority", "Resources", "Resources", "Priority"):
         fake.reasons["101"] = reason
         reconciler.cycle()
-    assert master_lines(app, trial_id) == ["Slurm job 101 is pending: Priority",
-                                           "Slurm job 101 is pending: Resources",
-                                           "Slurm job 101 is pending: Priority"]
+    assert master_lines(app, trial_id) == ["job 101 is pending: Priority",
+                                           "job 101 is pending: Resources",
+                                           "job 101 is pending: Priority"]
     described = client.get(f"/api/v1/trials/{trial_id}").get_json()["trial"]
     assert described["pending_reason"] == "Priority"
     [listed] = client.get(f"/api/v1/experiments/{exp_id}").get_json()["trials"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from hpcdet.master.queue.pools import (
     settings_pool,
 )
 from hpcdet.master.queue.snapshots import POOLS, store_snapshot
-from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
+from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings, load_settings
 from hpcdet.master.settings.pools import (
     CustomPool,
     PartitionOverride,
@@ -233,3 +234,25 @@ def recorded_runner() -> Any:
             return self.answers.get(str(argv[0]).rsplit("/", 1)[-1], "")
 
     return Runner
+
+
+def _settings_from(tmp_path: Path, text: str) -> MasterSettings:
+    path = tmp_path / "master.yaml"
+    path.write_text(text)
+    return load_settings(path, environ={})
+
+
+def test_a_pbs_master_takes_its_pools_qsub_options_from_the_pbs_block(tmp_path: Path) -> None:
+    text = ("resource_manager:\n  type: pbs\n  task_container_defaults:\n"
+            "    slurm: {sbatch_args: ['--mem=1G']}\n"
+            "    pbs: {pbsbatch_args: ['-l mem=1gb']}\n")
+    pools = pools_of(_settings_from(tmp_path, text))
+    assert pools["batch"].sbatch_args == ("-l mem=1gb",)
+    slurm = _settings_from(tmp_path, text.replace("type: pbs", "type: slurm"))
+    assert pools_of(slurm)["batch"].sbatch_args == ("--mem=1G",)
+
+
+def test_a_pools_qsub_options_are_checked_as_qsub_options(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"task_container_defaults\.pbs\.pbsbatch_args"):
+        _settings_from(tmp_path, "resource_manager:\n  task_container_defaults:\n"
+                                 "    pbs: {pbsbatch_args: ['-q express']}\n")

@@ -47,7 +47,7 @@ def test_an_experiment_runs_to_completed(client: FlaskClient, app: Flask,
     assert [(entry["rank"], entry["line"]) for entry in logs if entry["stream"] != "master"] == [
         (0, "epoch 1"), (1, "epoch 1"), (None, "no label")]
     assert [e["line"] for e in logs if e["stream"] == "master"] == [
-        "Slurm job 101 is pending: Resources"]
+        "job 101 is pending: Resources"]
     assert all(len(call) == 1 for call in fake.poll_calls)
 
 

@@ -1,0 +1,72 @@
+"""What every backend checks in a :class:`~hpcdet.dispatcher.base.JobSpec` before rendering,
+and the exit file every job script writes: shared by the Slurm and PBS packages."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from hpcdet.dispatcher.base import ContainerSpec, JobPhase, JobRef, JobSpec, JobStatus
+from hpcdet.dispatcher.safety import check_safe
+from hpcdet.errors import ValidationError
+from hpcdet.jobfiles import open_regular
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TEXT_FIELDS = ("name", "job_dir", "partition", "time_limit", "account", "qos", "wckey",
+                "comment", "exclude", "signal", "script_name", "gpu_type")
+
+
+def spec_strings(spec: JobSpec) -> Iterator[tuple[str, str]]:
+    """Every string in ``spec`` that reaches the script, with the name of its field."""
+    for field in _TEXT_FIELDS:
+        value = getattr(spec, field)
+        if value is not None:
+            yield f"spec.{field}", str(value)
+    yield from ((f"spec.command[{i}]", arg) for i, arg in enumerate(spec.command))
+    yield from ((f"spec.sbatch_args[{i}]", arg) for i, arg in enumerate(spec.sbatch_args))
+    for key, value in spec.environment.items():
+        yield f"spec.environment key {key!r}", key
+        yield f"spec.environment[{key!r}]", value
+    yield from container_strings(spec.container)
+
+
+def container_strings(container: ContainerSpec) -> Iterator[tuple[str, str]]:
+    """Every string of the container wrapping, with its field's name."""
+    yield "spec.container.run_type", container.run_type
+    if container.image is not None:
+        yield "spec.container.image", container.image
+    for i, mount in enumerate(container.bind_mounts):
+        yield f"spec.container.bind_mounts[{i}].host_path", mount.host_path
+        yield f"spec.container.bind_mounts[{i}].container_path", mount.container_path
+    for i, name in enumerate(container.pass_environment):
+        yield f"spec.container.pass_environment[{i}]", name
+
+
+def check_strings_and_names(spec: JobSpec) -> None:
+    """No string may hold a newline, CR or NUL; variable names must be shell names."""
+    for where, value in spec_strings(spec):
+        check_safe(value, where)
+    for name in spec.environment:
+        if not ENV_NAME.match(name):
+            raise ValidationError(f"spec.environment: invalid variable name {name!r}")
+
+
+def read_exit_file(job: JobRef) -> int | None:
+    """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any (the caller
+    has checked ``job.job_id`` is one of its scheduler's ids)."""
+    path = Path(job.job_dir) / f"exit-{job.job_id}"
+    try:
+        with open_regular(path) as handle:  # never a link the job put there
+            return int(handle.read(64).decode("utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def status_from_exit_file(job: JobRef) -> JobStatus:
+    """A job the scheduler no longer knows: what its exit file says, else MISSING."""
+    code = read_exit_file(job)
+    if code is None:
+        return JobStatus(job.job_id, JobPhase.MISSING, "", source="none")
+    phase = JobPhase.COMPLETED if code == 0 else JobPhase.FAILED
+    return JobStatus(job.job_id, phase, phase.value, exit_code=code, source="exit-file")
