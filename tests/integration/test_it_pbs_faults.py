@@ -193,7 +193,8 @@ def test_external_job_and_priority_order_on_pbs(pbs_jobs: list[str]) -> None:
     with pbs_master("prio", {"pool_refresh_seconds": 1}) as master:
         blocker = qsub_blocker("it-pbs-blocker")
         pbs_jobs.append(blocker)
-        wait_for(lambda: qstat(blocker)["job_state"] == "R", "the blocker to run", 60)
+        # Both hosts whole: it may wait for other jobs on the shared dev server to end.
+        wait_for(lambda: qstat(blocker)["job_state"] == "R", "the blocker to run", 300)
         exp_ids = {}
         for priority in (80, 42, 10):  # the worst first: FIFO would start it first
             config = sleeper_config(1, **whole)
