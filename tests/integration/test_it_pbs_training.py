@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +31,6 @@ from it_pbs import PbsMaster, give_to_user, start_pbs_master
 pytestmark = [pytest.mark.pbs, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
 HOSTS = {"pbsn1", "pbsn2"}
-BATCHES_PER_EPOCH = 23  # digits' training split in batches of 64
 HARNESS_RANK = re.compile(r"hpcdet harness: rank (\d+)/2 ")
 FIRST_BATCH = re.compile(r"it-first-batch=(\d+)")
 PACED_TRIAL = '''\
@@ -200,7 +198,9 @@ def test_a_trial_longer_than_the_queue_walltime_completes_across_jobs(
 
 
 def test_an_asha_search_of_eight_trials_completes(pbs_master: PbsMaster) -> None:
-    search = config(pbs_master, "pbs-asha", epochs=1, entrypoint="model_def:DigitsTrial")
+    # About a second an epoch: long enough for a stop (polled every second) to land
+    # before a trial's last epoch.
+    search = config(pbs_master, "pbs-asha", epochs=1, pace=0.04)
     search["hyperparameters"] = {
         "lr": {"type": "log", "base": 10, "minval": -3, "maxval": -1},
         "hidden_size": {"type": "int", "minval": 16, "maxval": 64},
