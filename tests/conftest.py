@@ -147,8 +147,12 @@ def dev_tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def mpiexec() -> list[str]:
-    """``mpiexec`` and the flags for 2 ranks on this host; skips/fails when MPI is missing."""
-    path = shutil.which("mpiexec")
+    """``mpiexec`` and the flags for 2 ranks on this host; skips/fails when MPI is missing.
+
+    Debian's Open MPI name first: with the dev PBS server's ``/opt/pbs/bin`` first on PATH,
+    plain ``mpiexec`` is PBS's own wrapper script, which is not Open MPI's launcher.
+    """
+    path = shutil.which("mpiexec.openmpi") or shutil.which("mpiexec")
     if path is None:
         missing("mpiexec is not installed (scripts/bootstrap installs Open MPI)")
         raise AssertionError("unreachable")
