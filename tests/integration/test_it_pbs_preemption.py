@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from it_helpers import wait_for
+from it_helpers import REPO, wait_for
 from it_pbs import PBS_BIN, pbs_as, pbs_master, qdel_all, qstat
 from test_it_pbs_training import (
     config,
@@ -52,8 +52,10 @@ def test_an_express_job_preempts_a_trial_which_resumes_and_completes(
         pbs_jobs: list[str]) -> None:
     epochs = 12  # about 3 s an epoch at 0.12 s a batch: still training when PBS preempts
     with pbs_master("preempt") as master:
-        exp_id = create(master, config(master, "pbs-preempt", epochs=epochs, slots=2,
-                                       pace=0.12))
+        settings = config(master, "pbs-preempt", epochs=epochs, slots=2, pace=0.12)
+        # The harness of this tree (a worktree's .venv may be another checkout's).
+        settings["environment"]["environment_variables"].append(f"PYTHONPATH={REPO}")
+        exp_id = create(master, settings)
         trial_id = only_trial(master, exp_id)
         wait_for(lambda: trial_of(master, trial_id)["checkpoints"], "a first checkpoint", 240)
         job_id = trial_of(master, trial_id)["trial"]["jobs"][0]["job_id"]
@@ -69,6 +71,7 @@ def test_an_express_job_preempts_a_trial_which_resumes_and_completes(
         detail = trial_of(master, trial_id)
         entries = logs(master, trial_id)
         reasons = list(master.job_root.rglob(f"exit-reason-{job_id}.*"))
+        validation = metrics(master, trial_id, "validation")
     trial = detail["trial"]
     assert exp["experiment"]["state"] == "COMPLETED"
     # One PBS job, requeued once: an interruption, not a restart.
@@ -83,7 +86,6 @@ def test_an_express_job_preempts_a_trial_which_resumes_and_completes(
     batches = first_batches(entries, job_id)
     assert len(batches) == 4 and batches[:2] == [0, 0], batches  # 2 ranks, 2 executions
     assert batches[2] == batches[3] > 0 and batches[2] in saved, (batches, saved)
-    validation = metrics(master, trial_id, "validation")
     assert [m["metrics"]["epochs"] for m in validation] == list(range(1, epochs + 1)), (
         validation)
     assert qstat(express)["Exit_status"] == 0
