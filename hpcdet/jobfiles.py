@@ -25,11 +25,24 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
 LATEST_CHECKPOINT_FILE = "latest_checkpoint.json"
 PREEMPTED = "preempted"
+# Which execution of its job a process belongs to (0 first): Slurm's own variable, else
+# the one hpcdet's PBS job script exports from qstat's run_count (PBS sets none).
+RESTART_COUNT_VARIABLES = ("SLURM_RESTART_COUNT", "HPCDET_RESTART_COUNT")
+
+
+def restart_count(environ: Mapping[str, str]) -> int:
+    """How many times the scheduler has requeued this job (0 when no variable says)."""
+    for name in RESTART_COUNT_VARIABLES:
+        raw = environ.get(name, "").strip()
+        if raw.isdigit():
+            return int(raw)
+    return 0
 
 
 def exit_reason_path(job_dir: str | os.PathLike[str], job_id: str, requeue: int) -> Path:

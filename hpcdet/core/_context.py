@@ -49,6 +49,7 @@ from hpcdet.harness.trial_info import (
     read_token,
     trial_info_path,
 )
+from hpcdet.jobfiles import restart_count
 
 DEFAULT_LOCAL_CHECKPOINTS = "checkpoints"
 # Registering a checkpoint or an early exit is rare and matters: retry for a few minutes,
@@ -405,11 +406,11 @@ def _reporter(client: MasterClient, trial: TrialInfo, rank: int) -> MetricsRepor
 
 
 def stream_identity(trial: TrialInfo, rank: int, environ: Mapping[str, str]) -> StreamIdentity:
-    """Which execution reports (run, Slurm's restart count), as which rank, resumed from what."""
-    raw = environ.get("SLURM_RESTART_COUNT", "").strip()
+    """Which execution reports (run, the scheduler's restart count), as which rank, resumed
+    from what."""
     uuid = trial.latest_checkpoint
     steps = resumed_steps(pathlib.Path(trial.checkpoint_dir), uuid) if uuid else 0
-    return StreamIdentity(run_id=trial.run_id, requeue=int(raw) if raw.isdigit() else 0,
+    return StreamIdentity(run_id=trial.run_id, requeue=restart_count(environ),
                           rank=rank, resumed_uuid=uuid, resumed_steps=steps)
 
 

@@ -45,7 +45,7 @@ from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, 
 from hpcdet.harness.launchers import mpi_world
 from hpcdet.harness.rank_labels import RankLabels, labels_needed
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info
-from hpcdet.jobfiles import PREEMPTED, write_exit_reason
+from hpcdet.jobfiles import PREEMPTED, restart_count, write_exit_reason
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,8 +80,8 @@ def _note_preemption(info: TrialInfo, cluster: ClusterEnv, code: int) -> None:
 
     A clean exit after SIGTERM/SIGUSR2 or the master's stop is a preemption: the master
     resubmits the trial from its checkpoint without counting a restart. The file survives
-    a master that is down, and it names the execution (Slurm's or PBS's job id, and
-    Slurm's requeue count; PBS tells a job no count, so its executions count as 0).
+    a master that is down, and it names the execution (Slurm's or PBS's job id, and the
+    requeue count: :func:`slurm_restart_count`).
     """
     job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
     if code != 0 or not cluster.is_chief or not preemption_signalled() or not job_id:
@@ -150,9 +150,9 @@ def _finish(code: int) -> int:
 
 
 def slurm_restart_count(environ: Mapping[str, str]) -> int:
-    """How many times Slurm has requeued this job (``SLURM_RESTART_COUNT``; 0 if unset)."""
-    raw = environ.get("SLURM_RESTART_COUNT", "").strip()
-    return int(raw) if raw.isdigit() else 0
+    """How many times Slurm (``SLURM_RESTART_COUNT``) or PBS (``HPCDET_RESTART_COUNT``,
+    from the job script) has requeued this job; 0 if unset."""
+    return restart_count(environ)
 
 
 def exit_process(code: int) -> None:

@@ -10,10 +10,10 @@ master with ``resource_manager.type: pbs`` and the real ``det`` CLI.
 4. three waiting trials of ``resources.priority`` 80, 42 and 10 (the worst submitted first)
    behind an external job that fills both hosts get PBS priorities (``qsub -p``) in the
    order 10, 42, 80, and ``det job list`` lists them so; ``det job update --ahead-of``
-   reorders them (``qalter -p``). Whether they also *start* in that order is the
-   scheduler's business: the dev server's ``sched_config`` has no
-   ``job_sort_key: "job_priority HIGH ALL"``, so its scheduler starts them first come,
-   first served whatever their priority (measured), and this test does not wait for it.
+   reorders them (``qalter -p``: 10, 80, 42), and once the external job is deleted PBS
+   *starts* them in that order. That is the scheduler's business: it needs
+   ``job_sort_key: "job_priority HIGH" ALL`` in ``sched_config`` (``scripts/dev-pbs up``
+   sets it); without it PBS starts them first come, first served (measured).
 
 The other trials run a short sleeper (no training): what is under test there is hpcdet's
 handling of PBS's jobs, not the harness.
@@ -220,3 +220,18 @@ def test_external_job_and_priority_order_on_pbs(pbs_jobs: list[str]) -> None:
         order = [jobs[10], jobs[80], jobs[42]]
         assert pbs_priority(jobs[80]) > pbs_priority(jobs[42])
         wait_for(lambda: queue_positions(master, order) == order, "the new order listed", 30)
+
+        # With sched_config's job_sort_key "job_priority HIGH" (scripts/dev-pbs up sets it),
+        # PBS starts them in that order once the blocker is gone.
+        pbs_as("user_b", f"{PBS_BIN}/qdel", blocker)
+        for exp_id in exp_ids.values():
+            assert ended(master, exp_id, 300)["experiment"]["state"] == "COMPLETED"
+    starts = [start_time(job_id) for job_id in order]
+    assert starts == sorted(starts) and len(set(starts)) == 3, dict(zip(order, starts,
+                                                                       strict=True))
+
+
+def start_time(job_id: str) -> float:
+    """When PBS started the job (``stime``, to the second)."""
+    stime = qstat(job_id)["stime"]
+    return time.mktime(time.strptime(stime, "%a %b %d %H:%M:%S %Y"))

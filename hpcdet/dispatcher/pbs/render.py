@@ -185,6 +185,7 @@ def template_context(spec: JobSpec, *, rsh_agent: str, gpu_type_resource: str,
         "directives": "\n".join(directives(spec, gpu_type_resource, ask_for_gpus)),
         "user_directives": render_qsub_args(user_args),
         "exit_file_prefix": posixpath.join(spec.job_dir, "exit-"),
+        "qstat": qstat_path(rsh_agent),
         "environment": list(spec.environment.items()),
         "context_dir": context_dir,
         "rsh_wrapper": wrapper,
@@ -194,6 +195,14 @@ def template_context(spec: JobSpec, *, rsh_agent: str, gpu_type_resource: str,
         "launch_lines": launch_lines(effective_container(spec), spec.command,
                                      cwd=context_dir),
     }
+
+
+def qstat_path(rsh_agent: str) -> str:
+    """The ``qstat`` a job runs for its ``run_count``: beside ``pbs_tmrsh`` (PBS's own bin
+    directory on the execution hosts), else the one on the job's ``PATH``."""
+    if posixpath.basename(rsh_agent) == "pbs_tmrsh" and posixpath.isabs(rsh_agent):
+        return posixpath.join(posixpath.dirname(rsh_agent), "qstat")
+    return "qstat"
 
 
 def rsh_wrapper_lines(agent: str) -> list[str]:
@@ -221,7 +230,7 @@ def mpiexec_options(spec: JobSpec, agent: str, *, attached: bool) -> list[str]:
     detach. ``-x`` passes the job's variables to ranks on the other hosts, whose
     environment the sister mom builds.
     """
-    names = [*spec.environment, "PBS_JOBID", "PBS_NODEFILE"]
+    names = [*spec.environment, "PBS_JOBID", "PBS_NODEFILE", "HPCDET_RESTART_COUNT"]
     if spec.comment is not None:
         names.append(TAG_VARIABLE)
     # The template adds --hostfile "$PBS_NODEFILE" (a variable the shell must expand).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -74,6 +75,24 @@ def test_mpiexec_starts_one_rank_per_slot_over_pbs_tmrsh() -> None:
     assert "exec /opt/pbs/bin/pbs_tmrsh" in script
     ssh = PbsBackend(rsh_agent="ssh").render(pbs_spec()).script
     assert "--mca plm_rsh_agent ssh" in ssh and "pbs-rsh-agent" not in ssh
+
+
+def test_the_script_exports_its_execution_from_run_count(tmp_path: Path) -> None:
+    """PBS sets no requeue count: the script reads qstat's run_count (a requeued second
+    execution is 1), beside pbs_tmrsh, and passes it to every rank."""
+    script = PbsBackend().render(pbs_spec()).script
+    assert "-x HPCDET_RESTART_COUNT" in script and "/opt/pbs/bin/qstat -f" in script
+    assert "qstat -f" in PbsBackend(rsh_agent="ssh").render(pbs_spec()).script
+    start = script.index("hpcdet_runs=")
+    lines = script[start:script.index("\n", script.index("export HPCDET_RESTART_COUNT"))]
+    fake = tmp_path / "qstat"  # a fake qstat printing what OpenPBS 23.06 prints
+    for runs, count in (("    run_count = 2", "1"), ("", "0")):
+        fake.write_text(f"#!/bin/sh\necho 'Job Id: 7.pbs'\necho '{runs}'\n")
+        fake.chmod(0o755)
+        test = lines.replace("/opt/pbs/bin/qstat", str(fake)) + "\necho $HPCDET_RESTART_COUNT"
+        out = subprocess.run(["bash", "-c", test], capture_output=True, text=True, check=True,
+                             env={"PBS_JOBID": "7.pbs", "PATH": "/usr/bin:/bin"}).stdout
+        assert out.strip() == count
 
 
 @pytest.mark.parametrize(("limit", "expected"), [

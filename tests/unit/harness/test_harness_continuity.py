@@ -204,3 +204,10 @@ def test_writes_replace_atomically_and_leave_no_temporaries(tmp_path: pathlib.Pa
     jobfiles.write_latest_checkpoint(tmp_path / "new-dir", "b", 2)
     assert jobfiles.read_latest_checkpoint(tmp_path / "new-dir") == "b"
     assert _files(tmp_path / "new-dir") == [jobfiles.LATEST_CHECKPOINT_FILE]
+
+
+def test_pbs_restart_count_from_the_job_script() -> None:
+    """PBS sets no count: the job script's HPCDET_RESTART_COUNT (from run_count) is read;
+    Slurm's own variable wins where both are set."""
+    assert slurm_restart_count({"HPCDET_RESTART_COUNT": "1"}) == 1
+    assert slurm_restart_count({"SLURM_RESTART_COUNT": "2", "HPCDET_RESTART_COUNT": "1"}) == 2
