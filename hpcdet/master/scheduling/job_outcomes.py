@@ -174,7 +174,7 @@ def _resume_point(trial: Trial) -> str:
 
 def adopt_requeues(session: Session, job: Job, trial: Trial, status: JobStatus,
                    max_restarts: int) -> None:
-    """Slurm requeued ``job`` (its restart count went up): count each ended execution.
+    """The scheduler requeued ``job`` (its restart count went up): count each ended execution.
 
     A trial still RUNNING goes back to QUEUED (the caller moves it to RUNNING again if the
     job already runs). A trial out of restarts goes to STOPPING_ERROR, whose job the
@@ -185,7 +185,7 @@ def adopt_requeues(session: Session, job: Job, trial: Trial, status: JobStatus,
         outcome = (Outcome.INTERRUPTED if _stopped_on_request(job, trial.job_dir, execution)
                    else Outcome.FAILED)
         job.requeues = execution + 1
-        cause = f"Slurm requeued job {job.job_id} (execution {execution + 1} ended)"
+        cause = f"the scheduler requeued job {job.job_id} (execution {execution + 1} ended)"
         if State(trial.state) not in (State.QUEUED, State.RUNNING):
             add_system_line(session, trial.id, cause)
         elif not run_again(session, trial, outcome, cause, max_restarts, job_alive=True):
