@@ -175,6 +175,16 @@ def task_dialect(scheduler: str) -> TaskDialect:
     return dialect
 
 
+def check_script_text(script: str) -> None:
+    """What every scheduler's batch script must not hold: a NUL, or DOS line breaks (bash
+    runs the script and would read ``\\r`` as part of each command)."""
+    if "\x00" in script:
+        raise ValidationError("the batch script contains a NUL character")
+    if "\r\n" in script:
+        raise ValidationError("the batch script contains DOS line breaks (\\r\\n) instead "
+                              "of UNIX line breaks (\\n); convert it with dos2unix")
+
+
 def environment_file(environment: Mapping[str, str], source: str) -> str:
     """The text of ``environment.sh``: one quoted ``export`` per variable, sorted."""
     lines = [f"# The environment {source}; sourced by {WRAPPER_NAME}"]

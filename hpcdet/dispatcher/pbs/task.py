@@ -84,11 +84,7 @@ def check_script(script: str) -> None:
         raise ValidationError(f"larger than {MAX_SCRIPT_BYTES} bytes")
     if not script.strip():
         raise ValidationError("the batch script is empty")
-    if "\x00" in script:
-        raise ValidationError("the batch script contains a NUL character")
-    if "\r\n" in script:
-        raise ValidationError("the batch script contains DOS line breaks (\\r\\n) instead "
-                              "of UNIX line breaks (\\n); convert it with dos2unix")
+    tasks.check_script_text(script)
 
 
 def wrap_script(command: str) -> str:

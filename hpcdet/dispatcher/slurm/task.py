@@ -113,11 +113,7 @@ def check_script(script: str) -> None:
     if not script.startswith("#!"):
         raise ValidationError("this does not look like a batch script: the first line must "
                               "start with #! followed by the path to an interpreter")
-    if "\x00" in script:
-        raise ValidationError("the batch script contains a NUL character")
-    if "\r\n" in script:
-        raise ValidationError("the batch script contains DOS line breaks (\\r\\n) instead "
-                              "of UNIX line breaks (\\n); convert it with dos2unix")
+    tasks.check_script_text(script)
 
 
 def wrap_script(command: str) -> str:
