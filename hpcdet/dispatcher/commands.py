@@ -83,3 +83,11 @@ def _text(output: str | bytes | None) -> str:
     if isinstance(output, bytes):
         return output.decode(errors="replace")
     return output or ""
+
+
+class UnparseableOutputError(SchedulerError):
+    """A scheduler command succeeded but printed something hpcdet cannot read."""
+
+    def __init__(self, argv: Sequence[str], stdout: str, expected: str) -> None:
+        super().__init__(argv, 0, stdout, "")
+        self.args = (f"could not make sense of {argv[0]} output {stdout!r} (expected {expected})",)

@@ -34,7 +34,7 @@ from hpcdet.dispatcher.base import (
     Submission,
     UnsupportedError,
 )
-from hpcdet.dispatcher.commands import CommandRunner, Runner
+from hpcdet.dispatcher.commands import CommandRunner, Runner, UnparseableOutputError
 from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.pbs import queue as pbs_queue
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args
@@ -61,14 +61,6 @@ _QUEUE = re.compile(r"^[A-Za-z0-9_.@+-]+$")
 POLL_BY_ID_MAX = 20
 # What qdel/qalter/qmove print for jobs already gone.
 _ALREADY_GONE = ("Job has finished", "Unknown Job Id")
-
-
-class UnparseableOutputError(SchedulerError):
-    """A PBS command succeeded but printed something hpcdet cannot read."""
-
-    def __init__(self, argv: Sequence[str], stdout: str, expected: str) -> None:
-        super().__init__(argv, 0, stdout, "")
-        self.args = (f"could not make sense of {argv[0]} output {stdout!r} (expected {expected})",)
 
 
 class PbsBackend(Backend):

@@ -34,7 +34,7 @@ from hpcdet.dispatcher.base import (
     JobStatus,
     Submission,
 )
-from hpcdet.dispatcher.commands import CommandRunner, Runner
+from hpcdet.dispatcher.commands import CommandRunner, Runner, UnparseableOutputError
 from hpcdet.dispatcher.containers import launch_lines
 from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
@@ -80,14 +80,6 @@ _SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
 
 # Parses one output line into (id, status) pairs, or None for a line it cannot read.
 _LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
-
-
-class UnparseableOutputError(SchedulerError):
-    """A scheduler command succeeded but printed something hpcdet cannot read."""
-
-    def __init__(self, argv: Sequence[str], stdout: str, expected: str) -> None:
-        super().__init__(argv, 0, stdout, "")
-        self.args = (f"could not make sense of {argv[0]} output {stdout!r} (expected {expected})",)
 
 
 class SlurmBackend(SlurmClusterMixin, Backend):

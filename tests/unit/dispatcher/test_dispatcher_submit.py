@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher.base import Submission
-from hpcdet.dispatcher.slurm.backend import SlurmBackend, UnparseableOutputError
+from hpcdet.dispatcher.commands import UnparseableOutputError
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import SchedulerError
 
 
