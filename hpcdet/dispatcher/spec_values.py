@@ -52,6 +52,22 @@ def check_strings_and_names(spec: JobSpec) -> None:
             raise ValidationError(f"spec.environment: invalid variable name {name!r}")
 
 
+def check_shape(spec: JobSpec) -> None:
+    """A plain script name, a command, and counts a scheduler can ask for: positive nodes,
+    ranks per node and CPUs per rank, and no negative number of GPUs."""
+    if not spec.script_name or "/" in spec.script_name or spec.script_name.startswith("."):
+        raise ValidationError(f"spec.script_name must be a plain file name: {spec.script_name!r}")
+    if not spec.command:
+        raise ValidationError("spec.command must not be empty")
+    for field in ("nodes", "ranks_per_node", "cpus_per_rank"):
+        value = getattr(spec, field)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValidationError(f"spec.{field} must be a positive integer, not {value!r}")
+    gpus = spec.gpus_per_node
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise ValidationError(f"spec.gpus_per_node must be a non-negative integer, not {gpus!r}")
+
+
 def read_exit_file(job: JobRef) -> int | None:
     """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any (the caller
     has checked ``job.job_id`` is one of its scheduler's ids)."""

@@ -38,7 +38,7 @@ from dataclasses import replace
 from hpcdet.dispatcher.base import BindMount, ContainerSpec, JobSpec
 from hpcdet.dispatcher.containers import launch_lines
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args, render_qsub_args
-from hpcdet.dispatcher.spec_values import check_strings_and_names
+from hpcdet.dispatcher.spec_values import check_shape, check_strings_and_names
 from hpcdet.errors import ValidationError
 
 PRIORITY_MIN, PRIORITY_MAX = -1024, 1023
@@ -62,10 +62,7 @@ def validate_spec(spec: JobSpec) -> None:
         raise ValidationError(f"spec.name is longer than PBS's {MAX_NAME} characters")
     _match(_PATH, spec.job_dir, "spec.job_dir", "an absolute path of letters, digits and "
            "_./+@%=- (PBS reads -o/-e paths itself)")
-    if not spec.script_name or "/" in spec.script_name or spec.script_name.startswith("."):
-        raise ValidationError(f"spec.script_name must be a plain file name: {spec.script_name!r}")
-    if not spec.command:
-        raise ValidationError("spec.command must not be empty")
+    check_shape(spec)
     for field in ("partition", "account", "wckey", "gpu_type"):
         value = getattr(spec, field)
         if value is not None:
@@ -76,7 +73,7 @@ def validate_spec(spec: JobSpec) -> None:
     for field in ("qos", "exclude"):
         if getattr(spec, field):
             raise ValidationError(f"spec.{field} has no PBS equivalent; leave it unset")
-    _check_counts(spec)
+    _check_nice(spec)
     if spec.launcher not in ("default", "mpiexec"):
         raise ValidationError(f"spec.launcher {spec.launcher!r}: the PBS backend starts ranks "
                               "with mpiexec ('default' or 'mpiexec')")
@@ -88,14 +85,7 @@ def _match(pattern: re.Pattern[str], value: str, where: str, expected: str) -> N
         raise ValidationError(f"{where} must be {expected}: {value!r}")
 
 
-def _check_counts(spec: JobSpec) -> None:
-    for field in ("nodes", "ranks_per_node", "cpus_per_rank"):
-        value = getattr(spec, field)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValidationError(f"spec.{field} must be a positive integer, not {value!r}")
-    gpus = spec.gpus_per_node
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-        raise ValidationError(f"spec.gpus_per_node must be a non-negative integer, not {gpus!r}")
+def _check_nice(spec: JobSpec) -> None:
     if spec.nice is not None and (isinstance(spec.nice, bool) or not isinstance(spec.nice, int)):
         raise ValidationError(f"spec.nice must be an integer, not {spec.nice!r}")
 

@@ -44,6 +44,7 @@ from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.dispatcher.slurm.states import phase_of
 from hpcdet.dispatcher.spec_values import (
+    check_shape,
     check_strings_and_names,
     read_exit_file,
     status_from_exit_file,
@@ -227,21 +228,11 @@ def validate_spec(spec: JobSpec) -> None:
     if "\\" in spec.job_dir:
         # A backslash in --output/--error turns off Slurm's %j expansion and is dropped.
         raise ValidationError(f"spec.job_dir must not contain a backslash: {spec.job_dir!r}")
-    if not spec.script_name or "/" in spec.script_name or spec.script_name.startswith("."):
-        raise ValidationError(f"spec.script_name must be a plain file name: {spec.script_name!r}")
-    if not spec.command:
-        raise ValidationError("spec.command must not be empty")
-    _check_counts(spec)
+    check_shape(spec)
+    _check_gpu_type_and_launcher(spec)
 
 
-def _check_counts(spec: JobSpec) -> None:
-    for field in ("nodes", "ranks_per_node", "cpus_per_rank"):
-        value = getattr(spec, field)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValidationError(f"spec.{field} must be a positive integer, not {value!r}")
-    gpus = spec.gpus_per_node
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-        raise ValidationError(f"spec.gpus_per_node must be a non-negative integer, not {gpus!r}")
+def _check_gpu_type_and_launcher(spec: JobSpec) -> None:
     if spec.gpu_type is not None and not _GPU_TYPE.match(spec.gpu_type):
         raise ValidationError(f"spec.gpu_type {spec.gpu_type!r} is not a GPU type name "
                               "(letters, digits, '.', '_', '-')")
