@@ -263,9 +263,11 @@ class ClusterRun:
 
 
 def run_on_cluster(master: Any, tutorial: str, config: str, where: Path, *,
-                   overrides: Sequence[str] = (), timeout: float = 900) -> ClusterRun:
+                   overrides: Sequence[str] = (), timeout: float = 900,
+                   expect_state: str = "COMPLETED") -> ClusterRun:
     """Submit the tutorial to ``master`` (a ``tests/integration`` LiveMaster) and wait for
-    the experiment to end; raises AssertionError with the logs when it is not COMPLETED."""
+    the experiment to end; raises AssertionError with the logs when it did not end in
+    ``expect_state``."""
     context = make_context(tutorial, where)
     args = ["experiment", "create", str(context / config), str(context)]
     for override in overrides:
@@ -276,7 +278,7 @@ def run_on_cluster(master: Any, tutorial: str, config: str, where: Path, *,
     exp = _wait_until_ended(master, exp_id, timeout)
     trials = [_cluster_trial(master, int(t["id"])) for t in exp["trials"]]
     run = ClusterRun(exp_id, exp, trials)
-    if run.state != "COMPLETED":
+    if run.state != expect_state:
         raise AssertionError(f"experiment {exp_id} ended {run.state}:\n"
                              + _failure_logs(master, run))
     return run
