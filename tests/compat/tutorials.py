@@ -275,7 +275,7 @@ def run_on_cluster(master: Any, tutorial: str, config: str, where: Path, *,
     created = master.det(*args, check=True)
     line = next(li for li in created.stdout.splitlines() if li.startswith("Created experiment"))
     exp_id = int(line.split()[-1])
-    exp = _wait_until_ended(master, exp_id, timeout)
+    exp = wait_until_ended(master, exp_id, timeout)
     trials = [_cluster_trial(master, int(t["id"])) for t in exp["trials"]]
     run = ClusterRun(exp_id, exp, trials)
     if run.state != expect_state:
@@ -289,7 +289,7 @@ def describe(master: Any, exp_id: int) -> dict[str, Any]:
     return dict(json.loads(out))
 
 
-def _wait_until_ended(master: Any, exp_id: int, timeout: float) -> dict[str, Any]:
+def wait_until_ended(master: Any, exp_id: int, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         exp = describe(master, exp_id)
