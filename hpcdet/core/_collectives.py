@@ -99,8 +99,10 @@ class StoreCollectives:
     """Object collectives through a key-value store the chief serves over TCP.
 
     Round ``n`` of a collective writes ``c<n>/<rank>`` keys and reads the ones it needs;
-    the last rank done with a round deletes its keys, so the store stays small however
-    many rounds a long training run makes.
+    then every other rank acknowledges (``c<n>/ack/<rank>``) and the chief, once it has
+    every acknowledgement, deletes the round's keys. So the store stays small however many
+    rounds a run makes, and the chief, which serves the store, leaves its last collective
+    only after every rank is done with it: it may then exit without cutting anyone off.
     """
 
     def __init__(self, *, rank: int, size: int, host: str, port: int,
@@ -154,7 +156,10 @@ class StoreCollectives:
         return pickle.loads(self._store.get(f"{key}/{rank}"))  # waits until it is set
 
     def _done(self, key: str) -> None:
-        if self._store.add(f"{key}/done", 1) == self._size:
-            for rank in range(self._size):
-                self._store.delete_key(f"{key}/{rank}")
-            self._store.delete_key(f"{key}/done")
+        if self._rank != 0:
+            self._store.set(f"{key}/ack/{self._rank}", b"")  # type: ignore[arg-type]
+            return
+        acks = [f"{key}/ack/{rank}" for rank in range(1, self._size)]
+        self._store.wait(acks)
+        for name in [*acks, *(f"{key}/{rank}" for rank in range(self._size))]:
+            self._store.delete_key(name)

@@ -31,7 +31,7 @@ import signal
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
@@ -137,6 +137,21 @@ def _parse_launcher(args: list[str]) -> Entrypoint:
         raise EntrypointError(f"entrypoint: --trial {request.trial!r} is not MODULE:CLASS "
                               "(e.g. model_def:MyTrial)")
     return Entrypoint("trial_class", (request.trial,))
+
+
+def interpreter_first_on_path(environ: MutableMapping[str, str] | None = None) -> None:
+    """Make ``python3`` on PATH this interpreter (its directory goes first).
+
+    In Determined's containers ``python3`` is the interpreter with ``determined`` installed;
+    scripts start workers with it (``core_api/4_distributed.py`` runs ``python3 -m
+    determined.launch.wrap_rank ...``). In a job the harness may run from a virtual
+    environment that a login shell's PATH does not name: its children must find it first.
+    """
+    env = os.environ if environ is None else environ
+    bindir = os.path.dirname(sys.executable)
+    parts = [p for p in env.get("PATH", "").split(os.pathsep) if p]
+    if bindir and parts[:1] != [bindir]:
+        env["PATH"] = os.pathsep.join([bindir, *(p for p in parts if p != bindir)])
 
 
 def run_entrypoint(entry: Entrypoint, on_invalid_hp: InvalidHPHandler | None = None) -> int:

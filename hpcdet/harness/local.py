@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcdet.core._context import close_open_contexts
-from hpcdet.harness.entrypoint import parse_entrypoint, run_entrypoint
+from hpcdet.harness.entrypoint import interpreter_first_on_path, parse_entrypoint, run_entrypoint
 from hpcdet.harness.main import seed_everything
 from hpcdet.harness.trial_info import JOB_DIR_VAR, TRIAL_INFO_VAR
 
@@ -94,6 +94,7 @@ def _local_job(trial: LocalTrial, job_dir: pathlib.Path) -> Iterator[None]:
     saved_environ, saved_cwd = dict(os.environ), os.getcwd()
     os.environ.update({TRIAL_INFO_VAR: str(info_path), JOB_DIR_VAR: str(job_dir), **_ONE_RANK,
                        "MASTER_ADDR": LOCAL_ADDR, "MASTER_PORT": str(_free_port())})
+    interpreter_first_on_path()
     os.chdir(trial.context_dir)
     try:
         yield

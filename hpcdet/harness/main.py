@@ -44,7 +44,13 @@ from hpcdet.errors import HpcdetError
 from hpcdet.harness import distributed
 from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.early_exit import EarlyExitReason, InvalidHP
-from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, run_entrypoint
+from hpcdet.harness.entrypoint import (
+    EXIT_USAGE,
+    Entrypoint,
+    interpreter_first_on_path,
+    parse_entrypoint,
+    run_entrypoint,
+)
 from hpcdet.harness.launchers import mpi_world
 from hpcdet.harness.rank_labels import RankLabels, labels_needed
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info
@@ -64,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(str(exc))
         return EXIT_USAGE
     install_signal_handlers()
+    interpreter_first_on_path()
     labels = RankLabels(cluster.rank) if labels_needed(cluster.launcher) else None
     try:
         if entry.kind in ("script", "module", "trial_class"):

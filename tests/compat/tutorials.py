@@ -263,9 +263,11 @@ class ClusterRun:
 
 
 def run_on_cluster(master: Any, tutorial: str, config: str, where: Path, *,
-                   overrides: Sequence[str] = (), timeout: float = 900) -> ClusterRun:
+                   overrides: Sequence[str] = (), timeout: float = 900,
+                   expect_state: str = "COMPLETED") -> ClusterRun:
     """Submit the tutorial to ``master`` (a ``tests/integration`` LiveMaster) and wait for
-    the experiment to end; raises AssertionError with the logs when it is not COMPLETED."""
+    the experiment to end; raises AssertionError with the logs when it did not end in
+    ``expect_state``."""
     context = make_context(tutorial, where)
     args = ["experiment", "create", str(context / config), str(context)]
     for override in overrides:
@@ -273,10 +275,10 @@ def run_on_cluster(master: Any, tutorial: str, config: str, where: Path, *,
     created = master.det(*args, check=True)
     line = next(li for li in created.stdout.splitlines() if li.startswith("Created experiment"))
     exp_id = int(line.split()[-1])
-    exp = _wait_until_ended(master, exp_id, timeout)
+    exp = wait_until_ended(master, exp_id, timeout)
     trials = [_cluster_trial(master, int(t["id"])) for t in exp["trials"]]
     run = ClusterRun(exp_id, exp, trials)
-    if run.state != "COMPLETED":
+    if run.state != expect_state:
         raise AssertionError(f"experiment {exp_id} ended {run.state}:\n"
                              + _failure_logs(master, run))
     return run
@@ -287,7 +289,7 @@ def describe(master: Any, exp_id: int) -> dict[str, Any]:
     return dict(json.loads(out))
 
 
-def _wait_until_ended(master: Any, exp_id: int, timeout: float) -> dict[str, Any]:
+def wait_until_ended(master: Any, exp_id: int, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         exp = describe(master, exp_id)

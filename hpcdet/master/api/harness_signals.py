@@ -8,6 +8,9 @@ Both routes take the trial's bearer token, like the other routes the harness cal
   and friends). It is only recorded; the reconciler acts on it when the job ends.
 * ``GET /trials/<id>/experiment_best_validation``: the best value of the searcher metric
   any trial of the experiment has reported (for ``checkpoint_policy: best``).
+* ``POST /trials/<id>/progress``: the trial's own progress (``report_progress``, a fraction).
+  An experiment of one trial (searcher ``single``) shows it as its progress; with more
+  trials the searcher's progress stays (the report is accepted and not stored).
 """
 
 from __future__ import annotations
@@ -60,6 +63,22 @@ def _reason(value: Any) -> EarlyExitReason:
         return EarlyExitReason.parse(value)
     except ValueError as exc:
         raise ApiError(400, "bad_request", f"reason: {exc}") from None
+
+
+@bp.post("/trials/<int:trial_id>/progress")
+def report_progress(trial_id: int) -> Any:
+    """Record the trial's progress as its experiment's, for single-trial experiments."""
+    trial = get_or_404(Trial, trial_id, "trial")
+    require_trial_token(trial)
+    progress = json_body().get("progress")
+    if isinstance(progress, bool) or not isinstance(progress, int | float) or not (
+            0 <= progress <= 1):
+        raise ApiError(400, "bad_request", "progress: must be a number from 0 to 1")
+    exp = db().get(Experiment, trial.experiment_id)
+    if exp is not None and exp.searcher_name == "single" and float(progress) > exp.progress:
+        exp.progress = float(progress)
+        db().commit()
+    return {}
 
 
 @bp.get("/trials/<int:trial_id>/experiment_best_validation")

@@ -380,6 +380,11 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "body": obj({"reason": {"type": "string",
                                 "enum": ["invalid_hp", "errored", "user_requested_stop"]}}),
         "answers": {200: ANY_OBJ}},
+    ("POST", "/api/v1/trials/<int:trial_id>/progress"): {
+        "summary": "Report the trial's progress (single-trial experiments show it)",
+        "auth": "trial", "body": obj({"progress": {"type": "number", "minimum": 0,
+                                                   "maximum": 1}}),
+        "answers": {200: ANY_OBJ}},
     ("GET", "/api/v1/trials/<int:trial_id>/experiment_best_validation"): {
         "summary": "The experiment's best searcher metric so far", "auth": "trial",
         "answers": {200: obj({"best": nullable(NUM)})}},

@@ -202,7 +202,11 @@ class SearchDriver:
     @staticmethod
     def _save(exp: Experiment, searcher: Searcher) -> None:
         exp.searcher_state = searcher.to_state()
-        exp.progress = min(1.0, float(searcher.progress()))
+        progress = min(1.0, float(searcher.progress()))
+        # A single trial's own reports (POST /trials/<id>/progress) are finer than the
+        # searcher's 0-or-1: keep the larger.
+        exp.progress = max(progress, exp.progress or 0.0) if exp.searcher_name == "single" \
+            else progress
 
 
 def _exit_reason(trial: Trial) -> str:
