@@ -1,4 +1,4 @@
-"""A script-style trial (``init()`` + ``Trainer.fit``) for torchrun: ``torchrun ... fit_script.py OUT``.
+"""A script-style trial (``init()`` + ``Trainer.fit``) for torchrun: ``fit_script.py OUT``.
 
 Each rank writes ``OUT/rank-<rank>.json`` with its rank, world size and final weights.
 """

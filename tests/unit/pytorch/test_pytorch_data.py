@@ -11,9 +11,9 @@ import pytest
 pytestmark = pytest.mark.torch
 pytest.importorskip("torch")
 
+from hpcdet.pytorch._data import ShardedBatchSampler  # noqa: E402
 from hpcdet.pytorch._fit import plan_from_config  # noqa: E402
 from hpcdet.pytorch._units import Batch, Epoch, TrainUnit, searcher_length  # noqa: E402
-from hpcdet.pytorch._data import ShardedBatchSampler  # noqa: E402
 
 
 def epoch(size: int, ranks: int, batch: int, number: int = 0) -> list[list[list[int]]]:

@@ -105,7 +105,9 @@ class TakesOptional:
     (TakesPositional, ("ctx", {"lr": 1})),
     (TakesOptional, ("ctx", False)),
 ])
-def test_the_trial_gets_its_hparams_when_its_init_takes_them(cls: type, expected: tuple) -> None:
+def test_the_trial_gets_its_hparams_when_its_init_takes_them(
+    cls: type, expected: tuple[Any, ...]
+) -> None:
     assert instantiate_trial(cls, "ctx", {"lr": 1}).args == expected
 
 
@@ -157,7 +159,7 @@ def test_batch_metrics_and_progress_are_reported(in_tmp: pathlib.Path) -> None:
         reports.append((steps, metrics, batch_metrics or []))
 
     with pytorch.init(hparams=HPARAMS) as context:
-        context._core.train.report_training_metrics = report  # type: ignore[method-assign]
+        context._core.train.report_training_metrics = report  # type: ignore[method-assign,assignment]
         context._core.train.report_progress = progress.append  # type: ignore[attr-defined]
         trial = HparamsTrial(context, HPARAMS)
         Trainer(trial, context).fit(max_length=Epoch(2), reporting_period=Epoch(1))
