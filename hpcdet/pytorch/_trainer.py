@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-import inspect
 import random
 import sys
 from collections.abc import Iterator
@@ -262,9 +261,10 @@ class TrialController:
         # As Determined: "batches" and "epochs" (whole epochs done) unless the trial's own.
         metrics.setdefault("batches", self.progress.batches)
         metrics.setdefault("epochs", self.progress.batches // self.batches_per_epoch)
-        _report_training_metrics(self.core, self.progress.batches, metrics, batch_metrics)
-        if self.dist.is_chief:
-            _report_progress(self.core, self._progress_fraction())
+        self.core.train.report_training_metrics(
+            self.progress.batches, metrics, batch_metrics=batch_metrics
+        )
+        self.core.train.report_progress(self._progress_fraction())
         for callback in self.callbacks.values():
             callback.on_training_workload_end(metrics, batch_metrics)
 
@@ -409,23 +409,6 @@ class TrialController:
     def _stop_profiling(self) -> None:
         if self._profiler is not None and self.plan.profiling_enabled:
             self._profiler.off()
-
-
-def _report_training_metrics(
-    core: Context, steps: int, metrics: dict[str, Any], batch_metrics: list[dict[str, float]]
-) -> None:
-    """``report_training_metrics`` with ``batch_metrics`` where the Core API takes them."""
-    report = core.train.report_training_metrics
-    if "batch_metrics" in inspect.signature(report).parameters:
-        report(steps, metrics, batch_metrics=batch_metrics)  # type: ignore[call-arg]
-    else:
-        report(steps, metrics)
-
-
-def _report_progress(core: Context, fraction: float) -> None:
-    report = getattr(core.train, "report_progress", None)
-    if report is not None:
-        report(fraction)
 
 
 def _check_wrapped(context: PyTorchTrialContext) -> None:
