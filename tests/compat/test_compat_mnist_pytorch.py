@@ -42,6 +42,10 @@ DATASET_LINES = [r"^\s*return datasets\.MNIST\($"]
 EPOCH = 4  # batches in one epoch of the synthetic set, whatever the slot count
 TRAINING = {"loss", "batches", "epochs"}  # what Determined's trainer reports
 VALIDATION = {"validation_loss", "accuracy", "batches", "epochs"}
+# Given at submission, as test_core_api.py does (the YAML stays Determined's): the dev
+# cluster's nodes have 4 CPUs, and without slurm.slots_per_node hpcdet puts all 8 CPU
+# slots of a trial on one node (Determined's Slurm launcher reads the same field).
+EIGHT_SLOTS_ON_TWO_NODES = ["slurm.slots_per_node=4"]
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -149,7 +153,8 @@ def test_const_completes_on_the_cluster(compat_master: Any, tmp_path: Path) -> N
 @pytest.mark.slurm
 def test_distributed_trains_on_eight_ranks_on_the_cluster(compat_master: Any,
                                                           tmp_path: Path) -> None:
-    run = run_on_cluster(compat_master, TUTORIAL, "distributed.yaml", tmp_path)
+    run = run_on_cluster(compat_master, TUTORIAL, "distributed.yaml", tmp_path,
+                         overrides=EIGHT_SLOTS_ON_TWO_NODES)
     _all_completed(run, 1)
     trial = run.trials[0]
     _check_trial(trial)
