@@ -20,8 +20,9 @@ torch = pytest.importorskip("torch")
 from pytorch_trials import HparamsTrial, RegressionTrial  # noqa: E402
 
 from hpcdet import pytorch  # noqa: E402
-from hpcdet.core import Context, DummyDistributedContext, Info  # noqa: E402
+from hpcdet.core import Context, DummyDistributedContext, Info, _preempt  # noqa: E402
 from hpcdet.core._context import dummy_context  # noqa: E402
+from hpcdet.harness import local  # noqa: E402
 from hpcdet.harness.trial_class import instantiate_trial  # noqa: E402
 from hpcdet.pytorch import Batch, Epoch, Outcome, Trainer  # noqa: E402
 
@@ -257,3 +258,50 @@ def test_the_harness_path_builds_a_trial_that_takes_hparams(tmp_path: pathlib.Pa
     trial = pytorch.load_trial_from_checkpoint_path(tmp_path / uuid)
     assert isinstance(trial, HparamsTrial)
     assert trial.hparams == {"global_batch_size": 8, "lr": 0.01}
+
+
+def test_init_in_a_job_takes_the_trials_hparams_config_and_seed(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = {"searcher": {"max_length": {"batches": 3}, "metric": "validation_loss"},
+              "data": {"where": "job"}}
+    trial_json = local.trial_json(local.LocalTrial(config, HPARAMS, 11, tmp_path))
+    (tmp_path / "trial.json").write_text(json.dumps(trial_json))
+    monkeypatch.setenv("DET_TRIAL_INFO", str(tmp_path / "trial.json"))
+    monkeypatch.setenv("DET_JOB_DIR", str(tmp_path))
+    with pytorch.init(exp_conf={"data": {"where": "argument"}}) as context:
+        assert context.get_hparams() == HPARAMS
+        assert context.get_data_config() == {"where": "job"}
+        assert context.get_trial_seed() == 11
+        first = torch.rand(1)
+        trainer = Trainer(RegressionTrial(context), context)
+        with pytest.warns(FutureWarning):
+            assert trainer.fit() is Outcome.COMPLETED
+    torch.manual_seed(11)
+    assert torch.equal(first, torch.rand(1))  # init() seeded torch with the trial seed
+    assert saved_steps(tmp_path / "checkpoints") == [3]
+
+
+def test_fit_stops_on_preemption_and_resumes_from_latest_checkpoint(
+    in_tmp: pathlib.Path,
+) -> None:
+    def fit(hparams: dict[str, Any], latest: str | None) -> tuple[Trainer, Outcome]:
+        torch.manual_seed(0)  # locally init() seeds nothing (as Determined's): the script does
+        with pytorch.init(hparams=hparams) as context:
+            trainer = Trainer(HparamsTrial(context, hparams), context)
+            outcome = trainer.fit(max_length=Batch(20), checkpoint_period=Batch(5),
+                                  reporting_period=Batch(4), latest_checkpoint=latest)
+        return trainer, outcome
+
+    full, _ = fit({**HPARAMS, "dropout": 0.0}, None)
+    cut, outcome = fit({**HPARAMS, "dropout": 0.0, "preempt_at": 6}, None)
+    assert (outcome, cut.progress.batches) == (Outcome.STOPPED, 8)  # the report after 6
+    steps = {json.loads(p.read_text())["steps_completed"]: p.parent.name
+             for p in (in_tmp / "checkpoints").glob("*/metadata.json")}
+    assert {5, 8} <= set(steps)
+    _preempt._reset_for_tests()
+    resumed, outcome = fit({**HPARAMS, "dropout": 0.0}, steps[8])
+    assert (outcome, resumed.progress.batches) == (Outcome.COMPLETED, 20)
+    for a, b in zip(full.trial.model.parameters(),  # type: ignore[attr-defined]
+                    resumed.trial.model.parameters(), strict=True):  # type: ignore[attr-defined]
+        assert torch.equal(a, b)
