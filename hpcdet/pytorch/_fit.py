@@ -52,7 +52,6 @@ class Trainer:
         trial: PyTorchTrial | type[PyTorchTrial],
         context: PyTorchTrialContext | Context,
     ) -> None:
-        self._config_driven = isinstance(trial, type)
         if isinstance(trial, type):
             if not isinstance(context, Context):
                 raise TypeError("Trainer(TrialClass, ...) takes a Core API context (hpcdet.core)")
@@ -73,6 +72,20 @@ class Trainer:
     def progress(self) -> Progress:
         """Where training stands (batches, records, last validation and checkpoint)."""
         return self._controller.progress if self._controller is not None else Progress()
+
+    def configure_profiler(
+        self,
+        sync_timings: bool = True,
+        enabled: bool = False,
+        begin_on_batch: int = 0,
+        end_after_batch: int | None = None,
+    ) -> None:
+        """Deprecated in Determined 0.38 and a no-op there too: use
+        ``fit(profiling_enabled=True)`` (and the config's ``profiling`` window)."""
+        logger.error(
+            "`trainer.configure_profiler` has been replaced with "
+            "`fit(..., profiling_enabled=True)` and will be removed in a future release."
+        )
 
     def fit(
         self,
