@@ -29,6 +29,10 @@ A Determined user's trial needs only its imports changed
             x, y = batch
             return {"validation_loss": torch.nn.functional.cross_entropy(self.model(x), y)}
 
+A script trains it with Determined's Trainer API (``with hpcdet.pytorch.init() as context:
+Trainer(MyTrial(context), context).fit(max_length=Epoch(1))``); a ``model_def:MyTrial``
+entrypoint has the harness do the same from the experiment config.
+
 See docs/pytorch-trial.md for what the trainer does (sharding, reduction, periods,
 checkpoints, preemption).
 """
@@ -38,18 +42,19 @@ from __future__ import annotations
 from hpcdet.pytorch._callback import PyTorchCallback
 from hpcdet.pytorch._context import PyTorchTrialContext
 from hpcdet.pytorch._data import DataLoader, TorchData
+from hpcdet.pytorch._fit import Trainer
+from hpcdet.pytorch._init import init, local_core_context
 from hpcdet.pytorch._lr_scheduler import LRScheduler, StepMode
 from hpcdet.pytorch._reducer import MetricReducer, Reducer
-from hpcdet.pytorch._run import (
-    load_trial_from_checkpoint_path,
-    local_core_context,
-    run_trial_class,
-)
-from hpcdet.pytorch._trainer import Outcome, Trainer
+from hpcdet.pytorch._run import load_trial_from_checkpoint_path, run_trial_class
+from hpcdet.pytorch._trainer import Outcome
 from hpcdet.pytorch._trial import PyTorchTrial
+from hpcdet.pytorch._units import Batch, Epoch, TrainUnit
 
 __all__ = [
+    "Batch",
     "DataLoader",
+    "Epoch",
     "LRScheduler",
     "MetricReducer",
     "Outcome",
@@ -59,7 +64,9 @@ __all__ = [
     "Reducer",
     "StepMode",
     "TorchData",
+    "TrainUnit",
     "Trainer",
+    "init",
     "load_trial_from_checkpoint_path",
     "local_core_context",
     "run_trial_class",

@@ -28,9 +28,9 @@ class PyTorchCallback:
         """After the last batch of epoch ``epoch_idx``."""
 
     def on_training_workload_end(
-        self, avg_metrics: dict[str, Any], batch_metrics: dict[str, Any]
+        self, avg_metrics: dict[str, Any], batch_metrics: list[dict[str, Any]]
     ) -> None:
-        """After training metrics were reported (``batch_metrics`` is empty here)."""
+        """After training metrics were reported: their means, and each batch's."""
 
     def on_validation_start(self) -> None:
         """Before validation."""

@@ -4,7 +4,7 @@ and schedulers, run its backward pass and read its configuration."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -57,16 +57,32 @@ class PyTorchTrialContext:
                 return {"loss": loss}
     """
 
-    def __init__(self, core_context: Context, *, device: torch.device | None = None) -> None:
+    def __init__(
+        self,
+        core_context: Context,
+        *,
+        device: torch.device | None = None,
+        hparams: Mapping[str, Any] | None = None,
+        exp_conf: Mapping[str, Any] | None = None,
+        aggregation_frequency: int | None = None,
+        enable_tensorboard_logging: bool = True,
+    ) -> None:
+        """``hparams`` and ``exp_conf`` default to the trial's (``core_context.info``);
+        ``aggregation_frequency`` to the config's ``optimizations.aggregation_frequency``."""
         self._core = core_context
         self.distributed = core_context.distributed
         self.device = device or default_device(self.distributed.local_rank)
-        config = core_context.info.experiment_config or {}
+        self._hparams = dict(core_context.info.hparams if hparams is None else hparams)
+        config = dict(core_context.info.experiment_config if exp_conf is None else exp_conf)
+        self._exp_conf = config
         optimizations = config.get("optimizations") or {}
-        self._aggregation_frequency = int(optimizations.get("aggregation_frequency") or 1)
+        self._aggregation_frequency = int(
+            aggregation_frequency or optimizations.get("aggregation_frequency") or 1
+        )
         self._average_aggregated_gradients = bool(
             optimizations.get("average_aggregated_gradients", True)
         )
+        self._enable_tensorboard_logging = enable_tensorboard_logging
         self.models: list[nn.Module] = []
         self.optimizers: list[torch.optim.Optimizer] = []
         self.lr_schedulers: list[LRScheduler] = []
@@ -173,11 +189,11 @@ class PyTorchTrialContext:
 
     def get_hparams(self) -> dict[str, Any]:
         """The trial's hyperparameters."""
-        return dict(self._core.info.hparams)
+        return dict(self._hparams)
 
     def get_hparam(self, name: str) -> Any:
         """Hyperparameter ``name``; KeyError naming the ones there are if it is missing."""
-        hparams = self._core.info.hparams
+        hparams = self._hparams
         if name not in hparams:
             known = ", ".join(sorted(hparams)) or "none"
             raise KeyError(f"hyperparameter {name!r} is not set (the trial has: {known})")
@@ -201,7 +217,7 @@ class PyTorchTrialContext:
         return per_slot
 
     def get_experiment_config(self) -> dict[str, Any]:
-        return dict(self._core.info.experiment_config or {})
+        return dict(self._exp_conf)
 
     def get_data_config(self) -> dict[str, Any]:
         """The experiment config's free-form ``data`` section ({} when absent)."""

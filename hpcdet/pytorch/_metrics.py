@@ -1,4 +1,4 @@
-"""Training metrics: summed as tensors on the device batch after batch, reduced over the
+"""Training metrics: kept as tensors on the device batch after batch, reduced over the
 ranks only when reported (one all-reduce per report, one host sync)."""
 
 from __future__ import annotations
@@ -22,40 +22,69 @@ def as_metrics(output: Any) -> Mapping[str, Any]:
 
 
 class TrainingMetrics:
-    """The sums of the training metrics since the last report, on ``device``."""
+    """The training metrics of each batch since the last report, on ``device``."""
 
     def __init__(self, device: torch.device) -> None:
         self._device = device
-        self._sums: dict[str, torch.Tensor] = {}
-        self._batches = 0
+        self._rows: list[dict[str, torch.Tensor]] = []
 
     @property
     def batches(self) -> int:
         """Batches added since the last report."""
-        return self._batches
+        return len(self._rows)
 
     def add(self, metrics: Mapping[str, Any]) -> None:
         """Add one batch's metrics (tensors are detached; no host sync)."""
-        self._batches += 1
-        for name, value in metrics.items():
-            number = _scalar(name, value, self._device)
-            total = self._sums.get(name)
-            self._sums[name] = number if total is None else total + number
+        self._rows.append(
+            {name: _scalar(name, value, self._device) for name, value in metrics.items()}
+        )
 
-    def reduce(self, dist: DistributedContext, average_across_ranks: bool) -> dict[str, float]:
-        """The mean of each metric per batch (over all ranks' batches when
-        ``average_across_ranks``, else this rank's), then start over."""
-        names = sorted(self._sums)
+    def reduce(
+        self, dist: DistributedContext, average_across_ranks: bool
+    ) -> tuple[dict[str, float], list[dict[str, float]]]:
+        """The mean of each metric over the batches that returned it, and each batch's
+        metrics (averaged over the ranks when ``average_across_ranks``, else this rank's),
+        as Determined reports ``metrics`` and ``batch_metrics``; then start over.
+
+        One all-reduce and one host sync for the whole report.
+        """
+        names = sorted({name for row in self._rows for name in row})
+        if not names:
+            self._rows = []
+            return {}, []
         if average_across_ranks and dist.size > 1:
             _check_same_names(dist, names)
-        sums = torch.stack([self._sums[name] for name in names]) if names else None
-        ranks = 1
-        if sums is not None and average_across_ranks and dist.size > 1:
-            torch_dist.all_reduce(sums)
-            ranks = dist.size
-        values = [] if sums is None else (sums / (self._batches * ranks)).tolist()
-        self._sums, self._batches = {}, 0
-        return dict(zip(names, values, strict=True))
+        zero = torch.zeros((), dtype=torch.float64, device=self._device)
+        values = torch.stack([torch.stack([row.get(n, zero) for n in names]) for row in self._rows])
+        present = torch.tensor(
+            [[float(n in row) for n in names] for row in self._rows],
+            dtype=torch.float64, device=self._device,
+        )
+        both = torch.stack([values, present])
+        if average_across_ranks and dist.size > 1:
+            torch_dist.all_reduce(both)
+        sums, counts = both.tolist()
+        self._rows = []
+        return _means(names, sums, counts), _per_batch(names, sums, counts)
+
+
+def _means(
+    names: list[str], sums: list[list[float]], counts: list[list[float]]
+) -> dict[str, float]:
+    means: dict[str, float] = {}
+    for column, name in enumerate(names):
+        count = sum(row[column] for row in counts)
+        means[name] = sum(row[column] for row in sums) / count
+    return means
+
+
+def _per_batch(
+    names: list[str], sums: list[list[float]], counts: list[list[float]]
+) -> list[dict[str, float]]:
+    return [
+        {name: total[c] / count[c] for c, name in enumerate(names) if count[c]}
+        for total, count in zip(sums, counts, strict=True)
+    ]
 
 
 def _scalar(name: str, value: Any, device: torch.device) -> torch.Tensor:

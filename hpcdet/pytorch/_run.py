@@ -10,21 +10,14 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from hpcdet.core import (
-    Context,
-    DistributedContext,
-    DummyDistributedContext,
-    Info,
-    init,
-)
-from hpcdet.core._context import dummy_context
-from hpcdet.harness import distributed as harness_dist
+from hpcdet.core import init
+from hpcdet.harness.trial_class import instantiate_trial
 from hpcdet.harness.trial_info import trial_info_path
 from hpcdet.pytorch import _checkpoint
-from hpcdet.pytorch._trainer import Outcome, Trainer
+from hpcdet.pytorch._fit import Trainer
+from hpcdet.pytorch._init import local_core_context
+from hpcdet.pytorch._trainer import Outcome
 from hpcdet.pytorch._trial import PyTorchTrial
-
-DEFAULT_LOCAL_CHECKPOINTS = "checkpoints"
 
 
 def run_trial_class(
@@ -68,38 +61,6 @@ def run_trial_class(
         return _exit_code(Trainer(trial_class, core).run())
 
 
-def local_core_context(
-    experiment_config: Mapping[str, Any],
-    *,
-    hparams: Mapping[str, Any] | None = None,
-    checkpoint_dir: str | os.PathLike[str] | None = None,
-    latest_checkpoint: str | None = None,
-) -> Context:
-    """Dummy Core API contexts for a trial outside a job (see :func:`run_trial_class`)."""
-    dist = _local_distributed()
-    info = Info(
-        trial_id=None,
-        experiment_id=None,
-        trial_seed=_seed(experiment_config),
-        hparams=dict(hparams if hparams is not None else constant_hparams(experiment_config)),
-        latest_checkpoint=latest_checkpoint,
-        experiment_config=dict(experiment_config),
-    )
-    return dummy_context(dist, info, checkpoint_dir)
-
-
-def constant_hparams(experiment_config: Mapping[str, Any]) -> dict[str, Any]:
-    """Hyperparameters given as ``lr: 0.1`` or ``lr: {type: const, val: 0.1}``; others
-    (ranges for a search) have no single value and are left out."""
-    hparams: dict[str, Any] = {}
-    for name, spec in (experiment_config.get("hyperparameters") or {}).items():
-        if not isinstance(spec, Mapping):
-            hparams[name] = spec
-        elif spec.get("type") == "const":
-            hparams[name] = spec.get("val")
-    return hparams
-
-
 def load_trial_from_checkpoint_path(
     path: str | os.PathLike[str],
     trial_class: type[PyTorchTrial] | None = None,
@@ -123,7 +84,9 @@ def load_trial_from_checkpoint_path(
         checkpoint_dir=directory.parent,
     )
     context = cls.trial_context_class(core)
-    trial = cls(context, **dict(trial_kwargs or {}))
+    trial: PyTorchTrial = instantiate_trial(
+        cls, context, context.get_hparams(), **dict(trial_kwargs or {})
+    )
     state = _checkpoint.read_state(directory, context.device)
     _checkpoint.load_into(state, context, {})
     return trial
@@ -137,17 +100,6 @@ def _import_class(spec: str) -> type[PyTorchTrial]:
     if not (isinstance(obj, type) and issubclass(obj, PyTorchTrial)):
         raise TypeError(f"{spec} is not a PyTorchTrial class")
     return obj
-
-
-def _local_distributed() -> DistributedContext:
-    if harness_dist.is_initialized():
-        return DistributedContext.from_torch_distributed()
-    return DummyDistributedContext()
-
-
-def _seed(experiment_config: Mapping[str, Any]) -> int:
-    reproducibility = experiment_config.get("reproducibility") or {}
-    return int(reproducibility.get("experiment_seed") or 0)
 
 
 def _exit_code(outcome: Outcome) -> int:

@@ -1,10 +1,14 @@
-"""The trainer: runs one PyTorchTrial on every rank of the job.
+"""The training loop: runs one PyTorchTrial on every rank of the job.
+
+:class:`hpcdet.pytorch.Trainer` drives it for both entry points, ``Trainer(trial,
+context).fit(...)`` and the harness's ``model_def:Trial`` entrypoint (which fits with the
+experiment config's periods, as Determined's harness does).
 
 Per batch it only reads the data, moves it to the device and calls ``train_batch``
 (DistributedDataParallel all-reduces the gradients there); metrics stay on the device
-until a report. Every ``scheduling_unit`` batches it reports training metrics and asks
-whether to stop (``should_preempt()``, a collective, so every rank asks at the same
-batches); it validates and checkpoints on the configured periods and at the end.
+until a report. On each ``reporting_period`` boundary it reports training metrics and
+progress and asks whether to stop (``should_preempt()``, a collective, so every rank
+asks at the same batches); it validates and checkpoints on their periods and at the end.
 """
 
 from __future__ import annotations
@@ -23,12 +27,13 @@ import torch
 
 from hpcdet.core import Context
 from hpcdet.pytorch import _checkpoint
-from hpcdet.pytorch._config import Length, TrainerConfig
+from hpcdet.pytorch._context import PyTorchTrialContext
 from hpcdet.pytorch._data import DataLoader, ShardedBatchSampler
 from hpcdet.pytorch._evaluate import reduce_custom, validate
 from hpcdet.pytorch._lr_scheduler import LRScheduler
 from hpcdet.pytorch._metrics import TrainingMetrics, as_metrics
 from hpcdet.pytorch._trial import PyTorchTrial
+from hpcdet.pytorch._units import Epoch, TrainUnit
 
 
 class Outcome(enum.Enum):
@@ -55,24 +60,35 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class Trainer:
-    """Trains ``trial_class`` with ``core``; :meth:`run` does it all.
+@dataclasses.dataclass(frozen=True)
+class FitPlan:
+    """What ``fit()`` decided: lengths and periods as units, and the checkpoint policy."""
 
-    Example::
+    max_length: TrainUnit
+    validation_period: TrainUnit
+    checkpoint_period: TrainUnit
+    reporting_period: TrainUnit
+    checkpoint_policy: str = "best"
+    step_zero_validation: bool = False
+    test_mode: bool = False
+    profiling_enabled: bool = False
+    searcher_metric: str | None = None
+    smaller_is_better: bool = True
+    average_training_metrics: bool = True
+    latest_checkpoint: str | None = None
 
-        with hpcdet.core.init() as core:
-            Trainer(MyTrial, core).run()
-    """
 
-    def __init__(self, trial_class: type[PyTorchTrial], core: Context) -> None:
-        self.core = core
-        self.dist = core.distributed
-        self.config = TrainerConfig.from_experiment_config(core.info.experiment_config or {})
-        seed_everything(core.info.trial_seed)
-        self.context = trial_class.trial_context_class(core)
-        self.context._aggregation_frequency = self.config.aggregation_frequency
-        self.trial = trial_class(self.context)
-        self.trial_class = trial_class
+class TrialController:
+    """Trains one built ``trial`` through ``context`` as ``plan`` says; :meth:`run` does it."""
+
+    def __init__(self, trial: PyTorchTrial, context: PyTorchTrialContext, plan: FitPlan) -> None:
+        self.core: Context = context._core
+        self.dist = self.core.distributed
+        self.context = context
+        self.plan = plan
+        self.trial = trial
+        self.trial_class = type(trial)
+        _check_wrapped(context)
         self.callbacks = self.trial.build_callbacks()
         self.train_spec = _check_loader(self.trial.build_training_data_loader(), "training")
         self.val_spec = _check_loader(self.trial.build_validation_data_loader(), "validation")
@@ -81,9 +97,14 @@ class Trainer:
             batch_size=self.train_spec.batch_size,
             rank=self.dist.rank,
             ranks=self.dist.size,
-            seed=core.info.trial_seed,
+            seed=context.get_trial_seed(),
         )
         self.batches_per_epoch = len(self.sampler)
+        if self.batches_per_epoch < 1:
+            raise ValueError(
+                f"the training data ({len(self.train_spec.dataset)} records) gives no whole "
+                f"batch of {self.train_spec.batch_size} per rank on {self.dist.size} rank(s)"
+            )
         self.context._position.batches_per_epoch = self.batches_per_epoch
         self.progress = Progress()
         self.metrics = TrainingMetrics(self.context.device)
@@ -91,13 +112,13 @@ class Trainer:
         self.last_metrics: dict[str, Any] = {}
         # This trial's best searcher metric so far (checkpoint_policy: best).
         self.own_best: float | None = None
-        self._profiler = getattr(core, "profiler", None)
+        self._profiler = getattr(self.core, "profiler", None)
 
     # Entry ---------------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        """Restore the latest checkpoint (if any), train, validate, checkpoint."""
-        uuid = self.core.info.latest_checkpoint
+        """Restore ``plan.latest_checkpoint`` (if any), train, validate, checkpoint."""
+        uuid = self.plan.latest_checkpoint
         if uuid is not None:
             self._restore(uuid)
         self.context._position.batches_trained = self.progress.batches
@@ -112,8 +133,12 @@ class Trainer:
             self._stop_profiling()
 
     def _train(self) -> Outcome:
-        target = self.config.max_length.to_batches(self.batches_per_epoch, self._global_batch())
-        if self.config.perform_initial_validation and self.progress.batches == 0:
+        target = 1 if self.plan.test_mode else self._target()
+        if (
+            self.plan.step_zero_validation
+            and self.progress.batches == 0
+            and self.progress.last_validation < 0
+        ):
             self._validate()
         for callback in self.callbacks.values():
             callback.on_training_start()
@@ -125,6 +150,9 @@ class Trainer:
         self._finish()
         return Outcome.COMPLETED
 
+    def _target(self) -> int:
+        return self.plan.max_length.in_batches(self.batches_per_epoch)
+
     # The loop ------------------------------------------------------------------------
 
     def _batches(self, target: int) -> Iterator[Any]:
@@ -133,7 +161,7 @@ class Trainer:
             epoch, skip = divmod(self.progress.batches, self.batches_per_epoch)
             self.sampler.set_epoch(epoch, skip)
             loader = self.train_spec.build(
-                self.sampler, _generator(self.core.info.trial_seed, epoch)
+                self.sampler, _generator(self.context.get_trial_seed(), epoch)
             )
             iterator = iter(loader)
             if skip == 0:
@@ -166,22 +194,22 @@ class Trainer:
         batches = self.progress.batches
         if batches % self.batches_per_epoch == 0:
             self._end_epoch(batches // self.batches_per_epoch)
-        at_unit = batches % self.config.scheduling_unit == 0
-        if at_unit:
+        at_report = self._due(self.plan.reporting_period)
+        if at_report:
             self._report_training()
         if batches >= target:
             return False  # _finish validates and checkpoints
-        validated = self._due(self.config.validation_period, self.progress.last_validation)
+        validated = self._due(self.plan.validation_period)
         by_policy = False
         if validated:
             by_policy = self._validate_for_policy()
         # Gradients of an unfinished accumulation live only in memory: no checkpoint or
         # stop before the optimizer step that consumes them.
-        if batches % self.config.aggregation_frequency:
+        if batches % self.context._aggregation_frequency:
             return False
-        if by_policy or self._due(self.config.checkpoint_period, self.progress.last_checkpoint):
+        if by_policy or self._due(self.plan.checkpoint_period):
             self._checkpoint()
-        elif not (at_unit or validated):
+        elif not (at_report or validated):
             return False
         return self._should_stop()
 
@@ -190,9 +218,8 @@ class Trainer:
         for callback in self.callbacks.values():
             callback.on_training_epoch_end(epochs_done - 1)
 
-    def _due(self, period: Length, last: int) -> bool:
-        every = period.to_batches(self.batches_per_epoch, self._global_batch())
-        return every > 0 and self.progress.batches - max(last, 0) >= every
+    def _due(self, period: TrainUnit) -> bool:
+        return period.due(self.progress.batches, self.batches_per_epoch)
 
     def _should_stop(self) -> bool:
         """Preempted, stopped by the master, or asked by the trial on any rank (collective)."""
@@ -227,22 +254,38 @@ class Trainer:
         if self.metrics.batches == 0:
             return
         with self._timing("reduce_metrics"):
-            metrics = self.metrics.reduce(self.dist, self.config.average_training_metrics)
+            metrics, batch_metrics = self.metrics.reduce(
+                self.dist, self.plan.average_training_metrics
+            )
             metrics.update(reduce_custom(self.context, for_training=True))
-        self.core.train.report_training_metrics(self.progress.batches, metrics)
+        # As Determined: "batches" and "epochs" (whole epochs done) unless the trial's own.
+        metrics.setdefault("batches", self.progress.batches)
+        metrics.setdefault("epochs", self.progress.batches // self.batches_per_epoch)
+        self.core.train.report_training_metrics(
+            self.progress.batches, metrics, batch_metrics=batch_metrics
+        )
+        self.core.train.report_progress(self._progress_fraction())
         for callback in self.callbacks.values():
-            callback.on_training_workload_end(metrics, {})
+            callback.on_training_workload_end(metrics, batch_metrics)
+
+    def _progress_fraction(self) -> float:
+        """Training done, as a fraction of ``max_length`` in its own unit (as Determined)."""
+        length = self.plan.max_length
+        done = self.progress.batches
+        if isinstance(length, Epoch):
+            done //= self.batches_per_epoch
+        total = length.value if isinstance(length.value, int) else 0
+        return min(done / total, 1.0) if total > 0 else 0.0
 
     def _validate(self) -> dict[str, Any]:
         for callback in self.callbacks.values():
             callback.on_validation_start()
             callback.on_validation_epoch_start()
         metrics = validate(self.trial, self.context, self.val_spec)
-        metrics.update(
-            batches=self.progress.batches,
-            epochs=self.progress.batches / self.batches_per_epoch,
-            records=self._records(),
-        )
+        # As Determined: "batches" and "epochs" (whole epochs done) unless the trial's own.
+        metrics.setdefault("batches", self.progress.batches)
+        metrics.setdefault("epochs", self.progress.batches // self.batches_per_epoch)
+        metrics["records"] = self._records()
         self.core.train.report_validation_metrics(self.progress.batches, metrics)
         self.progress.last_validation = self.progress.batches
         self.last_metrics = metrics
@@ -257,12 +300,12 @@ class Trainer:
         ``best``: the validation beats the experiment's best before it (as Determined
         decides it, on the chief; the answer is broadcast so every rank agrees).
         """
-        policy = self.config.checkpoint_policy
+        policy = self.plan.checkpoint_policy
         best_before = self._best_so_far() if policy == "best" and self.dist.is_chief else None
         metrics = self._validate()
         wanted = policy == "all" or (policy == "best" and self._beats(metrics, best_before))
         if self._beats(metrics, self.own_best):
-            self.own_best = float(metrics[self.config.searcher_metric or ""])
+            self.own_best = float(metrics[self.plan.searcher_metric or ""])
         return bool(self.dist.broadcast(wanted)) if self.dist.size > 1 else wanted
 
     def _best_so_far(self) -> float | None:
@@ -271,16 +314,16 @@ class Trainer:
         master = self.core.train.get_experiment_best_validation()
         if master is None or self.own_best is None:
             return master if master is not None else self.own_best
-        better = min if self.config.smaller_is_better else max
+        better = min if self.plan.smaller_is_better else max
         return float(better(master, self.own_best))
 
     def _beats(self, metrics: dict[str, Any], best_before: float | None) -> bool:
-        value = metrics.get(self.config.searcher_metric or "")
+        value = metrics.get(self.plan.searcher_metric or "")
         if not isinstance(value, int | float):
             return False
         if best_before is None:
             return True
-        return value < best_before if self.config.smaller_is_better else value > best_before
+        return value < best_before if self.plan.smaller_is_better else value > best_before
 
     def _records(self) -> int:
         """Records trained over all ranks (a collective): folds the local counts in."""
@@ -326,8 +369,8 @@ class Trainer:
         return {
             "trial_type": "PyTorchTrial",
             "trial_cls_spec": _class_spec(self.trial_class),
-            "hparams": info.hparams,
-            "experiment_config": info.experiment_config,
+            "hparams": self.context.get_hparams(),
+            "experiment_config": self.context.get_experiment_config(),
             "trial_id": info.trial_id,
             "experiment_id": info.experiment_id,
             "trial_seed": info.trial_seed,
@@ -346,9 +389,6 @@ class Trainer:
 
     # Helpers -------------------------------------------------------------------------
 
-    def _global_batch(self) -> int:
-        return self.train_spec.batch_size * self.dist.size
-
     def _timing(self, name: str) -> ContextManager[Any]:
         if self._profiler is None:
             return contextlib.nullcontext()
@@ -356,17 +396,29 @@ class Trainer:
         return timing
 
     def _start_profiling(self) -> None:
-        """``profiling.enabled`` turns the Core API profiler on (with its batch window)."""
-        if self._profiler is None or not self.config.profiling.get("enabled"):
+        """``fit(profiling_enabled=True)`` turns the Core API profiler on, with the batch
+        window of the config's ``profiling`` section when it has one."""
+        if self._profiler is None or not self.plan.profiling_enabled:
             return
+        profiling = dict(self.context.get_experiment_config().get("profiling") or {})
         if hasattr(self._profiler, "on_from_config"):
-            self._profiler.on_from_config(self.config.profiling)
+            self._profiler.on_from_config({**profiling, "enabled": True})
         else:
             self._profiler.on()
 
     def _stop_profiling(self) -> None:
-        if self._profiler is not None and self.config.profiling.get("enabled"):
+        if self._profiler is not None and self.plan.profiling_enabled:
             self._profiler.off()
+
+
+def _check_wrapped(context: PyTorchTrialContext) -> None:
+    """As Determined: a trial with no wrapped model or optimizer is a mistake."""
+    if not context.models:
+        raise ValueError("the trial wrapped no model: call context.wrap_model() in __init__")
+    if not context.optimizers:
+        raise ValueError(
+            "the trial wrapped no optimizer: call context.wrap_optimizer() in __init__"
+        )
 
 
 def _check_loader(loader: Any, which: str) -> DataLoader:

@@ -28,7 +28,10 @@ class PyTorchTrial(abc.ABC):
 
     @abc.abstractmethod
     def __init__(self, context: PyTorchTrialContext) -> None:
-        """Build and wrap models, optimizers and LR schedulers through ``context``."""
+        """Build and wrap models, optimizers and LR schedulers through ``context``.
+
+        ``__init__(self, context, hparams)`` works too: the harness and
+        ``load_trial_from_checkpoint_path`` then pass the trial's hyperparameters."""
 
     @abc.abstractmethod
     def build_training_data_loader(self) -> DataLoader:

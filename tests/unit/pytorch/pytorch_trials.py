@@ -163,3 +163,11 @@ class FullDatasetTrial(RegressionTrial):
 
 # Only evaluate_full_dataset: the base class's evaluate_batch is not overridden.
 FullDatasetTrial.evaluate_batch = PyTorchTrial.evaluate_batch  # type: ignore[method-assign]
+
+
+class HparamsTrial(RegressionTrial):
+    """Takes ``(context, hparams)`` as Determined's mnist_pytorch tutorial's trial does."""
+
+    def __init__(self, context: PyTorchTrialContext, hparams: dict[str, Any]) -> None:
+        super().__init__(context)
+        self.hparams = hparams

@@ -11,8 +11,9 @@ import pytest
 pytestmark = pytest.mark.torch
 pytest.importorskip("torch")
 
-from hpcdet.pytorch._config import Length, TrainerConfig, parse_length  # noqa: E402
 from hpcdet.pytorch._data import ShardedBatchSampler  # noqa: E402
+from hpcdet.pytorch._fit import plan_from_config  # noqa: E402
+from hpcdet.pytorch._units import Batch, Epoch, TrainUnit, searcher_length  # noqa: E402
 
 
 def epoch(size: int, ranks: int, batch: int, number: int = 0) -> list[list[list[int]]]:
@@ -63,9 +64,9 @@ def test_fewer_records_than_ranks_is_refused() -> None:
 
 
 def test_lengths_convert_to_batches() -> None:
-    assert Length("epochs", 3).to_batches(batches_per_epoch=7, global_batch_size=8) == 21
-    assert Length("records", 100).to_batches(batches_per_epoch=7, global_batch_size=8) == 13
-    assert Length("batches", 5).to_batches(batches_per_epoch=7, global_batch_size=8) == 5
+    assert Epoch(3).in_batches(batches_per_epoch=7) == 21
+    assert TrainUnit.from_config({"records": 100}, "x", global_batch_size=8).in_batches(7) == 12
+    assert Batch(5).in_batches(batches_per_epoch=7) == 5
 
 
 @pytest.mark.parametrize(
@@ -78,18 +79,20 @@ def test_lengths_convert_to_batches() -> None:
 )
 def test_bad_lengths_are_named(raw: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        parse_length(raw, "searcher.max_length")
+        TrainUnit.from_config(raw, "searcher.max_length")
 
 
 def test_a_config_without_a_length_says_what_to_set() -> None:
-    with pytest.raises(ValueError, match="set searcher.max_length"):
-        TrainerConfig.from_experiment_config({})
+    with pytest.raises(ValueError, match="searcher.max_length"):
+        searcher_length({}, None)
 
 
 def test_config_defaults() -> None:
-    config = TrainerConfig.from_experiment_config({"searcher": {"max_length": {"batches": 1}}})
-    assert (config.scheduling_unit, config.aggregation_frequency) == (100, 1)
-    assert config.average_training_metrics is True
+    plan = plan_from_config({"searcher": {"max_length": {"batches": 1}}}, {},
+                            latest_checkpoint=None)
+    assert plan.reporting_period == Batch(100)
+    assert plan.average_training_metrics is True
+    assert (plan.checkpoint_policy, plan.step_zero_validation) == ("best", False)
 
 
 def test_context_batch_sizes_and_hparams() -> None:
