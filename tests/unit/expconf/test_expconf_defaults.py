@@ -76,8 +76,9 @@ def test_defaults_fill_every_field(kind: str, doc: Any, expected: Any) -> None:
     assert with_defaults(doc, kind) == expected
 
 
-MINIMAL = {"searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1000}},
-           "entrypoint": "model_def:MyTrial"}
+MINIMAL: dict[str, Any] = {
+    "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1000}},
+    "entrypoint": "model_def:MyTrial"}
 
 
 def test_a_minimal_experiment_gets_determineds_defaults() -> None:
@@ -112,14 +113,14 @@ def test_every_top_level_field_is_present() -> None:
 
 
 def test_hyperparameters_are_shimmed_and_free_form_maps_kept_as_written() -> None:
-    hps = {"lr": {"type": "log", "minval": -3, "maxval": -1, "base": 10},
-           "layers": {"n": {"type": "int", "minval": 1, "maxval": 4}, "act": "relu"},
-           "flag": None, "sizes": [1, 2]}
+    lr = {"type": "log", "minval": -3, "maxval": -1, "base": 10}
+    n = {"type": "int", "minval": 1, "maxval": 4}
+    hps = {"lr": lr, "layers": {"n": n, "act": "relu"}, "flag": None, "sizes": [1, 2]}
     config = with_defaults({"hyperparameters": hps, "data": {"url": "x", "n": [1]}})
     assert config["hyperparameters"] == {  # Determined's implicit constants made explicit
-        "lr": hps["lr"], "flag": {"type": "const", "val": None},
+        "lr": lr, "flag": {"type": "const", "val": None},
         "sizes": {"type": "const", "val": [1, 2]},
-        "layers": {"n": hps["layers"]["n"], "act": {"type": "const", "val": "relu"}}}
+        "layers": {"n": n, "act": {"type": "const", "val": "relu"}}}
     assert config["data"] == {"url": "x", "n": [1]}
 
 
