@@ -23,11 +23,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hpcdet.expconf._defaults import fill_defaults
-from hpcdet.expconf._merge import MERGERS
+from hpcdet.expconf._merge import merge_log_policies, merger_for
 from hpcdet.expconf._schema import KINDS, NOT_YET_ACTED_ON
+from hpcdet.expconf._schema_logs import DEFAULT_LOG_POLICIES
 from hpcdet.expconf._schema_parts import LENGTH_UNITS
 from hpcdet.expconf._schema_searcher import SUPPORTED_SEARCHERS, UNSUPPORTED_SEARCHERS
 from hpcdet.expconf._schema_storage import SUPPORTED_STORAGE, UNSUPPORTED_STORAGE
+from hpcdet.expconf._shims import shim
 from hpcdet.expconf._validate import schema_errors
 
 ROOT = "<config>"
@@ -49,26 +51,44 @@ def validate(doc: Any, kind: str = "experiment", phase: str = "sanity", *,
 
 
 def with_defaults(doc: Any, kind: str = "experiment") -> Any:
-    """A copy of ``doc`` with Determined's defaults filled in, every field present.
+    """A copy of ``doc`` with Determined's shims applied and its defaults filled in.
 
-    Unset fields without a default are None. It never invents what the master decides
-    (``name``, ``reproducibility.experiment_seed``, ``checkpoint_storage``).
+    Every field is present; unset fields without a default are None. The shims are
+    Determined's (per-device ``image``/``environment_variables`` maps, device strings as
+    objects, implicit constants as ``{type: const, val}``, legacy log actions); Determined's
+    default log policies (``CUDA OOM``, ``ECC Error``) are added unless the config names
+    them. It never invents what the master decides (``name``,
+    ``reproducibility.experiment_seed``, ``checkpoint_storage``) nor a container image.
     """
-    return fill_defaults(doc, _schema_of(kind))
+    uid = _schema_of(kind)
+    filled = shim(fill_defaults(shim(doc, kind), uid), kind)
+    if kind == "log_policies":
+        return _with_default_policies(filled)
+    if kind == "experiment" and isinstance(filled, dict):
+        filled["log_policies"] = _with_default_policies(filled.get("log_policies"))
+    return filled
+
+
+def _with_default_policies(policies: Any) -> Any:
+    defaults = fill_defaults(list(DEFAULT_LOG_POLICIES), KINDS["log_policies"], defaults=False)
+    return merge_log_policies(policies if policies is not None else [], defaults)
 
 
 def merge(doc: Any, template: Any, kind: str = "experiment") -> Any:
     """``doc`` merged over ``template``, as Determined merges templates (neither is changed).
 
+    Both sides are shimmed first (see :func:`with_defaults`), and the result names every
+    field of its schema (None where neither side sets it), like Determined's merged struct.
     Values from ``doc`` win; mappings merge recursively; lists concatenate, template
     first, except ``bind_mounts`` and ``resources.devices``, where a template entry whose
-    ``container_path`` ``doc`` already uses is dropped. Unions (``searcher`` by name,
+    ``container_path`` ``doc`` already uses is dropped, and ``log_policies``, where a
+    template policy whose name ``doc`` uses is dropped. Unions (``searcher`` by name,
     ``checkpoint_storage`` by type) take only the common fields from a template of another
     variant; single hyperparameters and lengths are never merged field by field.
     """
-    if kind not in MERGERS:
-        raise ValueError(f"unknown config kind {kind!r} (one of {', '.join(KINDS)})")
-    return MERGERS[kind](doc, template)
+    uid = _schema_of(kind)
+    merged = merger_for(kind)(shim(doc, kind), shim(template, kind))
+    return fill_defaults(merged, uid, defaults=False)
 
 
 def _schema_of(kind: str) -> str:

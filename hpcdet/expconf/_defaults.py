@@ -18,31 +18,35 @@ from hpcdet.expconf._schema import SCHEMAS
 from hpcdet.expconf._validate import holds
 
 
-def fill_defaults(value: Any, uid: str) -> Any:
-    """``value`` with the defaults of schema ``uid`` filled in (a new object)."""
-    return _fill(value, SCHEMAS[uid])
+def fill_defaults(value: Any, uid: str, *, defaults: bool = True) -> Any:
+    """``value`` with the defaults of schema ``uid`` filled in (a new object).
+
+    ``defaults=False`` only names the fields: each unset one is None, as in a merged config
+    (Determined's merge result is a struct whose unset fields are null).
+    """
+    return _fill(value, SCHEMAS[uid], defaults)
 
 
-def _fill(value: Any, schema: Any) -> Any:
+def _fill(value: Any, schema: Any, defaults: bool) -> Any:
     if isinstance(value, Mapping):
-        return _fill_object(value, schema)
+        return _fill_object(value, schema, defaults)
     if isinstance(value, list):
         items = _items_schema(value, schema)
-        return [_fill(item, items) for item in value] if items is not None \
+        return [_fill(item, items, defaults) for item in value] if items is not None \
             else copy.deepcopy(value)
     return copy.deepcopy(value)
 
 
-def _fill_object(value: Mapping[str, Any], schema: Any) -> dict[str, Any]:
+def _fill_object(value: Mapping[str, Any], schema: Any, defaults: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, sub in _properties(value, schema):
         has_default = isinstance(sub, Mapping) and "default" in sub
         if key not in value and not has_default:
             continue  # a legacy alias or a required field: present only when given
         given = value.get(key)
-        if given is None and has_default:
+        if given is None and has_default and defaults:
             given = copy.deepcopy(sub["default"])
-        out[key] = _fill(given, sub)
+        out[key] = _fill(given, sub, defaults)
     for key, given in value.items():
         out.setdefault(key, copy.deepcopy(given))
     return out

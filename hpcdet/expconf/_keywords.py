@@ -90,8 +90,8 @@ def compare_properties(validator: Validator, spec: Mapping[str, Any], instance: 
         return
     kind, a_name, b_name = spec["type"], spec["a"], spec["b"]
     if kind in ("a<b", "a<=b") and _numbers(a, b) and (a >= b if kind == "a<b" else a > b):
-        relation = "less than" if kind == "a<b" else "less than or equal to"
-        yield ValidationError(f"{a_name} must be {relation} {b_name}")
+        # Determined words both relations the same way.
+        yield ValidationError(f"{a_name} must be less than {b_name}")
     elif kind == "a_is_subdir_of_b" and isinstance(a, str) and isinstance(b, str) \
             and not is_subdir(a, b):
         yield ValidationError(f"{a_name} must be a subdirectory of {b_name}")

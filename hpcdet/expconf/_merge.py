@@ -13,6 +13,10 @@ consumer reads them in order (``environment_variables``, ``sbatch_args``). Excep
   name different variants, only the fields common to every variant come from the template.
 * ``environment.image``/``environment_variables`` may be a single value or a per-device
   map ``{cpu, cuda, rocm}``; a single value merged with a map is spread over the devices.
+* ``log_policies``: every policy of the config, then the template's policies whose name
+  the config does not use (unnamed legacy policies: whose action and pattern it does not).
+
+The public :func:`hpcdet.expconf.merge` applies Determined's shims to both sides first.
 """
 
 from __future__ import annotations
@@ -150,6 +154,30 @@ def _per_device(value: Any) -> Any:
     return {device: copy.deepcopy(value) for device in DEVICE_KEYS}
 
 
+@_nullable
+def merge_log_policies(config: Any, template: Any) -> Any:
+    """Determined's union of policies: the config's, then the template's new ones."""
+    if not isinstance(config, list) or not isinstance(template, list):
+        return merge_value(config, template)
+    out = copy.deepcopy(config)
+    seen = {_policy_key(policy) for policy in config}
+    for policy in template:
+        key = _policy_key(policy)
+        if key not in seen:
+            out.append(copy.deepcopy(policy))
+            seen.add(key)
+    return out
+
+
+def _policy_key(policy: Any) -> tuple[str, str]:
+    """A named policy is known by its name; a legacy (unnamed) one by action and pattern."""
+    if not isinstance(policy, Mapping):
+        return ("value", repr(policy))
+    if policy.get("name") is not None:
+        return ("name", str(policy["name"]))
+    return ("legacy", f"{policy.get('action')}:{policy.get('pattern')}")
+
+
 def _mapping_merger(special: Mapping[str, Merger]) -> Merger:
     @_nullable
     def merge_section(config: Any, template: Any) -> Any:
@@ -177,10 +205,11 @@ EXPERIMENT_MERGERS: dict[str, Merger] = {
     "resources": merge_resources,
     "environment": merge_environment,
     "bind_mounts": merge_by_container_path,
+    "log_policies": merge_log_policies,
 }
 merge_experiment = _mapping_merger(EXPERIMENT_MERGERS)
 
-# The merger for each config kind (a whole experiment or one of its sub-documents).
+# The merger of each config kind that is not merged by the generic rule (merge_value).
 MERGERS: dict[str, Merger] = {
     "experiment": merge_experiment,
     "searcher": merge_searcher,
@@ -188,12 +217,25 @@ MERGERS: dict[str, Merger] = {
     "hyperparameter": merge_one_hyperparameter,
     "resources": merge_resources,
     "checkpoint_storage": merge_checkpoint_storage,
-    "bind_mount": merge_value,
     "bind_mounts": merge_by_container_path,
     "devices": merge_by_container_path,
     "environment": merge_environment,
-    "log_policies": merge_value,
+    "environment_image": merge_per_device,
+    "environment_variables": merge_per_device,
+    "log_policies": merge_log_policies,
     "length": _atomic,
-    "slurm": merge_value,
-    "pbs": merge_value,
+    "searcher_length": _atomic,
+    "check_positive_length": _atomic,
+    **{f"searcher_{name}": merge_searcher for name in (
+        "single", "random", "grid", "adaptive_asha", "async_halving", "custom", "adaptive",
+        "adaptive_simple", "sync_halving")},
+    **{name: merge_checkpoint_storage for name in ("shared_fs", "directory", "s3", "gcs",
+                                                   "azure")},
+    **{f"hyperparameter_{kind}": _atomic for kind in ("int", "double", "log", "const",
+                                                      "categorical")},
 }
+
+
+def merger_for(kind: str) -> Merger:
+    """The merger of config kind ``kind``."""
+    return MERGERS.get(kind, merge_value)

@@ -4,7 +4,14 @@ the list of fields hpcdet accepts but does not act on yet.
 
 from __future__ import annotations
 
-from hpcdet.expconf import _schema_hparams, _schema_parts, _schema_searcher, _schema_storage
+from hpcdet.expconf import (
+    _schema_extras,
+    _schema_hparams,
+    _schema_logs,
+    _schema_parts,
+    _schema_searcher,
+    _schema_storage,
+)
 from hpcdet.expconf._schema_base import (
     Schema,
     is_set,
@@ -71,11 +78,11 @@ EXPERIMENT = named("experiment", "ExperimentConfig", {
         "debug": optional("boolean", False),
         "preemption_timeout": optional("integer", minimum=1),
         # Determined fields for features hpcdet has no counterpart for: accepted as given.
-        "integrations": optional("object"),
-        "security": optional("object"),
-        "tensorboard_storage": optional("object"),
+        "integrations": optional_ref("integrations"),
+        "security": optional_ref("security"),
+        "tensorboard_storage": optional_ref("tensorboard-storage"),
         "data_layer": optional("object"),
-        "internal": optional("object"),
+        "internal": {"type": "null", "default": None},  # pre-0.15.6 experiments only
     },
     # Determined also requires records_per_epoch when a length is in epochs, to convert it
     # to batches; hpcdet never converts (the trial reports epochs itself), so it does not.
@@ -84,24 +91,16 @@ EXPERIMENT = named("experiment", "ExperimentConfig", {
 
 SCHEMAS: dict[str, Schema] = {schema["$id"]: schema for schema in [
     EXPERIMENT, *_schema_parts.SCHEMAS, *_schema_searcher.SCHEMAS, *_schema_hparams.SCHEMAS,
-    *_schema_storage.SCHEMAS]}
+    *_schema_storage.SCHEMAS, *_schema_logs.SCHEMAS, *_schema_extras.SCHEMAS]}
 
-# The config kinds the public API takes, each the id of its schema.
-KINDS: dict[str, str] = {kind: schema_id(name) for kind, name in {
-    "experiment": "experiment",
-    "searcher": "searcher",
-    "hyperparameters": "hyperparameters",
-    "hyperparameter": "hyperparameter",
-    "resources": "resources",
-    "checkpoint_storage": "checkpoint-storage",
-    "bind_mount": "bind-mount",
-    "bind_mounts": "bind-mounts",
-    "environment": "environment",
-    "log_policies": "log-policies",
-    "length": "length",
-    "slurm": "slurm",
-    "pbs": "pbs",
-}.items()}
+# The config kinds the public API takes, each the id of its schema: every schema by its
+# name with "_" for "-" (``checkpoint_storage``, ``searcher_adaptive_asha``, ``log_action``),
+# and Determined's file names for the HPC sections (``hpc_cluster_slurm`` is ``slurm``).
+KINDS: dict[str, str] = {
+    **{uid.rsplit(":", 1)[1].replace("-", "_"): uid for uid in SCHEMAS},
+    "hpc_cluster_slurm": schema_id("slurm"),
+    "hpc_cluster_pbs": schema_id("pbs"),
+}
 
 # Accepted and stored, but not acted on by this version: reported as warnings at submission.
 # (checkpoint_policy and the save_* fields are read once checkpoint GC lands; until then

@@ -69,28 +69,29 @@ DEVICES = named("devices", "DevicesConfig", {"type": "array", "items": {"union":
 }}})
 
 _PER_DEVICE_KEYS = ("cpu", "cuda", "rocm")
-_LEGACY_GPU_KEY = "gpu"  # Determined's name for "cuda" before ROCm: accepted, no default
+_LEGACY_GPU_KEY = "gpu"  # Determined's name for "cuda" before ROCm: read as cuda
+
+ENVIRONMENT_IMAGE_MAP = named("environment-image-map", "EnvironmentImageMap", {
+    "type": "object", "additionalProperties": False,
+    "properties": {key: optional("string") for key in (*_PER_DEVICE_KEYS, _LEGACY_GPU_KEY)},
+})
+
+ENVIRONMENT_VARIABLES_MAP = named("environment-variables-map", "EnvironmentVariablesMap", {
+    "type": "object", "additionalProperties": False,
+    "properties": {key: strings([]) for key in (*_PER_DEVICE_KEYS, _LEGACY_GPU_KEY)},
+})
 
 ENVIRONMENT_IMAGE = named("environment-image", "EnvironmentImage", {"union": {
-    "defaultMessage": "is neither a string nor a map of cpu/cuda/rocm to strings",
-    "items": [
-        {"unionKey": "never", "type": "string"},
-        {"unionKey": "type:object", "type": "object", "additionalProperties": False,
-         "properties": {**{key: optional("string") for key in _PER_DEVICE_KEYS},
-                        _LEGACY_GPU_KEY: {"type": ["string", "null"]}}},
-    ],
+    "defaultMessage": "is neither a string nor a map of cpu, cuda, or rocm to strings",
+    "items": [{"unionKey": "never", **ref("environment-image-map")},
+              {"unionKey": "never", "type": "string"}],
 }})
 
 ENVIRONMENT_VARIABLES = named("environment-variables", "EnvironmentVariables", {"union": {
-    "defaultMessage": "is neither a list of strings nor a map of cpu/cuda/rocm to lists of "
-                      "strings",
-    "items": [
-        {"unionKey": "type:array", "type": "array", "items": {"type": "string"}},
-        {"unionKey": "type:object", "type": "object", "additionalProperties": False,
-         "properties": {**{key: strings([]) for key in _PER_DEVICE_KEYS},
-                        _LEGACY_GPU_KEY: {"type": ["array", "null"],
-                                          "items": {"type": "string"}}}},
-    ],
+    "defaultMessage": "is neither a list of strings nor a map of cpu, cuda, or rocm to lists "
+                      "of strings",
+    "items": [{"unionKey": "never", **ref("environment-variables-map")},
+              {"unionKey": "never", "type": "array", "items": {"type": "string"}}],
 }})
 
 PROXY_PORT = named("proxy-port", "ProxyPort", {
@@ -101,6 +102,9 @@ PROXY_PORT = named("proxy-port", "ProxyPort", {
                    "default_service_id": optional("boolean", False)},
 })
 
+PROXY_PORTS = named("proxy-ports", "ProxyPortsConfig",
+                     {"type": "array", "items": ref("proxy-port")})
+
 REGISTRY_AUTH = named("registry-auth", "RegistryAuth", {
     "type": "object", "additionalProperties": False,
     "properties": {key: optional("string") for key in (
@@ -108,18 +112,39 @@ REGISTRY_AUTH = named("registry-auth", "RegistryAuth", {
         "registrytoken")},
 })
 
+# Determined's own container in a pod spec is Determined's to configure (hpcdet runs no pods
+# but keeps the check, so that a config is refused where Determined refuses it).
+_OURS = {field: f"container {label} is not configurable{hint}" for field, label, hint in [
+    ("image", "Image", ", set it in the experiment config"), ("command", "Command", ""),
+    ("args", "Args", ""), ("working_dir", "WorkingDir", ""), ("ports", "Ports", ""),
+    ("liveness_probe", "LivenessProbe", ""), ("readiness_probe", "ReadinessProbe", ""),
+    ("startup_probe", "StartupProbe", ""), ("lifecycle", "Lifecycle", ""),
+    ("termination_message_path", "TerminationMessagePath", ""),
+    ("termination_message_policy", "TerminationMessagePolicy", ""),
+    ("image_pull_policy", "ImagePullPolicy", ", set it in the experiment config"),
+    ("security_context", "SecurityContext", ", set it in the experiment config")]}
+_OURS = {field: message.replace("Args is", "Args are") for field, message in _OURS.items()}
+POD_SPEC: Schema = {
+    "disallowProperties": {"name": "pod Name is not a configurable option",
+                           "name_space": "pod NameSpace is not a configurable option"},
+    "properties": {"spec": {**optional("object"), "properties": {"containers": {
+        **optional("array"), "items": {"conditional": {
+            "when": {"properties": {"name": {"const": "determined-container"}}},
+            "enforce": {"type": "object", "disallowProperties": _OURS}}}}}}},
+}
+
 ENVIRONMENT = named("environment", "EnvironmentConfig", {
     "type": "object", "additionalProperties": False,
     "properties": {
-        "image": optional_ref("environment-image", None),
+        "image": optional_ref("environment-image", None, {}),
         "environment_variables": optional_ref("environment-variables", None, []),
         "ports": optional("object", {}, additionalProperties={"type": "integer"}),
         "force_pull_image": optional("boolean", False),
         "registry_auth": optional_ref("registry-auth"),
-        "pod_spec": optional("object"),
+        "pod_spec": {**optional("object"), **POD_SPEC},
         "add_capabilities": strings([]),
         "drop_capabilities": strings([]),
-        "proxy_ports": optional("array", [], items=ref("proxy-port")),
+        "proxy_ports": optional_ref("proxy-ports", "array", []),
     },
 })
 
@@ -132,7 +157,9 @@ RESOURCES = named("resources", "ResourcesConfig", {
         "weight": optional("number", 1, exclusiveMinimum=0),
         "priority": optional("integer", minimum=1, maximum=99),
         "resource_pool": optional("string"),
-        "shm_size": optional(["integer", "string"], pattern=r"^\d+(\.\d+)?[KMGTkmgt]?$"),
+        "shm_size": {**optional(["integer", "string"]), **message_check(
+            "must be a valid memory size",
+            {"pattern": r"^([0-9]*[.])?[0-9]+ ?(([kmgtpKMGTP]([iI]?[bB])?)|[bB])?$"})},
         "devices": optional_ref("devices", "array", []),
         "is_single_node": optional("boolean"),
         "native_parallel": optional("boolean", False),
@@ -181,36 +208,10 @@ OPTIMIZATIONS = named("optimizations", "OptimizationsConfig", {
             "mixed_precision should be a string starting with an uppercase letter 'O'",
             {"pattern": "^O"})},
         "tensor_fusion_threshold": optional("integer", 64, minimum=0),
-        "tensor_fusion_cycle_time": optional("integer", 5, minimum=0),
+        "tensor_fusion_cycle_time": optional("integer", 1, minimum=0),
         "auto_tune_tensor_fusion": optional("boolean", False),
     },
 })
-
-_LOG_ACTION_MESSAGE = ('expect one of the followings: cancel_retries, exclude_node, or an '
-                       'object with a single "signal" field')
-_LOG_ACTION: Schema = {"union": {"defaultMessage": _LOG_ACTION_MESSAGE, "items": [
-    {"unionKey": "never", "enum": ["cancel_retries", "exclude_node"]},
-    {"unionKey": "singleproperty:signal", "type": "object", "additionalProperties": False,
-     "properties": {"signal": {"type": "string"}}},
-    {"unionKey": "hasattr:type", "type": "object", "additionalProperties": False,
-     "properties": {"type": {"enum": ["cancel_retries", "exclude_node"]}}},
-]}}
-
-LOG_POLICY = named("log-policy", "LogPolicy", {
-    "type": "object", "additionalProperties": False,
-    "properties": {"name": optional("string"),
-                   "pattern": optional("string"),
-                   "action": {"anyOf": [{"type": "null"}, _LOG_ACTION], "default": None},
-                   "actions": optional("array", items=_LOG_ACTION),
-                   "signal": optional("string")},
-    **message_check('both the deprecated "action" field and the newer "actions" field are '
-                    "detected", {"not": {"required": ["action", "actions"],
-                                         "properties": {"action": {"not": {"type": "null"}},
-                                                        "actions": {"type": "array"}}}}),
-})
-
-LOG_POLICIES = named("log-policies", "LogPoliciesConfig",
-                     {"type": "array", "items": ref("log-policy")})
 
 RETENTION_POLICY = named("retention-policy", "RetentionPolicyConfig", {
     "type": "object", "additionalProperties": False,
@@ -225,6 +226,6 @@ REPRODUCIBILITY = named("reproducibility", "ReproducibilityConfig", {
 CHECKPOINT_POLICY = optional_enum(["best", "all", "none"], "best")
 
 SCHEMAS = [LENGTH, POSITIVE_LENGTH, SEARCHER_LENGTH, BIND_MOUNT, BIND_MOUNTS,
-           DEVICE, DEVICES, ENVIRONMENT_IMAGE, ENVIRONMENT_VARIABLES, PROXY_PORT,
-           REGISTRY_AUTH, ENVIRONMENT, RESOURCES, SLURM, PBS, PROFILING, OPTIMIZATIONS,
-           LOG_POLICY, LOG_POLICIES, RETENTION_POLICY, REPRODUCIBILITY]
+           DEVICE, DEVICES, ENVIRONMENT_IMAGE_MAP, ENVIRONMENT_VARIABLES_MAP, ENVIRONMENT_IMAGE,
+           ENVIRONMENT_VARIABLES, PROXY_PORT, PROXY_PORTS, REGISTRY_AUTH, ENVIRONMENT,
+           RESOURCES, SLURM, PBS, PROFILING, OPTIMIZATIONS, RETENTION_POLICY, REPRODUCIBILITY]

@@ -1,8 +1,14 @@
-"""Searcher schemas: a union on ``name`` of the searchers hpcdet runs.
+"""Searcher schemas: a union on ``name`` of every searcher Determined's schema names.
 
-Names Determined knows but hpcdet does not run get one error on ``searcher.name``; a
-searcher without a name (a partial one, to be completed by a template) is checked field by
-field, and ``name``/``metric`` are only required once everything is merged.
+The searchers hpcdet runs (``single``, ``random``, ``grid``, ``adaptive_asha``) and
+Determined's legacy ones (``async_halving``, ``custom``, ``adaptive``, ``adaptive_simple``,
+``sync_halving``) are all valid as written (sanity), as in Determined 0.38, which parses
+them. Once the config is complete (at submission), the legacy ones are refused as
+Determined 0.38's ``AssertCurrent`` refuses them ("the 'custom' searcher has been removed
+and is not valid for new experiments"); ``async_halving``, which Determined still runs, is
+refused with what to write instead (``adaptive_asha`` with ``bracket_rungs: [num_rungs]`` is
+the same single-bracket search). A searcher without a name (a partial one, to be completed by
+a template) is checked field by field; ``name``/``metric`` are required once merged.
 """
 
 from __future__ import annotations
@@ -20,77 +26,114 @@ from hpcdet.expconf._schema_base import (
 )
 
 SUPPORTED_SEARCHERS = ("single", "random", "grid", "adaptive_asha")
-# Known to Determined's schema (some end-of-life there too), not run by hpcdet.
+# Known to Determined's schema, valid as written, refused at submission.
 UNSUPPORTED_SEARCHERS = ("async_halving", "custom", "adaptive", "adaptive_simple",
-                         "sync_halving", "pbt")
+                         "sync_halving")
+# Removed in Determined (0.36 deprecated custom; 0.38 removed it): Determined's own message.
+REMOVED_SEARCHERS = ("custom", "adaptive", "adaptive_simple", "sync_halving")
 
 _COMMON: Schema = {
     "metric": optional("string"),
     "smaller_is_better": optional("boolean", True),
     "source_trial_id": optional("integer"),
     "source_checkpoint_uuid": optional("string"),
-    "max_length": optional_ref("searcher-length", None),
 }
+_MAX_LENGTH: Schema = {"max_length": optional_ref("searcher-length", None)}
+_LEGACY_MAX_LENGTH: Schema = {"max_length": optional_ref("check-positive-length")}
 _CONCURRENCY: Schema = {"max_concurrent_trials": optional("integer", 16, minimum=0)}
 _MAX_TRIALS: Schema = {"max_trials": optional("integer", minimum=1)}
+_MODE: Schema = {"mode": optional_enum(["aggressive", "standard", "conservative"], "standard")}
 _ASHA: Schema = {
     "time_metric": optional("string"),
     "max_time": optional("integer", minimum=1),
-    "mode": optional_enum(["aggressive", "standard", "conservative"], "standard"),
+    **_MODE,
     "divisor": optional("number", 4, exclusiveMinimum=1),
     "max_rungs": optional("integer", 5, minimum=1),
     "bracket_rungs": optional("array", [], items={"type": "integer", "minimum": 1}),
-    "stop_once": optional("boolean", False),  # deprecated: ASHA always stops early
+    "stop_once": optional("boolean"),  # deprecated: ASHA always stops early
 }
 
 
 def _variant(name: str, title: str, fields: Schema, **extra: Any) -> Schema:
     return named(f"searcher-{name.replace('_', '-')}", title, {
         "type": "object", "additionalProperties": False, "required": ["name"],
-        "properties": {"name": {"const": name}, **_COMMON, **fields}, **extra})
+        "properties": {"name": {"const": name}, **fields, **_COMMON}, **extra})
 
 
-SINGLE = _variant("single", "SingleConfig", {})
-RANDOM = _variant("random", "RandomConfig", {**_MAX_TRIALS, **_CONCURRENCY},
+def _removed(name: str) -> Schema:
+    """Refused once complete, with Determined 0.38's message."""
+    return {"properties": {"name": always_fails(
+        f"the '{name}' searcher has been removed and is not valid for new experiments")}}
+
+
+SINGLE = _variant("single", "SingleConfig", _MAX_LENGTH)
+RANDOM = _variant("random", "RandomConfig", {**_MAX_TRIALS, **_CONCURRENCY, **_MAX_LENGTH},
                   eventuallyRequired=["max_trials"])
-GRID = _variant("grid", "GridConfig", _CONCURRENCY)
+GRID = _variant("grid", "GridConfig", {**_CONCURRENCY, **_MAX_LENGTH})
 ADAPTIVE_ASHA = _variant(
-    "adaptive_asha", "AdaptiveASHAConfig", {**_MAX_TRIALS, **_CONCURRENCY, **_ASHA},
+    "adaptive_asha", "AdaptiveASHAConfig",
+    {**_MAX_TRIALS, **_CONCURRENCY, **_ASHA, **_MAX_LENGTH},
     eventuallyRequired=["max_trials"],
     # Stopping-based ASHA counts time in time_metric up to max_time; a legacy max_length
     # stands in for both (its unit is the time metric, its value the maximum).
     eventually={"conditional": {"unless": is_set("max_length"),
                                 "enforce": {"eventuallyRequired": ["time_metric", "max_time"]}}},
 )
-_VARIANTS = {"single": SINGLE, "random": RANDOM, "grid": GRID, "adaptive_asha": ADAPTIVE_ASHA}
+ASYNC_HALVING = _variant(
+    "async_halving", "AsyncHalvingConfig",
+    {"num_rungs": optional("integer", minimum=1), **_MAX_TRIALS,
+     "divisor": optional("number", 4), **_CONCURRENCY, "stop_once": optional("boolean"),
+     "time_metric": optional("string"), "max_time": optional("integer"),
+     **_LEGACY_MAX_LENGTH},
+    eventuallyRequired=["num_rungs", "max_trials"],
+    eventually={"properties": {"name": always_fails(
+        "the 'async_halving' searcher is not run by hpcdet: adaptive_asha with bracket_rungs: "
+        "[num_rungs] is the same single-bracket search")}},
+)
+CUSTOM = named("searcher-custom", "CustomConfig", {
+    "type": "object", "required": ["name"],  # Determined allows any other field
+    "properties": {"name": {"const": "custom"}, "metric": optional("string"),
+                   "smaller_is_better": optional("boolean", True),
+                   "unit": optional_enum(["batches", "records", "epochs"])},
+    "eventually": _removed("custom"),
+})
+ADAPTIVE = _variant(
+    "adaptive", "AdaptiveConfig",
+    {"budget": optional_ref("length"), "bracket_rungs": optional("array", []), **_MODE,
+     "divisor": optional("number", 4), "max_rungs": optional("integer", 5, minimum=1),
+     **_LEGACY_MAX_LENGTH, "train_stragglers": optional("boolean", True)},
+    eventuallyRequired=["budget"], eventually=_removed("adaptive"))
+ADAPTIVE_SIMPLE = _variant(
+    "adaptive_simple", "AdaptiveSimpleConfig",
+    {**_MAX_TRIALS, **_MODE, "divisor": optional("number", 4),
+     "max_rungs": optional("integer", 5, minimum=1), **_LEGACY_MAX_LENGTH},
+    eventuallyRequired=["max_trials"], eventually=_removed("adaptive_simple"))
+SYNC_HALVING = _variant(
+    "sync_halving", "SyncHalvingConfig",
+    {"budget": optional_ref("check-positive-length"),
+     "num_rungs": optional("integer", minimum=1), **_LEGACY_MAX_LENGTH,
+     "divisor": optional("number", 4), "train_stragglers": optional("boolean", True)},
+    eventuallyRequired=["num_rungs", "budget"], eventually=_removed("sync_halving"))
 
-
-def _unsupported(name: str) -> Schema:
-    message = (f"searcher {name!r} is not supported by hpcdet (supported: "
-               f"{', '.join(SUPPORTED_SEARCHERS)})")
-    return {"unionKey": f"const:name={name}", "properties": {"name": always_fails(message)}}
-
-
-def _quoted_choice(names: tuple[str, ...]) -> str:
-    quoted = [f"'{n}'" for n in names]
-    return ", ".join(quoted[:-1]) + f", or {quoted[-1]}"
-
+_VARIANTS = {"single": SINGLE, "random": RANDOM, "grid": GRID, "adaptive_asha": ADAPTIVE_ASHA,
+             "async_halving": ASYNC_HALVING, "custom": CUSTOM, "adaptive": ADAPTIVE,
+             "adaptive_simple": ADAPTIVE_SIMPLE, "sync_halving": SYNC_HALVING}
 
 _UNION: Schema = {"union": {
-    "defaultMessage": 'is not an object where object["name"] is one of '
-                      + _quoted_choice(SUPPORTED_SEARCHERS),
+    # Determined's wording (it names custom, which it still parses).
+    "defaultMessage": 'is not an object where object["name"] is one of \'single\', '
+                      "'random', 'grid', 'custom', or 'adaptive_asha'",
     "items": [{"unionKey": f"const:name={name}", "$ref": schema["$id"]}
-              for name, schema in _VARIANTS.items()]
-    + [_unsupported(name) for name in UNSUPPORTED_SEARCHERS],
+              for name, schema in _VARIANTS.items()],
 }}
 
-# Fields of Determined's other searchers, accepted in a partial (nameless) searcher.
-_LEGACY_FIELDS = ("num_rungs", "budget", "train_stragglers", "population_size", "num_rounds",
-                  "length_per_round", "replace_function", "explore_function", "unit")
+# Every field of every searcher, accepted in a partial (nameless) searcher.
+_ANY_FIELD = ("bracket_rungs", "divisor", "max_concurrent_trials", "max_length", "max_rungs",
+              "max_time", "time_metric", "max_trials", "mode", "name", "num_rungs",
+              "stop_once", "budget", "train_stragglers", "unit")
 _PARTIAL: Schema = {
     "additionalProperties": False,
-    "properties": {"name": True, **_COMMON, **_MAX_TRIALS, **_CONCURRENCY, **_ASHA,
-                   **{field: True for field in _LEGACY_FIELDS}},
+    "properties": {**{field: True for field in _ANY_FIELD}, **_COMMON},
 }
 
 SEARCHER = named("searcher", "SearcherConfig", {

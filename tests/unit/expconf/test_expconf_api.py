@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from hpcdet.expconf import (
+    KINDS,
     environment_variables,
     length_value,
     merge,
@@ -86,11 +87,27 @@ def test_unknown_kinds_and_phases_are_programming_errors() -> None:
         validate({}, phase="later")
 
 
-@pytest.mark.parametrize("kind", ["experiment", "searcher", "hyperparameters",
-                                  "hyperparameter", "resources", "checkpoint_storage",
-                                  "bind_mount", "bind_mounts", "environment", "log_policies",
-                                  "length", "slurm", "pbs"])
+# A null document defaulted: None, except where Determined reads null as a value.
+NULL_DEFAULTED = {"hyperparameter": {"type": "const", "val": None},
+                  "log_policies": [
+                      {"name": "CUDA OOM", "pattern": ".*CUDA out of memory.*", "action": None,
+                       "actions": None, "signal": None},
+                      {"name": "ECC Error", "pattern": ".*uncorrectable ECC error encountered.*",
+                       "action": None, "actions": None, "signal": None}]}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_kind_validates_defaults_and_merges(kind: str) -> None:
     assert isinstance(validate(None, kind), list)
-    assert with_defaults(None, kind) is None
-    assert merge(None, None, kind) is None
+    assert with_defaults(None, kind) == NULL_DEFAULTED.get(kind)
+    assert merge(None, None, kind) == (NULL_DEFAULTED[kind] if kind == "hyperparameter"
+                                       else None)
+
+
+@pytest.mark.parametrize("kind", ["profiling", "log_policy", "log_action", "environment_image",
+                                  "environment_variables", "devices", "device", "bind_mount",
+                                  "bind_mounts", "length", "s3", "gcs", "azure", "directory",
+                                  "shared_fs", "searcher_custom", "searcher_sync_halving",
+                                  "pbs", "slurm", "hpc_cluster_slurm", "security"])
+def test_determineds_sub_document_kinds_are_known(kind: str) -> None:
+    assert kind in KINDS

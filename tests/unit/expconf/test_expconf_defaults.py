@@ -31,11 +31,12 @@ DEFAULTED: list[tuple[str, Any, Any]] = [
       "max_time": 1000, "max_length": None, "bracket_rungs": [], "divisor": 4,
       "mode": "standard", "max_rungs": 5, "max_concurrent_trials": 16,
       "smaller_is_better": True, "source_trial_id": None, "source_checkpoint_uuid": None,
-      "stop_once": False}),
+      "stop_once": None}),
     ("resources", {"devices": [{"host_path": "/h1", "container_path": "/c1", "mode": "r"},
                                {"host_path": "/h2", "container_path": "/c2"}, "/h3:/c3:r"]},
      {"devices": [{"host_path": "/h1", "container_path": "/c1", "mode": "r"},
-                  {"host_path": "/h2", "container_path": "/c2", "mode": "mrw"}, "/h3:/c3:r"],
+                  {"host_path": "/h2", "container_path": "/c2", "mode": "mrw"},
+                  {"host_path": "/h3", "container_path": "/c3", "mode": "r"}],  # shimmed
       "agent_label": None, "native_parallel": False, "shm_size": None, "slots_per_trial": 1,
       "weight": 1, "max_slots": None, "priority": None, "resource_pool": None,
       "is_single_node": None, "slots": None}),
@@ -49,7 +50,9 @@ DEFAULTED: list[tuple[str, Any, Any]] = [
       "save_trial_best": 1, "save_trial_latest": 1}),
     ("environment", {"environment_variables": ["ASDF=asdf"], "ports": {"asdf": 1},
                      "registry_auth": {"username": "samiam", "password": "eggsnham"}},
-     {"environment_variables": ["ASDF=asdf"], "force_pull_image": False, "image": None,
+     {"environment_variables": {"cpu": ["ASDF=asdf"], "cuda": ["ASDF=asdf"],
+                                "rocm": ["ASDF=asdf"]},
+      "force_pull_image": False, "image": {"cpu": None, "cuda": None, "rocm": None},
       "pod_spec": None, "ports": {"asdf": 1}, "add_capabilities": [],
       "drop_capabilities": [], "proxy_ports": [],
       "registry_auth": {"username": "samiam", "password": "eggsnham", "auth": None,
@@ -60,7 +63,11 @@ DEFAULTED: list[tuple[str, Any, Any]] = [
     ("pbs", {"slots_per_node": 2}, {"slots_per_node": 2, "pbsbatch_args": None, "launcher": None}),
     ("length", {"epochs": 2}, {"epochs": 2}),
     ("log_policies", [{"pattern": "x"}],
-     [{"name": None, "pattern": "x", "action": None, "actions": None, "signal": None}]),
+     [{"name": None, "pattern": "x", "action": None, "actions": None, "signal": None},
+      {"name": "CUDA OOM", "pattern": ".*CUDA out of memory.*", "action": None,
+       "actions": None, "signal": None},
+      {"name": "ECC Error", "pattern": ".*uncorrectable ECC error encountered.*",
+       "action": None, "actions": None, "signal": None}]),
 ]
 
 
@@ -69,8 +76,9 @@ def test_defaults_fill_every_field(kind: str, doc: Any, expected: Any) -> None:
     assert with_defaults(doc, kind) == expected
 
 
-MINIMAL = {"searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1000}},
-           "entrypoint": "model_def:MyTrial"}
+MINIMAL: dict[str, Any] = {
+    "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1000}},
+    "entrypoint": "model_def:MyTrial"}
 
 
 def test_a_minimal_experiment_gets_determineds_defaults() -> None:
@@ -104,11 +112,16 @@ def test_every_top_level_field_is_present() -> None:
         assert field in config, field
 
 
-def test_hyperparameters_and_free_form_maps_are_kept_as_written() -> None:
-    hps = {"lr": {"type": "log", "minval": -3, "maxval": -1, "base": 10},
-           "layers": {"n": {"type": "int", "minval": 1, "maxval": 4}}, "flag": None}
+def test_hyperparameters_are_shimmed_and_free_form_maps_kept_as_written() -> None:
+    lr = {"type": "log", "minval": -3, "maxval": -1, "base": 10}
+    n = {"type": "int", "minval": 1, "maxval": 4}
+    hps = {"lr": lr, "layers": {"n": n, "act": "relu"}, "flag": None, "sizes": [1, 2]}
     config = with_defaults({"hyperparameters": hps, "data": {"url": "x", "n": [1]}})
-    assert config["hyperparameters"] == hps and config["data"] == {"url": "x", "n": [1]}
+    assert config["hyperparameters"] == {  # Determined's implicit constants made explicit
+        "lr": lr, "flag": {"type": "const", "val": None},
+        "sizes": {"type": "const", "val": [1, 2]},
+        "layers": {"n": n, "act": {"type": "const", "val": "relu"}}}
+    assert config["data"] == {"url": "x", "n": [1]}
 
 
 def test_explicit_nulls_take_the_default_and_values_win() -> None:
@@ -129,6 +142,27 @@ def test_a_defaulted_config_is_still_sane() -> None:
     assert validate(with_defaults(MINIMAL)) == []
 
 
-def test_the_image_map_is_filled_but_the_legacy_gpu_key_only_when_given() -> None:
+def test_the_image_map_is_filled_and_the_legacy_gpu_key_read_as_cuda() -> None:
     env = with_defaults({"image": {"cuda": "c"}}, "environment")
     assert env["image"] == {"cpu": None, "cuda": "c", "rocm": None}
+    env = with_defaults({"image": {"gpu": "g", "cpu": "c"},
+                         "environment_variables": {"gpu": ["A=1"]}}, "environment")
+    assert env["image"] == {"cpu": "c", "cuda": "g", "rocm": None}
+    assert env["environment_variables"] == {"cpu": [], "cuda": ["A=1"], "rocm": []}
+    env = with_defaults({"image": {"gpu": "g", "cuda": "c"}}, "environment")
+    assert env["image"]["cuda"] == "c"  # cuda wins over the legacy key
+
+
+def test_device_strings_become_device_objects() -> None:
+    resources = with_defaults({"devices": ["/dev/a:/a", "/dev/b:/b:r"]}, "resources")
+    assert resources["devices"] == [{"host_path": "/dev/a", "container_path": "/a",
+                                     "mode": "mrw"},
+                                    {"host_path": "/dev/b", "container_path": "/b", "mode": "r"}]
+
+
+def test_legacy_log_actions_are_shimmed_and_default_policies_added_once() -> None:
+    policies = with_defaults([{"pattern": "p", "action": {"type": "exclude_node"}},
+                              {"name": "CUDA OOM"}], "log_policies")
+    assert [(p["name"], p["pattern"], p["action"]) for p in policies] == [
+        (None, "p", "exclude_node"), ("CUDA OOM", None, None),
+        ("ECC Error", ".*uncorrectable ECC error encountered.*", None)]

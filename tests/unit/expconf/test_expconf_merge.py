@@ -1,5 +1,9 @@
 """``merge``: a config over a template, as Determined merges (cases ported from
-Determined's ``merging.yaml``, plus hpcdet's list rule: lists concatenate, template first)."""
+Determined's ``merging.yaml``, plus hpcdet's list rule: lists concatenate, template first).
+
+``merge`` names every field of the merged schema (None where neither side sets one), like
+Determined's merged struct; these cases compare the fields that are set (``set_fields``).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ MERGED: list[tuple[str, Any, Any, Any]] = [
      {"devices": [{"host_path": "/asdf", "container_path": "/asdf"}, "/qwer:/qwer"]},
      {"devices": [{"host_path": "/zxcv", "container_path": "/zxcv"},
                   {"host_path": "/not_asdf", "container_path": "/asdf"}, "/x:/qwer:r"]},
-     {"devices": [{"host_path": "/asdf", "container_path": "/asdf"}, "/qwer:/qwer",
+     {"devices": [{"host_path": "/asdf", "container_path": "/asdf"},
+                  {"host_path": "/qwer", "container_path": "/qwer"},
                   {"host_path": "/zxcv", "container_path": "/zxcv"}]}),
     ("checkpoint_storage",
      {"type": "gcs", "bucket": "of water", "save_experiment_best": 3},
@@ -44,17 +49,19 @@ MERGED: list[tuple[str, Any, Any, Any]] = [
     ("hyperparameter",
      {"transformer": {"backbone": "bert"}},
      {"transformer": {"task": "language-modeling"}},
-     {"transformer": {"backbone": "bert", "task": "language-modeling"}}),
+     {"transformer": {"backbone": {"type": "const", "val": "bert"},
+                      "task": {"type": "const", "val": "language-modeling"}}}),
     # only merge if both values are nested groups; null is the constant null
     ("hyperparameters",
      {"transformer": None, "lr": {"type": "const", "val": 1}},
      {"transformer": {"task": "lm"}, "lr": {"type": "double", "minval": 0, "maxval": 1},
       "wd": 0.1},
-     {"transformer": None, "lr": {"type": "const", "val": 1}, "wd": 0.1}),
+     {"transformer": {"type": "const"}, "lr": {"type": "const", "val": 1},
+      "wd": {"type": "const", "val": 0.1}}),  # set_fields leaves out the null val
     ("hyperparameters",
      {"transformer": 3},
      {"transformer": {"task": "lm"}},
-     {"transformer": 3}),
+     {"transformer": {"type": "const", "val": 3}}),
     # unions: a template of another variant contributes only the common fields
     ("checkpoint_storage",
      {"type": "shared_fs", "host_path": "/tmp", "storage_path": "determined-cp",
@@ -99,9 +106,26 @@ MERGED: list[tuple[str, Any, Any, Any]] = [
 ]
 
 
+def set_fields(value: Any) -> Any:
+    """``value`` without the mapping keys whose value is None (recursively)."""
+    if isinstance(value, dict):
+        return {k: set_fields(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [set_fields(v) for v in value]
+    return value
+
+
 @pytest.mark.parametrize(("kind", "doc", "template", "expected"), MERGED)
 def test_merging(kind: str, doc: Any, template: Any, expected: Any) -> None:
-    assert merge(doc, template, kind) == expected
+    assert set_fields(merge(doc, template, kind)) == expected
+
+
+def test_the_merged_document_names_every_field_of_its_schema() -> None:
+    merged = merge({"type": "gcs", "bucket": "b"}, {"save_trial_best": 3},
+                   "checkpoint_storage")
+    assert merged == {"type": "gcs", "bucket": "b", "prefix": None,
+                      "save_experiment_best": None, "save_trial_best": 3,
+                      "save_trial_latest": None}
 
 
 CONFIG = {
@@ -129,16 +153,18 @@ TEMPLATE = {
 
 
 def test_a_template_fills_gaps_and_the_config_wins() -> None:
-    merged = merge(CONFIG, TEMPLATE)
+    merged = set_fields(merge(CONFIG, TEMPLATE))
     assert merged["name"] == "mine" and merged["description"] == "shared"
     assert merged["entrypoint"] == ["python3", "train.py"]  # never concatenated
     assert merged["labels"] == ["b", "c", "a"]  # a set: template first, no repeats
-    assert merged["hyperparameters"] == {"lr": 0.1, "wd": 0.01}
+    assert merged["hyperparameters"] == {"lr": {"type": "const", "val": 0.1},
+                                         "wd": {"type": "const", "val": 0.01}}
     assert merged["resources"] == {"slots_per_trial": 2, "resource_pool": "gpu"}
     assert merged["bind_mounts"] == [{"host_path": "/mine/data", "container_path": "/data"},
                                      {"host_path": "/scratch", "container_path": "/scratch"}]
     # template first, so the config's A wins for whoever reads them in order
-    assert merged["environment"]["environment_variables"] == ["A=template", "B=1", "A=config"]
+    assert merged["environment"]["environment_variables"] == {
+        device: ["A=template", "B=1", "A=config"] for device in ("cpu", "cuda", "rocm")}
     assert merged["max_restarts"] == 2  # null counts as not set
 
 
@@ -150,8 +176,19 @@ def test_merge_changes_neither_input() -> None:
     assert config == CONFIG and template == TEMPLATE
 
 
-def test_merging_with_an_empty_side_is_a_copy() -> None:
-    assert merge(CONFIG, {}) == CONFIG and merge({}, TEMPLATE) == TEMPLATE
+def test_merging_with_an_empty_side_is_the_shimmed_document() -> None:
+    assert set_fields(merge(CONFIG, {})) == set_fields(with_shims(CONFIG))
+    assert set_fields(merge({}, TEMPLATE)) == set_fields(with_shims(TEMPLATE))
+
+
+def with_shims(doc: dict[str, Any]) -> dict[str, Any]:
+    """What Determined's shims make of these configs: per-device variables, explicit consts."""
+    out = copy.deepcopy(doc)
+    variables = out["environment"]["environment_variables"]
+    out["environment"]["environment_variables"] = {d: variables for d in ("cpu", "cuda", "rocm")}
+    out["hyperparameters"] = {k: {"type": "const", "val": v}
+                              for k, v in out["hyperparameters"].items()}
+    return out
 
 
 def test_unknown_kinds_are_refused() -> None:

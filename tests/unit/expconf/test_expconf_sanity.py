@@ -184,7 +184,7 @@ INVALID: list[tuple[str, Any, list[str]]] = [
     ("hyperparameter", {"type": "double", "minval": 2, "maxval": 1},
      ["<config>: minval must be less than maxval"]),
     ("experiment", {"profiling": {"enabled": True, "begin_on_batch": 2, "end_after_batch": 1}},
-     ["<config>.profiling: begin_on_batch must be less than or equal to end_after_batch"]),
+     ["<config>.profiling: begin_on_batch must be less than end_after_batch"]),
     *(("checkpoint_storage", {"type": "shared_fs", "host_path": "/tmp", "storage_path": path},
        ["<config>: storage_path must either be a relative directory or a subdirectory of "
         "host_path"])
@@ -257,13 +257,13 @@ INVALID: list[tuple[str, Any, list[str]]] = [
      ['<config>: is not an object where object["type"] is one of \'shared_fs\', '
       "'directory', 's3', 'gcs', or 'azure'"]),
     ("searcher", {"name": "bayesian"},
-     ['<config>: is not an object where object["name"] is one of \'single\', \'random\', '
-      "'grid', or 'adaptive_asha'"]),
+     ['<config>: is not an object where object["name"] is one of \'single\', '
+      "'random', 'grid', 'custom', or 'adaptive_asha'"]),
     ("environment", {"image": 3},
-     ["<config>.image: is neither a string nor a map of cpu/cuda/rocm to strings"]),
+     ["<config>.image: is neither a string nor a map of cpu, cuda, or rocm to strings"]),
     ("environment", {"environment_variables": "A=1"},
      ["<config>.environment_variables: is neither a list of strings nor a map of "
-      "cpu/cuda/rocm to lists of strings"]),
+      "cpu, cuda, or rocm to lists of strings"]),
     # field rules of the experiment and its sections
     ("experiment", {"workspace": "w"},
      ["<config>: workspace and project must either both be present or both be absent"]),
@@ -307,13 +307,39 @@ def test_invalid_documents_get_every_error_at_once(kind: str, doc: Any,
     assert validate(doc, kind) == sorted(expected)
 
 
-@pytest.mark.parametrize("name", ["async_halving", "custom", "adaptive", "adaptive_simple",
-                                  "sync_halving", "pbt"])
-def test_searchers_hpcdet_does_not_run_get_one_error_on_the_name(name: str) -> None:
-    doc = {"searcher": {"name": name, "metric": "loss", "population_size": 3, "budget": 9}}
-    assert validate(doc) == [
-        f"<config>.searcher.name: searcher '{name}' is not supported by hpcdet (supported: "
-        "single, random, grid, adaptive_asha)"]
+LEGACY_SEARCHERS = [
+    {"name": "custom", "metric": "loss", "unit": "batches", "anything": 1},
+    {"name": "adaptive", "metric": "loss", "budget": {"batches": 100}, "max_rungs": 3},
+    {"name": "adaptive_simple", "metric": "loss", "max_trials": 4, "max_rungs": 3},
+    {"name": "sync_halving", "metric": "loss", "num_rungs": 3, "budget": {"epochs": 1}},
+    {"name": "async_halving", "metric": "loss", "num_rungs": 3, "max_trials": 4,
+     "max_time": 100, "time_metric": "batches"},
+]
+
+
+@pytest.mark.parametrize("searcher", LEGACY_SEARCHERS)
+def test_legacy_searchers_are_valid_as_written_as_in_determined(searcher: Any) -> None:
+    assert validate({"searcher": searcher}) == []
+
+
+@pytest.mark.parametrize("searcher", LEGACY_SEARCHERS[:4])
+def test_removed_searchers_are_refused_once_complete_with_determineds_message(
+        searcher: Any) -> None:
+    assert validate(searcher, "searcher", "complete") == [
+        f"<config>.name: the '{searcher['name']}' searcher has been removed and is not valid "
+        "for new experiments"]
+
+
+def test_async_halving_is_refused_once_complete_naming_the_equivalent() -> None:
+    assert validate(LEGACY_SEARCHERS[4], "searcher", "complete") == [
+        "<config>.name: the 'async_halving' searcher is not run by hpcdet: adaptive_asha with "
+        "bracket_rungs: [num_rungs] is the same single-bracket search"]
+
+
+def test_a_searcher_determined_does_not_know_gets_determineds_union_message() -> None:
+    assert validate({"searcher": {"name": "pbt", "metric": "loss"}}) == [
+        '<config>.searcher: is not an object where object["name"] is one of \'single\', '
+        "'random', 'grid', 'custom', or 'adaptive_asha'"]
 
 
 CLOUD_STORAGES = [

@@ -155,8 +155,10 @@ def test_experiment_stores_the_merged_config(client: FlaskClient) -> None:
     assert config["max_restarts"] == 2
     assert config["slurm"]["slots_per_node"] == 1  # nested: the config's value wins
     assert config["slurm"]["sbatch_args"] == ["--mail-type=END"]  # and the template adds
-    assert config["hyperparameters"]["lr"] == 0.1
-    assert config["environment"]["environment_variables"] == ["A=template", "B=1", "A=config"]
+    # stored as Determined stores it: shimmed (explicit const, per-device variables)
+    assert config["hyperparameters"]["lr"] == {"type": "const", "val": 0.1}
+    assert config["environment"]["environment_variables"]["cuda"] == [
+        "A=template", "B=1", "A=config"]
     mounts = [(b["host_path"], b["container_path"], b.get("read_only"))
               for b in config["bind_mounts"]]
     assert mounts[0] == ("/mine/data", "/data", True)  # the config's entry for /data stays
