@@ -82,7 +82,7 @@ def check_available(config: Mapping[str, Any]) -> None:
     reason = unavailable_reason(str(kind)) if isinstance(kind, str) else None
     if reason:
         raise ConfigError([f"<config>.checkpoint_storage.type: {reason}"],
-                          title="the checkpoint storage is not available")
+                          title="the checkpoint storage is not available on this master")
 
 
 def manager_for(storage: Mapping[str, Any], *,
