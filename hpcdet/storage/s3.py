@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -121,6 +122,9 @@ class S3Storage(StorageManager):
                 self.client.upload_file(str(path), self.bucket, base + rel, Config=config,
                                         Callback=progress)
         progress.finish()
+        print(f"hpcdet storage: uploaded checkpoint {storage_id} to "
+              f"{self.location(storage_id)} ({len(files)} file(s), {progress.total} bytes)",
+              file=sys.stderr, flush=True)
 
     def download(self, storage_id: str, dst: pathlib.Path) -> None:
         where = self.location(storage_id)
@@ -141,6 +145,9 @@ class S3Storage(StorageManager):
                 self.client.download_file(self.bucket, base + rel, str(target), Config=config,
                                           Callback=progress)
         progress.finish()
+        print(f"hpcdet storage: downloaded checkpoint {storage_id} from {where} "
+              f"({len(objects)} object(s), {sum(objects.values())} bytes)", file=sys.stderr,
+              flush=True)
 
     def list_files(self, storage_id: str) -> dict[str, int]:
         return {rel: size for rel, size in self._objects(storage_id).items()
