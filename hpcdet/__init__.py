@@ -3,18 +3,40 @@
 Components live in subpackages: ``master`` (Flask REST API, database, reconciler),
 ``dispatcher`` (scheduler backends and job-script rendering), ``harness`` (runs inside
 the job), ``cli`` (the ``det`` command) and ``core`` (the trial-side Core API).
+
+What Determined's ``determined`` package offers at the top level is here too, so
+``import hpcdet as det`` is the only change a Determined script needs: ``det.core``,
+``det.pytorch``, ``det.LOG_FORMAT``, ``det.get_cluster_info()`` (``ClusterInfo``,
+``TrialInfo``), ``det.InvalidHP``.
 """
+
+from typing import TYPE_CHECKING
 
 from hpcdet.harness.early_exit import InvalidHP as InvalidHP  # light: standard library only
 
+if TYPE_CHECKING:
+    from hpcdet._info import ClusterInfo, TrialInfo, get_cluster_info
+
 __version__ = "0.1.0"
+
+# The format Determined's tutorials pass to logging.basicConfig: level first, so that
+# log viewers (Determined's WebUI, hpcdet's log filters) can filter lines by level.
+LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
+
+_SUBPACKAGES = ("pytorch", "core", "launch")
+_INFO_NAMES = ("get_cluster_info", "ClusterInfo", "TrialInfo")
+
+__all__ = ["LOG_FORMAT", "ClusterInfo", "InvalidHP", "TrialInfo", "get_cluster_info"]
 
 
 def __getattr__(name: str) -> object:
-    """``hpcdet.pytorch`` (and ``hpcdet.core``) on first use, as ``import determined as det;
-    det.pytorch.PyTorchTrial`` works: ``import hpcdet`` itself must not import torch."""
-    if name in ("pytorch", "core"):
-        import importlib
+    """``hpcdet.pytorch`` (and ``hpcdet.core``, the ClusterInfo API) on first use, as
+    ``import determined as det; det.pytorch.PyTorchTrial`` works: ``import hpcdet`` itself
+    must not import torch."""
+    import importlib
 
+    if name in _SUBPACKAGES:
         return importlib.import_module(f"hpcdet.{name}")
+    if name in _INFO_NAMES:
+        return getattr(importlib.import_module("hpcdet._info"), name)
     raise AttributeError(f"module 'hpcdet' has no attribute {name!r}")

@@ -36,6 +36,7 @@ from hpcdet.core._distributed import DistributedContext, DummyDistributedContext
 from hpcdet.core._info import Info
 from hpcdet.core._preempt import DummyPreemptContext, PreemptContext
 from hpcdet.core._profiler import ProfilerContext
+from hpcdet.core._searcher import SearcherContext, SearcherMode, SearcherOperation, Unit
 from hpcdet.core._train import DummyTrainContext, MetricsReport, TrainContext
 from hpcdet.harness.early_exit import EarlyExitReason
 
@@ -53,6 +54,10 @@ __all__ = [
     "MetricsReport",
     "PreemptContext",
     "ProfilerContext",
+    "SearcherContext",
+    "SearcherMode",
+    "SearcherOperation",
     "TrainContext",
+    "Unit",
     "init",
 ]

@@ -31,11 +31,13 @@ from hpcdet.core._reporter import (
     close_timeout_from_environ,
     post_with_retry,
 )
+from hpcdet.core._searcher import SearcherContext, dummy_searcher_context, searcher_context
 from hpcdet.core._spool import spool_dir
 from hpcdet.core._train import (
     BestValidationFetcher,
     DummyTrainContext,
     EarlyExitPoster,
+    ProgressPoster,
     TrainContext,
 )
 from hpcdet.errors import MasterError
@@ -56,6 +58,8 @@ DEFAULT_LOCAL_CHECKPOINTS = "checkpoints"
 # Registering a checkpoint or an early exit is rare and matters: retry for a few minutes,
 # then fail loudly.
 _REGISTER_BACKOFF = Backoff(initial=1.0, maximum=30.0, attempts=10)
+# Progress is informational and reported often: a few quick tries, then it is skipped.
+_PROGRESS_BACKOFF = Backoff(initial=0.5, maximum=2.0, attempts=3)
 # The preemption poll is a GET the watcher repeats anyway: a hung master must not hold up
 # closing the context for the client's default 30 s.
 _POLL_TIMEOUT = 10.0
@@ -68,8 +72,9 @@ class Context:
     """Everything a training script uses to talk to hpcdet; make it with :func:`init`.
 
     ``train`` reports metrics, ``checkpoint`` saves and restores, ``preempt`` says when
-    to stop, ``distributed`` knows the ranks, ``info`` the trial. Close it (or use it as
-    a context manager) so queued metrics reach the master.
+    to stop, ``distributed`` knows the ranks, ``info`` the trial, ``searcher`` yields
+    Determined 0.38's one (deprecated) searcher operation. Close it (or use it as a
+    context manager) so queued metrics reach the master.
     """
 
     def __init__(
@@ -82,8 +87,10 @@ class Context:
         info: Info,
         cleanup: list[Callable[[], None]] | None = None,
         profiler: ProfilerContext | None = None,
+        searcher: SearcherContext | None = None,
     ) -> None:
         self.distributed = distributed
+        self.searcher = searcher or dummy_searcher_context(distributed)
         self.train = train
         self.checkpoint = checkpoint
         self.preempt = preempt
@@ -225,7 +232,9 @@ def _real_init(
     info = Info.from_trial_info(trial)
     client = None if unmanaged else _chief_client(trial, dist, cleanup)
     reporter = _reporter(client, trial, dist.rank) if client is not None else None
-    train = DummyTrainContext(dist) if unmanaged else _train_context(trial, dist, client, reporter)
+    progress = progress_poster(client, trial.trial_id) if client is not None else None
+    train = (DummyTrainContext(dist) if unmanaged
+             else _train_context(trial, dist, client, reporter, progress))
     if client is not None and poll_seconds is not None:
         _watch_preemption(trial, poll_seconds, cleanup)
     checkpoint = CheckpointContext(
@@ -245,6 +254,7 @@ def _real_init(
         info=info,
         cleanup=cleanup,
         profiler=_profiler(trial, dist, reporter, unmanaged=unmanaged),
+        searcher=searcher_context(dist, trial.experiment_config, progress),
     )
 
 
@@ -304,11 +314,12 @@ def _train_context(
     dist: DistributedContext,
     client: MasterClient | None,
     reporter: MetricsReporter | None,
+    progress: ProgressPoster | None,
 ) -> TrainContext:
     if client is None or reporter is None:  # not the chief: nothing to ship
         return TrainContext(dist, None)
     return TrainContext(dist, reporter, early_exit_poster(client, trial.trial_id),
-                        best_validation_fetcher(client, trial.trial_id))
+                        best_validation_fetcher(client, trial.trial_id), progress)
 
 
 def _profiler(
@@ -372,6 +383,20 @@ def best_validation_fetcher(client: MasterClient, trial_id: int) -> BestValidati
         return None if best is None else float(best)
 
     return fetch
+
+
+def progress_poster(client: MasterClient, trial_id: int) -> ProgressPoster:
+    """Posts the trial's progress; a failure is printed, not raised (it is informational)."""
+
+    def post(progress: float) -> None:
+        try:
+            post_with_retry(client, f"/trials/{trial_id}/progress", {"progress": progress},
+                            backoff=_PROGRESS_BACKOFF)
+        except MasterError as exc:
+            print(f"hpcdet core: reporting progress {progress:.4g} failed: {exc}",
+                  file=sys.stderr)
+
+    return post
 
 
 def early_exit_poster(client: MasterClient, trial_id: int) -> EarlyExitPoster:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,8 @@ GROUPS = ("training", "validation")
 EarlyExitPoster = Callable[[EarlyExitReason], None]
 # Asks the master for the experiment's best searcher metric so far (None: none yet).
 BestValidationFetcher = Callable[[], "float | None"]
+# Delivers the trial's progress, a fraction in [0, 1], to the master.
+ProgressPoster = Callable[[float], None]
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,17 @@ def _metric_value(name: str, value: Any) -> float:
     return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
+def check_progress(progress: Any) -> float:
+    """``progress`` as a float in [0, 1]; ValueError otherwise (as Determined)."""
+    if isinstance(progress, bool) or not isinstance(progress, numbers.Real):
+        raise ValueError(f"progress must be a number between 0 and 1, not "
+                         f"{type(progress).__name__}")
+    value = float(progress)
+    if not 0 <= value <= 1:
+        raise ValueError(f"Progress should be between 0 and 1, not {progress}")
+    return value
+
+
 class TrainContext:
     """Reports metrics to the master; only the chief ships them.
 
@@ -87,11 +100,13 @@ class TrainContext:
         reporter: MetricsReporter | None,
         early_exit: EarlyExitPoster | None = None,
         best_validation: BestValidationFetcher | None = None,
+        progress: ProgressPoster | None = None,
     ) -> None:
         self._dist = distributed
         self._reporter = reporter
         self._early_exit = early_exit
         self._best_validation = best_validation
+        self._progress = progress
         self._latest_validation: MetricsReport | None = None
         self._steps_completed: int | None = None
 
@@ -105,9 +120,34 @@ class TrainContext:
         """The largest ``steps_completed`` reported so far, None before any report."""
         return self._steps_completed
 
-    def report_training_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
-        """Report training metrics (e.g. the mean loss since the last report)."""
+    def report_training_metrics(
+        self,
+        steps_completed: int,
+        metrics: Mapping[str, Any],
+        batch_metrics: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Report training metrics (e.g. the mean loss since the last report).
+
+        ``batch_metrics`` (Determined's per-batch metrics, a list of dicts) are checked like
+        ``metrics`` but not stored: hpcdet keeps one row per report.
+        """
+        for number, batch in enumerate(batch_metrics or ()):
+            try:
+                validate_metrics(steps_completed, batch)
+            except ValueError as exc:
+                raise ValueError(f"batch_metrics[{number}]: {exc}") from None
         self.report_metrics("training", steps_completed, metrics)
+
+    def report_progress(self, progress: float) -> None:
+        """Report how far training has come, a fraction from 0 to 1 (``steps / max_steps``).
+
+        Optional; the master shows it as the experiment's progress when the experiment has
+        one trial (searcher ``single``). Only the chief reports; a failed delivery is
+        printed, not raised (progress is informational).
+        """
+        value = check_progress(progress)
+        if self._dist.is_chief:
+            self._ship_progress(value)
 
     def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
         """Report validation metrics; the searcher's ``metric`` must be among them."""
@@ -173,6 +213,10 @@ class TrainContext:
         if self._early_exit is not None:
             self._early_exit(reason)
 
+    def _ship_progress(self, progress: float) -> None:
+        if self._progress is not None:
+            self._progress(progress)
+
 
 class DummyTrainContext(TrainContext):
     """Metrics and early exits of a run outside a hpcdet job: printed to stderr by the chief."""
@@ -187,3 +231,6 @@ class DummyTrainContext(TrainContext):
 
     def _ship_early_exit(self, reason: EarlyExitReason) -> None:
         print(f"hpcdet core (dummy): early exit {reason.value}", file=sys.stderr, flush=True)
+
+    def _ship_progress(self, progress: float) -> None:
+        print(f"hpcdet core (dummy): progress {progress:.4g}", file=sys.stderr, flush=True)

@@ -1,9 +1,10 @@
 """Checkpoint-storage schemas: a union on ``type``.
 
-hpcdet writes ``shared_fs`` and ``directory`` storage. Determined's object stores (``s3``,
-``gcs``, ``azure``) are valid there but not writable here, so they get one error on
-``checkpoint_storage.type``. A storage without a type is partial (a template or the
-master's default storage completes it); ``type`` is required once everything is merged.
+Every storage type of Determined's schema is valid here (``shared_fs``, ``directory``,
+``s3``, ``gcs``, ``azure``, with Determined's fields); whether the master can write a type
+is decided at submission, not by the schema. A storage without a type is partial (a
+template or the master's default storage completes it); ``type`` is required once
+everything is merged.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from __future__ import annotations
 from hpcdet.expconf._schema_base import (
     GC_FIELDS,
     Schema,
-    always_fails,
     is_set,
     message_check,
     named,
     optional,
 )
 
-SUPPORTED_STORAGE = ("shared_fs", "directory")
-UNSUPPORTED_STORAGE = ("s3", "gcs", "azure")
+SUPPORTED_STORAGE = ("shared_fs", "directory", "s3", "gcs", "azure")
+# Kept for callers of the public API: the schema refuses no storage type Determined knows.
+UNSUPPORTED_STORAGE: tuple[str, ...] = ()
 
 
 def _absolute(field: str) -> Schema:
@@ -52,25 +53,61 @@ DIRECTORY = named("directory", "DirectoryConfig", {
                    **GC_FIELDS},
 })
 
-_VARIANTS = {"shared_fs": SHARED_FS, "directory": DIRECTORY}
+_PREFIX_CHECK = message_check("prefix cannot contain /../", {"not": {"anyOf": [
+    {"type": "string", "pattern": pattern}
+    for pattern in (r"/\.\./", r"^\.\./", r"/\.\.$", r"^\.\.$")]}})
+
+S3 = named("s3", "S3Config", {
+    "type": "object", "additionalProperties": False, "required": ["type"],
+    "eventuallyRequired": ["bucket"],
+    "properties": {"type": {"const": "s3"},
+                   **{field: optional("string") for field in (
+                       "access_key", "bucket", "secret_key", "endpoint_url")},
+                   "prefix": {**optional("string"), **_PREFIX_CHECK},
+                   **GC_FIELDS},
+})
+
+GCS = named("gcs", "GCSConfig", {
+    "type": "object", "additionalProperties": False, "required": ["type"],
+    "eventuallyRequired": ["bucket"],
+    "properties": {"type": {"const": "gcs"},
+                   "bucket": optional("string"),
+                   "prefix": {**optional("string"), **_PREFIX_CHECK},
+                   **GC_FIELDS},
+})
+
+_BOTH_CONNECTION_AND_CREDENTIAL = {"not": {
+    "required": ["connection_string", "credential"],
+    "properties": {"connection_string": {"type": "string"}, "credential": {"type": "string"}}}}
+
+AZURE = named("azure", "AzureConfig", {
+    "type": "object", "additionalProperties": False, "required": ["type"],
+    "eventuallyRequired": ["container"],
+    "eventually": message_check(
+        "Exactly one of connection_string or account_url must be set",
+        {"oneOf": [{"eventuallyRequired": ["connection_string"]},
+                   {"eventuallyRequired": ["account_url"]}]}),
+    **message_check("credential and connection_string must not both be set",
+                    _BOTH_CONNECTION_AND_CREDENTIAL),
+    "properties": {"type": {"const": "azure"},
+                   **{field: optional("string") for field in (
+                       "container", "connection_string", "account_url", "credential")},
+                   **GC_FIELDS},
+})
+
+_VARIANTS = {"shared_fs": SHARED_FS, "directory": DIRECTORY, "s3": S3, "gcs": GCS,
+             "azure": AZURE}
 
 # Fields of every storage type Determined knows, accepted in a partial (typeless) storage.
 _OBJECT_STORE_FIELDS = ("bucket", "prefix", "access_key", "secret_key", "endpoint_url",
-                        "container", "connection_string", "account_url", "credential")
-
-
-def _unsupported(kind: str) -> Schema:
-    message = (f"checkpoint storage type {kind!r} is not supported by hpcdet (supported: "
-               f"{', '.join(SUPPORTED_STORAGE)})")
-    return {"unionKey": f"const:type={kind}", "properties": {"type": always_fails(message)}}
-
+                        "container", "connection_string", "account_url", "credential",
+                        "user")
 
 _UNION: Schema = {"union": {
-    "defaultMessage": "is not an object where object[\"type\"] is one of 'shared_fs' or "
-                      "'directory'",
+    "defaultMessage": "is not an object where object[\"type\"] is one of 'shared_fs', "
+                      "'directory', 's3', 'gcs', or 'azure'",
     "items": [{"unionKey": f"const:type={kind}", "$ref": schema["$id"]}
-              for kind, schema in _VARIANTS.items()]
-    + [_unsupported(kind) for kind in UNSUPPORTED_STORAGE],
+              for kind, schema in _VARIANTS.items()],
 }}
 
 _PARTIAL: Schema = {
@@ -86,4 +123,4 @@ CHECKPOINT_STORAGE = named("checkpoint-storage", "CheckpointStorageConfig", {
               {"conditional": {"unless": is_set("type"), "enforce": _PARTIAL}}],
 })
 
-SCHEMAS = [CHECKPOINT_STORAGE, SHARED_FS, DIRECTORY]
+SCHEMAS = [CHECKPOINT_STORAGE, *_VARIANTS.values()]

@@ -10,7 +10,9 @@ import dataclasses
 import datetime
 import os
 import socket
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from hpcdet.errors import HpcdetError
@@ -23,6 +25,10 @@ TIMEOUT_VAR = "HPCDET_DIST_TIMEOUT"
 # chief validates or writes a large checkpoint; when a rank dies, Slurm ends the others
 # sooner (the job script runs srun with --kill-on-bad-exit=1).
 DEFAULT_TIMEOUT_S = 1800
+# A script's own process group rendezvous on the harness's port + 1 (see hand_over_group).
+SCRIPT_GROUP_PORT_OFFSET = 1
+
+_harness_group = False  # True while the default group is the one the harness created
 
 
 def slot_type(environ: Mapping[str, str], experiment_config: Mapping[str, Any]) -> str:
@@ -51,9 +57,11 @@ def init_process_group(cluster: ClusterEnv, backend: str, *, timeout_s: float) -
     fail; scripts still find ``torch.distributed.is_initialized()`` true and can wrap the
     model in DistributedDataParallel whatever ``slots_per_trial`` is.
     """
+    global _harness_group
     import torch
     import torch.distributed as dist
 
+    _harness_group = True
     if backend == "nccl":
         torch.cuda.set_device(_cuda_device(cluster.local_rank))
     timeout = datetime.timedelta(seconds=timeout_s)
@@ -131,6 +139,8 @@ def teardown(*, barrier: bool) -> None:
 
     Callers pass ``barrier=False`` after a failure: the other ranks may never arrive.
     """
+    global _harness_group
+    _harness_group = False
     if not is_initialized():
         return
     import torch.distributed as dist
@@ -140,6 +150,63 @@ def teardown(*, barrier: bool) -> None:
             wait_for_all_ranks()
     finally:
         dist.destroy_process_group()
+
+
+@contextmanager
+def script_may_own_group() -> Iterator[None]:
+    """While an in-process entrypoint runs, let it call ``init_process_group`` itself.
+
+    Determined's scripts may create the default process group themselves
+    (``dist.init_process_group("nccl")``), which fails when one exists ("trying to
+    initialize the default process group twice"). Within this context, such a call first
+    hands the harness's group over (:func:`hand_over_group`), then runs as the script
+    wrote it: the script owns the group from then on. Scripts that never call it keep
+    the harness's group.
+    """
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        yield
+        return
+    real = dist.init_process_group
+
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        if _harness_group and dist.is_initialized():
+            hand_over_group(uses_env=_uses_env_rendezvous(args, kwargs))
+        return real(*args, **kwargs)
+
+    dist.init_process_group = init_process_group
+    try:
+        yield
+    finally:
+        dist.init_process_group = real
+
+
+def hand_over_group(*, uses_env: bool, environ: dict[str, str] | None = None) -> None:
+    """Leave the harness's group so that the script can create its own.
+
+    A script rendezvousing over ``env://`` gets ``MASTER_PORT`` + 1: the harness's store
+    may still hold its port on the first node for a moment (every rank computes the same
+    new port, so they meet again).
+    """
+    global _harness_group
+    import torch.distributed as dist
+
+    env: Any = os.environ if environ is None else environ
+    dist.destroy_process_group()
+    _harness_group = False
+    where = "its own rendezvous"
+    if uses_env and str(env.get("MASTER_PORT", "")).isdigit():
+        env["MASTER_PORT"] = str(int(env["MASTER_PORT"]) + SCRIPT_GROUP_PORT_OFFSET)
+        where = f"env:// on {env.get('MASTER_ADDR')}:{env['MASTER_PORT']}"
+    print(f"hpcdet harness: the entrypoint creates its own process group ({where}); the "
+          "harness's group is handed over to it", file=sys.stderr, flush=True)
+
+
+def _uses_env_rendezvous(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``init_process_group(*args, **kwargs)`` rendezvous over ``env://``."""
+    init_method = args[1] if len(args) > 1 else kwargs.get("init_method")
+    return kwargs.get("store") is None and init_method in (None, "env://")
 
 
 def wait_for_all_ranks() -> None:

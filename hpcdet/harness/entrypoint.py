@@ -11,7 +11,9 @@ Four shapes are recognised:
   model_def:Trial`` (or ``... SCRIPT...``), and hpcdet's own ``hpcdet.launch.torch_distributed``:
   translated to what the launcher would run on each rank (the trial class, or the script
   classified as above); torch.distributed.run overrides are refused, since srun already
-  started the ranks. Other ``determined.*`` modules are refused with a message;
+  started the ranks. Determined's ``determined.launch.wrap_rank RANK -- CMD`` (and
+  ``hpcdet.launch.wrap_rank``) is CMD: every line a rank writes is labelled with its rank
+  anyway. Other ``determined.*`` modules are refused with a message;
 * anything else: a subprocess inheriting the environment; its exit code is ours, and
   the preemption signals are passed on to it.
 
@@ -41,6 +43,7 @@ from hpcdet.harness.early_exit import InvalidHP
 from hpcdet.launch._args import LAUNCHER_MODULES, LauncherArgsError, parse_launcher_args
 
 Kind = Literal["script", "module", "trial_class", "command"]
+WRAP_RANK_MODULES = frozenset({"determined.launch.wrap_rank", "hpcdet.launch.wrap_rank"})
 # Called when the entrypoint raised InvalidHP; returns the exit code (0 once reported).
 InvalidHPHandler = Callable[[InvalidHP], int]
 
@@ -96,12 +99,30 @@ def _parse_python(argv: list[str]) -> Entrypoint:
 def _parse_module(module: str, args: list[str]) -> Entrypoint:
     if module in LAUNCHER_MODULES:
         return _parse_launcher(args)
+    if module in WRAP_RANK_MODULES:
+        return _parse_wrap_rank(args)
     if module.split(".")[0] == "determined":
         raise EntrypointError(
             f"entrypoint: python3 -m {module} is Determined's; hpcdet supports its "
-            "determined.launch.torch_distributed launcher, a trial class (model_def:Trial) "
-            "or a script (python3 train.py)")
+            "determined.launch.torch_distributed and determined.launch.wrap_rank launchers, "
+            "a trial class (model_def:Trial) or a script (python3 train.py)")
     return Entrypoint("module", (module, *args))
+
+
+def _parse_wrap_rank(args: list[str]) -> Entrypoint:
+    """``wrap_rank RANK [--] CMD...`` as an entrypoint: CMD, classified as above.
+
+    Every rank runs the experiment's entrypoint, and ``srun --label`` (or the harness)
+    already labels each rank's lines with its rank: what wrap_rank adds in Determined.
+    """
+    rest = [a for a in args if a != "--no-redirect-stdio"]
+    command = rest[1:]
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise EntrypointError("entrypoint: wrap_rank needs RANK and a command, e.g. "
+                              "python3 -m determined.launch.wrap_rank RANK -- python3 train.py")
+    return parse_entrypoint(command)
 
 
 def _parse_launcher(args: list[str]) -> Entrypoint:

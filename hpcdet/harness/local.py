@@ -8,6 +8,8 @@ trial runs the way the harness would run it in a one-slot job, minus what needs 
   (the dummy train context) and checkpoints go to ``CONTEXT/checkpoints`` unregistered;
 * the working directory is CONTEXT while the trial runs, and ``RANK=0``/``WORLD_SIZE=1``
   keep it one process even inside a Slurm allocation; both are restored afterwards;
+  ``MASTER_ADDR``/``MASTER_PORT`` (loopback, a free port) let a script that creates its
+  own process group over ``env://`` do so, as in a job;
 * no process group is joined and no signal handler is installed (Ctrl-C stops it);
 * scripts and trial classes run in this process; another command runs as a child. A
   trial class goes through :func:`hpcdet.pytorch.run_trial_class` as in a job (not its
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import socket
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -33,6 +36,7 @@ from hpcdet.harness.main import seed_everything
 from hpcdet.harness.trial_info import JOB_DIR_VAR, TRIAL_INFO_VAR
 
 CHECKPOINTS = "checkpoints"
+LOCAL_ADDR = "127.0.0.1"
 # One rank whatever Slurm's variables say (_ranks_environ prefers these to SLURM_*).
 _ONE_RANK = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
              "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1"}
@@ -88,7 +92,8 @@ def _local_job(trial: LocalTrial, job_dir: pathlib.Path) -> Iterator[None]:
     info_path = job_dir / "trial.json"
     info_path.write_text(json.dumps(trial_json(trial)), encoding="utf-8")
     saved_environ, saved_cwd = dict(os.environ), os.getcwd()
-    os.environ.update({TRIAL_INFO_VAR: str(info_path), JOB_DIR_VAR: str(job_dir), **_ONE_RANK})
+    os.environ.update({TRIAL_INFO_VAR: str(info_path), JOB_DIR_VAR: str(job_dir), **_ONE_RANK,
+                       "MASTER_ADDR": LOCAL_ADDR, "MASTER_PORT": str(_free_port())})
     os.chdir(trial.context_dir)
     try:
         yield
@@ -96,6 +101,12 @@ def _local_job(trial: LocalTrial, job_dir: pathlib.Path) -> Iterator[None]:
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_environ)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOCAL_ADDR, 0))
+        return int(sock.getsockname()[1])
 
 
 def _close_contexts(code: int) -> int:

@@ -11,8 +11,11 @@ Decisions worth knowing:
   script: :func:`hpcdet.pytorch.run_trial_class` trains it in the group joined here.
 * The process group is joined for every in-process Python entrypoint, even with one
   slot (an in-memory store, no port), so scripts can rely on
-  ``torch.distributed.is_initialized()``. Scripts must not call
-  ``init_process_group`` themselves. A subprocess entrypoint gets only the variables:
+  ``torch.distributed.is_initialized()``. A script that calls ``init_process_group``
+  itself (Determined's ``core_api_pytorch_mnist/model_def_distributed.py`` does) gets
+  the group handed over: the harness leaves its group and the call runs as written, on
+  ``MASTER_PORT + 1`` for ``env://`` (:func:`distributed.script_may_own_group`).
+  A subprocess entrypoint gets only the variables:
   the group is its own business, and our store would hold the port it needs.
 * Every rank is seeded with the trial seed, the same on all ranks (as Determined does),
   so models start identical; data order differs through each rank's sampler shard.
@@ -101,7 +104,8 @@ def _run_in_process(info: TrialInfo, cluster: ClusterEnv, entry: Entrypoint) -> 
         return EXIT_USAGE
     seed_everything(info.trial_seed)
     _banner(cluster, backend)
-    code = run_entrypoint(entry, lambda exc: _report_invalid_hp(info, cluster, exc))
+    with distributed.script_may_own_group():
+        code = run_entrypoint(entry, lambda exc: _report_invalid_hp(info, cluster, exc))
     return _finish(code)
 
 

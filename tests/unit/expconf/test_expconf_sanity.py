@@ -254,8 +254,8 @@ INVALID: list[tuple[str, Any, list[str]]] = [
       'detected']),
     # unions: unknown members get the union's own message
     ("checkpoint_storage", {"type": "hdfs"},
-     ['<config>: is not an object where object["type"] is one of \'shared_fs\' or '
-      "'directory'"]),
+     ['<config>: is not an object where object["type"] is one of \'shared_fs\', '
+      "'directory', 's3', 'gcs', or 'azure'"]),
     ("searcher", {"name": "bayesian"},
      ['<config>: is not an object where object["name"] is one of \'single\', \'random\', '
       "'grid', or 'adaptive_asha'"]),
@@ -316,12 +316,38 @@ def test_searchers_hpcdet_does_not_run_get_one_error_on_the_name(name: str) -> N
         "single, random, grid, adaptive_asha)"]
 
 
-@pytest.mark.parametrize("kind", ["s3", "gcs", "azure"])
-def test_object_stores_get_one_error_on_the_type(kind: str) -> None:
-    doc = {"checkpoint_storage": {"type": kind, "bucket": "b", "container": "c"}}
-    assert validate(doc) == [
-        f"<config>.checkpoint_storage.type: checkpoint storage type '{kind}' is not "
-        "supported by hpcdet (supported: shared_fs, directory)"]
+CLOUD_STORAGES = [
+    {"type": "s3", "bucket": "b", "prefix": "runs/a", "endpoint_url": "http://127.0.0.1:9000",
+     "access_key": "k", "secret_key": "s", "save_trial_best": 2},
+    {"type": "gcs", "bucket": "b", "prefix": "runs"},
+    {"type": "azure", "container": "c", "connection_string": "cs"},
+    {"type": "azure", "container": "c", "account_url": "https://a", "credential": "cred"},
+]
+
+
+@pytest.mark.parametrize("storage", CLOUD_STORAGES)
+def test_object_stores_are_valid_with_determineds_fields(storage: dict[str, Any]) -> None:
+    assert validate({"checkpoint_storage": storage}) == []
+    assert validate(storage, "checkpoint_storage", "complete") == []
+
+
+@pytest.mark.parametrize(("storage", "phase", "expected"), [
+    ({"type": "s3", "bucket": "b", "prefix": "a/../b"}, "sanity",
+     "<config>.prefix: prefix cannot contain /../"),
+    ({"type": "gcs", "bucket": "b", "prefix": ".."}, "sanity",
+     "<config>.prefix: prefix cannot contain /../"),
+    ({"type": "s3"}, "complete", "<config>: bucket is a required property"),
+    ({"type": "s3", "bucket": "b", "region": "x"}, "sanity",
+     "<config>: unknown field(s) 'region' (known: access_key, bucket, endpoint_url, prefix, "
+     "save_experiment_best, save_trial_best, save_trial_latest, secret_key, type)"),
+    ({"type": "azure", "container": "c"}, "complete",
+     "<config>: Exactly one of connection_string or account_url must be set"),
+    ({"type": "azure", "container": "c", "connection_string": "x", "credential": "y"},
+     "sanity", "<config>: credential and connection_string must not both be set"),
+])
+def test_object_stores_are_checked_as_determined_checks_them(storage: dict[str, Any],
+                                                              phase: str, expected: str) -> None:
+    assert expected in validate(storage, "checkpoint_storage", phase)
 
 
 def test_unknown_fields_name_the_known_ones() -> None:

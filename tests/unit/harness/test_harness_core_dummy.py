@@ -184,9 +184,14 @@ def test_dummy_distributed_collectives_are_trivial() -> None:
     dist.barrier()
 
 
-def test_multi_rank_context_needs_collectives() -> None:
-    with pytest.raises(ValueError, match="needs collectives"):
-        DistributedContext(rank=0, size=2, local_rank=0, local_size=2, cross_rank=0, cross_size=1)
+def test_a_context_over_several_nodes_needs_the_chief_address() -> None:
+    with pytest.raises(ValueError, match="no chief_ip was given"):
+        DistributedContext(rank=0, size=2, local_rank=0, local_size=1, cross_rank=0, cross_size=2)
+
+
+def test_an_inconsistent_layout_is_refused() -> None:
+    with pytest.raises(ValueError, match="local_rank 2 is not in"):
+        DistributedContext(rank=0, size=2, local_rank=2, local_size=2, cross_rank=0, cross_size=1)
 
 
 def test_distributed_context_delegates_to_its_collectives() -> None:
