@@ -144,6 +144,16 @@ def test_a_client_library_alone_does_not_make_gcs_available(
     assert unavailable_reason("s3") is None
 
 
+def test_s3_is_unavailable_on_a_master_without_boto3(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hpcdet.storage as storage
+
+    monkeypatch.setattr(storage, "_importable", lambda module: module != "boto3")
+    assert unavailable_reason("s3") == (
+        "checkpoint storage type s3 is not available on this master (its client library boto3 "
+        "is not installed; install it into the master's and the jobs' Python environment, or "
+        "use shared_fs)")
+
+
 def test_s3_and_directories_are_available_here() -> None:
     for kind in ("s3", "shared_fs", "directory"):
         assert unavailable_reason(kind) is None
