@@ -101,7 +101,9 @@ class S3Storage(StorageManager):
             self._s3 = boto3.session.Session().client(
                 "s3", endpoint_url=self.endpoint_url, aws_access_key_id=keys[0],
                 aws_secret_access_key=keys[1],
-                config=Config(retries={"max_attempts": 5, "mode": "standard"}))
+                # Bounded waits: the master's GC runs in its reconciler loop.
+                config=Config(connect_timeout=10, read_timeout=60,
+                              retries={"max_attempts": 4, "mode": "standard"}))
         return self._s3
 
     def _transfer_config(self) -> Any:

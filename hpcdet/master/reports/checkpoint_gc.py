@@ -224,7 +224,12 @@ class CheckpointCollector:
         if plan is None or not plan[1]:
             return [], []
         manager, doomed = plan
-        deleted = [u for u in doomed if delete_checkpoint(manager, u)]
+        deleted = []
+        for uuid in doomed:
+            if delete_checkpoint(manager, uuid):
+                deleted.append(uuid)
+            elif manager.remote:  # an unreachable store: do not wait on it once per checkpoint
+                break
         if deleted:
             with session_scope(self.sessions) as session:
                 session.execute(update(Checkpoint).where(Checkpoint.uuid.in_(deleted),

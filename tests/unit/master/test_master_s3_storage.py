@@ -25,6 +25,7 @@ from hpcdet.dispatcher import JobPhase
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Experiment, Job, Trial
 from hpcdet.master.scheduling.reconciler import Reconciler
+from hpcdet.storage import S3Storage, StorageError
 
 SECRET = "unit-secret-value"
 S3_CONFIG = """\
@@ -180,3 +181,24 @@ def test_gcs_and_azure_are_refused_at_submission_and_nothing_is_created(
         assert session.scalar(select(func.count()).select_from(Experiment)) == 0
     assert not (tmp_path / "jobs").exists() or not any((tmp_path / "jobs").iterdir())
     assert fake.submitted == []
+
+
+def test_an_unreachable_store_keeps_the_rows_and_is_tried_once_per_pass(
+        client: FlaskClient, app: Flask, fake: FakeSchedulerBackend, reconciler: Reconciler,
+        s3_endpoint: str, bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _exp_id, trial = start(client, reconciler, s3_endpoint, bucket)
+    first = save(client, s3_endpoint, bucket, trial, 5)
+    second = save(client, s3_endpoint, bucket, trial, 6)
+    save(client, s3_endpoint, bucket, trial, 7)
+    tried: list[str] = []
+
+    def unreachable(self: S3Storage, storage_id: str) -> None:
+        tried.append(storage_id)
+        raise StorageError(f"deleting checkpoint {storage_id}: could not connect")
+
+    monkeypatch.setattr(S3Storage, "delete", unreachable)
+    finish(app, fake, reconciler, trial)
+    assert len(tried) == 1 and tried[0] in {first, second}
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        assert {c.state for c in session.scalars(select(Checkpoint))} == {"ACTIVE"}
+    assert len(keys(s3_endpoint, bucket)) == 6
