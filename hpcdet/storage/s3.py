@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import posixpath
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -37,8 +38,15 @@ _READ_CHUNK = 1024 * 1024
 
 
 def normalize_prefix(prefix: str | None) -> str:
-    """The prefix without leading or trailing slashes ('' for none)."""
-    return (prefix or "").strip("/")
+    """Determined's normalization: the normalized path without leading slashes ('' for none);
+    a ``..`` component is refused (the schema refuses it too)."""
+    if not prefix:
+        return ""
+    if ".." in prefix.split("/"):
+        raise StorageError(f"checkpoint_storage.prefix: {prefix!r} must not contain a '..' "
+                           "component")
+    normal = posixpath.normpath(prefix).lstrip("/")
+    return "" if normal == "." else normal
 
 
 class S3Storage(StorageManager):

@@ -15,6 +15,7 @@ import pytest
 
 from hpcdet.storage import CheckpointMissingError, S3Storage, StorageError
 from hpcdet.storage.base import Progress
+from hpcdet.storage.s3 import normalize_prefix
 
 MIB = 1024 * 1024
 
@@ -180,3 +181,15 @@ def test_progress_is_printed_only_for_large_transfers() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0] == "hpcdet storage: uploading y: 25% (50.0 MiB of 200.0 MiB)"
     assert lines[-1] == "hpcdet storage: uploading y: 100% (200.0 MiB of 200.0 MiB)"
+
+
+@pytest.mark.parametrize(("prefix", "normal"), [(None, ""), ("", ""), ("/", ""), ("./", ""),
+                                                ("/a/b/", "a/b"), ("a//b/./c", "a/b/c")])
+def test_prefix_is_normalized_as_determined_does(prefix: str | None, normal: str) -> None:
+    assert normalize_prefix(prefix) == normal
+
+
+@pytest.mark.parametrize("prefix", ["..", "../x", "a/../b", "a/.."])
+def test_a_prefix_with_dotdot_is_refused(prefix: str) -> None:
+    with pytest.raises(StorageError, match="must not contain a '..' component"):
+        S3Storage("b", prefix=prefix)
