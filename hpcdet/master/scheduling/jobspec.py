@@ -139,7 +139,9 @@ def checkpoint_dir(config: Mapping[str, Any], job_dir: str | None = None) -> str
     staging directory in ``job_dir``, the trial's job directory)."""
     storage = config["checkpoint_storage"]
     if storage.get("type") not in ("shared_fs", "directory"):
-        return str(Path(job_dir or ".") / OBJECT_STORE_STAGING)
+        if job_dir is None:
+            raise ValueError("an object store's staging directory needs the job directory")
+        return str(Path(job_dir) / OBJECT_STORE_STAGING)
     if storage.get("type") == "directory":
         return str(storage["container_path"])
     host = Path(storage["host_path"])
