@@ -171,3 +171,27 @@ def mpi4py_installed() -> None:
 
     if importlib.util.find_spec("mpi4py") is None:
         missing("mpi4py is not installed (run scripts/bootstrap)")
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """The URL of a local S3-API server (``scripts/s3-test-server``: moto, a stand-in for a
+    real S3 endpoint) on 127.0.0.1, for the session; skips/fails without moto."""
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("moto") is None or importlib.util.find_spec("boto3") is None:
+        missing("moto[server] and boto3 are not installed (pip install -e '.[dev]')")
+    server = subprocess.Popen([sys.executable, str(REPO / "scripts" / "s3-test-server")],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline().strip()
+        if not line.startswith("endpoint_url="):
+            pytest.fail(f"scripts/s3-test-server did not start: {line!r}", pytrace=False)
+        yield line.split("=", 1)[1]
+    finally:
+        server.terminate()
+        server.wait(30)
+        if server.stdout is not None:
+            server.stdout.close()

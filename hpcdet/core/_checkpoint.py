@@ -26,6 +26,7 @@ from hpcdet.core._train import TrainContext
 from hpcdet.errors import HpcdetError
 from hpcdet.harness.trial_info import JOB_DIR_VAR
 from hpcdet.jobfiles import write_latest_checkpoint
+from hpcdet.storage import CheckpointMissingError, StorageManager
 
 METADATA_FILE = "metadata.json"
 PARTIAL_SUFFIX = ".partial"
@@ -63,8 +64,12 @@ class CheckpointContext:
         info: Info,
         train: TrainContext,
         registrar: Registrar | None,
+        storage: StorageManager | None = None,
     ) -> None:
         self.checkpoint_dir = checkpoint_dir
+        # An object store (s3): checkpoints are written in checkpoint_dir, uploaded, and
+        # only their metadata.json stays there (hpcdet.storage, docs/checkpoints.md).
+        self._storage = storage if storage is not None and storage.remote else None
         self._dist = distributed
         self._info = info
         self._train = train
@@ -98,13 +103,24 @@ class CheckpointContext:
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             raise
+        if self._storage is not None:
+            self._storage.upload(self.checkpoint_dir / storage_id, storage_id)
         self._register_checkpoint(storage_id, final_metadata)
+        if self._storage is not None:
+            _keep_only_metadata(self.checkpoint_dir / storage_id)
 
     @contextlib.contextmanager
     def restore_path(self, storage_id: str) -> Iterator[pathlib.Path]:
         """Yield the directory of checkpoint ``storage_id`` (read it, do not modify it)."""
         if not _STORAGE_ID.match(storage_id) or storage_id.endswith(PARTIAL_SUFFIX):
             raise CheckpointNotFoundError(f"{storage_id!r} is not a checkpoint id")
+        if self._storage is not None:
+            try:
+                with self._storage.restored(storage_id, self.checkpoint_dir) as restored:
+                    yield restored
+            except CheckpointMissingError as exc:
+                raise CheckpointNotFoundError(str(exc)) from None
+            return
         path = self.checkpoint_dir / storage_id
         if not path.is_dir():
             raise CheckpointNotFoundError(f"checkpoint {storage_id} not found in {path.parent}")
@@ -182,6 +198,18 @@ def _remember_latest(storage_id: str, steps_completed: int) -> None:
     except OSError as exc:  # the checkpoint is saved and registered; only a requeue loses it
         print(f"hpcdet core: could not note checkpoint {storage_id} in {job_dir}: {exc}",
               file=sys.stderr, flush=True)
+
+
+def _keep_only_metadata(path: pathlib.Path) -> None:
+    """Remove an uploaded checkpoint's local files but its metadata.json (a resumed run
+    reads its steps there)."""
+    for entry in path.iterdir():
+        if entry.name == METADATA_FILE:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def _check_steps(metadata: Mapping[str, Any] | None) -> None:

@@ -52,6 +52,7 @@ from hpcdet.harness.trial_info import (
     trial_info_path,
 )
 from hpcdet.jobfiles import restart_count
+from hpcdet.storage import object_store_for
 
 DEFAULT_LOCAL_CHECKPOINTS = "checkpoints"
 # Registering a checkpoint or an early exit is rare and matters: retry for a few minutes,
@@ -242,6 +243,7 @@ def _real_init(
         info=info,
         train=train,
         registrar=_registrar(reporter) if reporter else None,
+        storage=object_store_for(trial.experiment_config),
     )
     preempt = PreemptContext(dist)
     return Context(

@@ -24,6 +24,8 @@ from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.scheduling.jobspec import checkpoint_dir
 from hpcdet.master.security import authz
 from hpcdet.master.security.storage_roots import StorageError, checkpoint_path
+from hpcdet.storage import S3Storage
+from hpcdet.storage import StorageError as ManagerError
 
 STATES = (ACTIVE, DELETED, "ALL")
 _BLOCK = 512
@@ -31,8 +33,11 @@ _CHUNK = 1024 * 1024
 
 
 def storage_dir(config: dict[str, Any]) -> str | None:
-    """Where an experiment's checkpoints live on the master's host (None if not a directory)."""
+    """Where an experiment's checkpoints live: a directory on the master's host, or an
+    ``s3://`` URL (None for anything else)."""
     storage = config.get("checkpoint_storage") or {}
+    if storage.get("type") == "s3":
+        return S3Storage.from_config(storage).root_location()
     return checkpoint_dir(config) if storage.get("type") in STORAGE_TYPES else None
 
 
@@ -104,6 +109,9 @@ def download_checkpoint(uuid: str) -> Any:
     if checkpoint.state == DELETED:
         raise ApiError(410, "gone", f"checkpoint {uuid} was deleted by checkpoint garbage "
                        "collection")
+    storage = exp.config.get("checkpoint_storage") or {}
+    if storage.get("type") == "s3":
+        return object_store_tar(uuid, S3Storage.from_config(storage))
     if storage_dir(exp.config) is None:
         raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not in a "
                        "directory the master can read")
@@ -176,3 +184,40 @@ def _file_chunks(path: Path, size: int) -> Iterator[bytes]:
             yield chunk
     if left > 0:
         yield b"\0" * left
+
+
+def object_store_tar(uuid: str, manager: S3Storage) -> Response:
+    """The checkpoint's objects as a tar streamed straight from the object store (nothing is
+    staged on the master's disk); 404 when the store has none, 502 when it cannot be read."""
+    try:
+        files = manager.list_files(uuid)
+    except ManagerError as exc:
+        raise ApiError(502, "bad_gateway", f"checkpoint {uuid}: {exc}") from None
+    if not files:
+        raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not at "
+                       f"{manager.location(uuid)}")
+    members = []
+    for rel, size in sorted(files.items()):
+        info = tarfile.TarInfo(rel)
+        info.size, info.mode = size, 0o644
+        members.append(info)
+    length = sum(len(_header(i)) + i.size + _padding(i.size) for i in members) + 2 * _BLOCK
+    response = Response(_stream_objects(manager, uuid, members),
+                        mimetype="application/x-tar")
+    response.headers["Content-Length"] = str(length)
+    response.headers["Content-Disposition"] = f'attachment; filename="{uuid}.tar"'
+    return response
+
+
+def _stream_objects(manager: S3Storage, uuid: str,
+                    members: list[tarfile.TarInfo]) -> Iterator[bytes]:
+    for info in members:
+        yield _header(info)
+        left = info.size
+        for chunk in manager.read_chunks(uuid, info.name):
+            chunk = chunk[:left]  # exactly the listed size, as Content-Length promised
+            left -= len(chunk)
+            yield chunk
+        yield b"\0" * left
+        yield b"\0" * _padding(info.size)
+    yield b"\0" * (2 * _BLOCK)

@@ -20,6 +20,7 @@ from hpcdet.master.scheduling.submission import accept
 from hpcdet.master.security.authz import visible
 from hpcdet.master.security.workspaces import placement_for, project_in, workspace_for
 from hpcdet.states import State
+from hpcdet.storage import masked_config
 
 # How many of its last log lines an ERROR trial shows in the experiment's description.
 LOG_TAIL_LINES = 10
@@ -105,7 +106,7 @@ def experiment_detail(exp_id: int) -> dict[str, Any]:
     trials = _trials_of(exp_id)
     _add_log_tails(trials)
     body = serialize.experiment(exp, len(trials))
-    body["config"] = exp.config
+    body["config"] = masked_config(exp.config)  # no storage secret leaves the master
     body["history"] = history("experiment", exp_id)
     body["best_trial_id"] = serialize.best_trial_id(exp.config, trials)
     return {"experiment": body, "trials": trials}

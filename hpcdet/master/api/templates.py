@@ -25,6 +25,7 @@ from hpcdet.master.models import Template, utcnow
 from hpcdet.master.scheduling.submission import check_sbatch_args, parse_config
 from hpcdet.master.security import authz
 from hpcdet.master.security.workspaces import placement_for
+from hpcdet.storage import masked_config
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
@@ -100,7 +101,7 @@ def template_json(t: Template) -> dict[str, Any]:
     """The ``Template`` shape of docs/api.md."""
     return {"name": t.name, "owner": t.owner, "workspace_id": t.workspace_id,
             "created_at": iso_time(t.created_at),
-            "updated_at": iso_time(t.updated_at), "config": t.config}
+            "updated_at": iso_time(t.updated_at), "config": masked_config(t.config)}
 
 
 def template_for_experiment(name: Any, actor: str) -> Template | None:

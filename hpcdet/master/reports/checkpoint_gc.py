@@ -14,8 +14,9 @@ what the policy would keep once the experiment ends; the result is Determined's.
 Files go first and the row is marked ``DELETED`` after (a crash between leaves an ACTIVE row
 whose directory is gone, deleted again next time). The master deletes
 ``<checkpoint_dir>/<uuid>`` itself: on an HPC cluster it sees the shared filesystem the
-trials write to. A directory it cannot delete is logged, its row stays ACTIVE, and the
-experiment is retried with backoff.
+trials write to. With ``s3`` storage it deletes the objects under ``<prefix>/<uuid>/`` with
+the experiment's credentials (or its own environment's). A checkpoint it cannot delete is
+logged, its row stays ACTIVE, and the experiment is retried with backoff.
 
 Finding work without extra columns: each cycle reads the state changes to a terminal state
 newer than the last one seen (one indexed query when nothing ended). At start, and then
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -44,12 +44,16 @@ from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.security.storage_roots import StorageError, confined_dir, is_uuid
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.states import TERMINAL_STATES
+from hpcdet.storage import DIRECTORY_TYPES, SharedFSStorage, StorageManager, manager_for
+from hpcdet.storage import StorageError as ManagerError
 
 log = logging.getLogger("hpcdet.checkpoint_gc")
 
 ACTIVE, DELETED = "ACTIVE", "DELETED"
 # The storages the master can reach as a directory (it deletes those itself).
-STORAGE_TYPES = ("shared_fs", "directory")
+STORAGE_TYPES = DIRECTORY_TYPES
+# Every storage whose checkpoints the master deletes.
+COLLECTED_TYPES = (*DIRECTORY_TYPES, "s3")
 SWEEP_INTERVAL = 3600.0
 RETRY_FIRST, RETRY_MAX = 30.0, 3600.0
 _TERMINAL = [s.value for s in TERMINAL_STATES]
@@ -123,17 +127,19 @@ def remove_checkpoint_dir(root: Path, uuid: str) -> bool:
     ever touched. A symlink is removed, never followed; ``shutil.rmtree`` does not follow
     links inside the directory either.
     """
+    return delete_checkpoint(SharedFSStorage(root), uuid)
+
+
+def delete_checkpoint(manager: StorageManager, uuid: str) -> bool:
+    """Delete checkpoint ``uuid`` from its storage; True once it is gone (also when it never
+    existed). A uuid that is not a UUID is refused (False, logged): nothing else is touched."""
     if not is_uuid(uuid):
         log.error("checkpoint %r: not a valid checkpoint id; nothing deleted", uuid)
         return False
-    path = root / uuid
     try:
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            shutil.rmtree(path)
-    except OSError as exc:
-        log.warning("cannot delete checkpoint %s at %s: %s (will retry)", uuid, path, exc)
+        manager.delete(uuid)
+    except ManagerError as exc:
+        log.warning("cannot delete checkpoint %s: %s (will retry)", uuid, exc)
         return False
     return True
 
@@ -217,8 +223,13 @@ class CheckpointCollector:
             plan = _plan(session, self.settings, exp_id)
         if plan is None or not plan[1]:
             return [], []
-        root, doomed = plan
-        deleted = [u for u in doomed if remove_checkpoint_dir(root, u)]
+        manager, doomed = plan
+        deleted = []
+        for uuid in doomed:
+            if delete_checkpoint(manager, uuid):
+                deleted.append(uuid)
+            elif manager.remote:  # an unreachable store: do not wait on it once per checkpoint
+                break
         if deleted:
             with session_scope(self.sessions) as session:
                 session.execute(update(Checkpoint).where(Checkpoint.uuid.in_(deleted),
@@ -237,21 +248,16 @@ def _experiments_with_collectable(session: Session) -> set[int]:
 
 
 def _plan(session: Session, settings: MasterSettings,
-          exp_id: int) -> tuple[Path, list[str]] | None:
-    """(checkpoint directory, ACTIVE uuids of ended trials the policy does not keep).
+          exp_id: int) -> tuple[StorageManager, list[str]] | None:
+    """(the storage, ACTIVE uuids of ended trials the policy does not keep).
 
     None (nothing is deleted) when the directory is not under an allowed storage root
     (:mod:`hpcdet.master.security.storage_roots`), e.g. an experiment created before the roots.
     """
     config: dict[str, Any] = session.scalar(
         select(Experiment.config).where(Experiment.id == exp_id)) or {}
-    storage = config.get("checkpoint_storage") or {}
-    if storage.get("type") not in STORAGE_TYPES:
-        return None
-    try:
-        root = confined_dir(settings, config)
-    except StorageError as exc:
-        log.error("experiment %d: checkpoint storage %s; nothing deleted", exp_id, exc)
+    manager = storage_manager(settings, config, exp_id)
+    if manager is None:
         return None
     rows = session.execute(
         select(Checkpoint, Trial.state).join(Trial, Trial.id == Checkpoint.trial_id)
@@ -262,7 +268,23 @@ def _plan(session: Session, settings: MasterSettings,
                                smaller_is_better=metric.smaller_is_better)
     doomed = [c.uuid for c, trial_state in rows
               if c.state == ACTIVE and trial_state in _TERMINAL and c.uuid not in keep]
-    return root, doomed
+    return manager, doomed
+
+
+def storage_manager(settings: MasterSettings, config: Mapping[str, Any],
+                    exp_id: int) -> StorageManager | None:
+    """The experiment's checkpoint storage as the master reaches it; None (logged) when the
+    master must not or cannot touch it."""
+    storage = config.get("checkpoint_storage") or {}
+    if storage.get("type") not in COLLECTED_TYPES:
+        return None
+    try:
+        directory = (confined_dir(settings, config) if storage.get("type") in DIRECTORY_TYPES
+                     else None)
+        return manager_for(storage, directory=directory)
+    except (StorageError, ManagerError) as exc:
+        log.error("experiment %d: checkpoint storage %s; nothing deleted", exp_id, exc)
+        return None
 
 
 def _facts(session: Session, checkpoints: Sequence[Checkpoint],

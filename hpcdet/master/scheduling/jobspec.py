@@ -129,9 +129,19 @@ def slot_mapping(settings: MasterSettings, config: Mapping[str, Any], pool: Pool
                        None if gpu_type is None else str(gpu_type))
 
 
-def checkpoint_dir(config: Mapping[str, Any]) -> str:
-    """The host directory checkpoints are written to."""
+# Under the trial's job directory: where a trial with object storage writes a checkpoint
+# before uploading it (and keeps each one's metadata.json).
+OBJECT_STORE_STAGING = "checkpoints"
+
+
+def checkpoint_dir(config: Mapping[str, Any], job_dir: str | None = None) -> str:
+    """The host directory checkpoints are written to (for an object store such as s3: the
+    staging directory in ``job_dir``, the trial's job directory)."""
     storage = config["checkpoint_storage"]
+    if storage.get("type") not in ("shared_fs", "directory"):
+        if job_dir is None:
+            raise ValueError("an object store's staging directory needs the job directory")
+        return str(Path(job_dir) / OBJECT_STORE_STAGING)
     if storage.get("type") == "directory":
         return str(storage["container_path"])
     host = Path(storage["host_path"])
@@ -223,8 +233,9 @@ def _container(settings: MasterSettings, config: Mapping[str, Any], run: TrialRu
     if rm.container_run_type == "none":
         return ContainerSpec()
     binds = [BindMount(run.job_dir, run.job_dir)]
-    ckpt = checkpoint_dir(config)
-    binds.append(BindMount(ckpt, ckpt))
+    ckpt = checkpoint_dir(config, run.job_dir)
+    if not Path(ckpt).is_relative_to(run.job_dir):  # an object store stages in the job dir
+        binds.append(BindMount(ckpt, ckpt))
     binds += [BindMount(b["host_path"], b["container_path"], bool(b.get("read_only")))
               for b in config.get("bind_mounts") or []]
     environment = _environment(settings, config, run, slot_type)

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from sqlalchemy.orm import Session
 
-from hpcdet import expconf, safe_yaml
+from hpcdet import expconf, safe_yaml, storage
 from hpcdet.dispatcher import Backend, Submission
 from hpcdet.dispatcher.batch_args import check_args
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job_dir
@@ -98,6 +98,7 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     errors = expconf.validate(config, phase="complete")
     if errors:
         raise ConfigError(errors, title="the experiment config is incomplete")
+    storage.check_available(config)
     scheduler = settings.resource_manager.type
     where, args = batch_args(config, scheduler)
     check_args(scheduler, args, where)
@@ -262,7 +263,7 @@ def trial_info(settings: MasterSettings, config: Mapping[str, Any], run: TrialRu
         "hparams": dict(hparams),
         "experiment_config": dict(config),
         "latest_checkpoint": latest_checkpoint,
-        "checkpoint_dir": checkpoint_dir(config),
+        "checkpoint_dir": checkpoint_dir(config, run.job_dir),
         "token_file": ".token",
     }
     if settings.tls is not None:

@@ -24,6 +24,7 @@ from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
 from hpcdet.master.web.identity import page_sees
+from hpcdet.storage import masked_config
 
 # The experiment page refreshes faster than the cluster pages: people watch it after
 # pressing Pause or Activate, and its data (the database, not Slurm) is cheap to read.
@@ -53,7 +54,7 @@ def page_context(exp: Experiment) -> dict[str, Any]:
                      for t in data["trials"]],
             "hparam_charts": names if len(data["trials"]) > 1 else [],
             "history": data["experiment"]["history"],
-            "config_yaml": yaml.safe_dump(exp.config, sort_keys=False),
+            "config_yaml": yaml.safe_dump(masked_config(exp.config), sort_keys=False),
             "fmt_time": time_text, "percent": percent}
 
 

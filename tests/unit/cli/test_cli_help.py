@@ -98,7 +98,7 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert "No such command 'experiments'" in result.stderr
 
 
-HEAVY = ("torch", "sqlalchemy", "flask", "httpx", "yaml", "pathspec")
+HEAVY = ("torch", "sqlalchemy", "flask", "httpx", "yaml", "pathspec", "boto3", "botocore")
 _PROBE = """
 import sys
 from hpcdet.cli import main
@@ -112,7 +112,8 @@ print("IMPORTED:", *(m for m in {heavy!r} if m in sys.modules))
 
 @pytest.mark.parametrize("args", [["--help"], ["experiment", "--help"],
                                   ["trial", "logs", "--help"], ["master", "--help"],
-                                  ["sbatch", "--help"], ["qsub", "--help"]])
+                                  ["sbatch", "--help"], ["qsub", "--help"],
+                                  ["checkpoint", "download", "--help"]])
 def test_help_imports_nothing_heavy(args: list[str]) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     probe = _PROBE.format(heavy=HEAVY)

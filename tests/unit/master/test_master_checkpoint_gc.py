@@ -225,7 +225,7 @@ def test_an_undeletable_directory_stays_active_and_is_retried_with_backoff(
     def refuse(path: Any, *args: Any, **kwargs: Any) -> None:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(checkpoint_gc.shutil, "rmtree", refuse)
+    monkeypatch.setattr(shutil, "rmtree", refuse)
     end_all(app, fake, reconciler, exp_id)
     assert checkpoint_rows(app)[old] == "ACTIVE" and (root / old).is_dir()
     monkeypatch.undo()

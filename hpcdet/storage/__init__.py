@@ -1,0 +1,127 @@
+"""Checkpoint storage managers: one interface for every place checkpoints live.
+
+- ``shared_fs`` / ``directory``: a directory the trials and the master see
+  (:class:`~hpcdet.storage.shared_fs.SharedFSStorage`);
+- ``s3``: any S3-compatible object store (:class:`~hpcdet.storage.s3.S3Storage`);
+- ``gcs`` / ``azure``: Determined's schema accepts them, this master refuses them at
+  submission (:func:`unavailable_reason`).
+
+The harness (:mod:`hpcdet.core._checkpoint`), the master's checkpoint GC and the checkpoint
+download route get their manager from :func:`manager_for`. Nothing here imports a cloud
+client library until a manager first talks to its storage.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+from hpcdet.errors import ConfigError
+from hpcdet.storage.base import (
+    CheckpointMissingError,
+    StorageError,
+    StorageManager,
+    check_storage_id,
+    safe_relative,
+)
+from hpcdet.storage.s3 import S3Storage
+from hpcdet.storage.shared_fs import SharedFSStorage
+
+__all__ = [
+    "DIRECTORY_TYPES", "OBJECT_STORE_TYPES", "CheckpointMissingError", "S3Storage",
+    "SharedFSStorage", "StorageError", "StorageManager", "check_available",
+    "check_storage_id", "manager_for", "masked_config", "object_store_for", "safe_relative",
+    "unavailable_reason",
+]
+
+DIRECTORY_TYPES = ("shared_fs", "directory")
+OBJECT_STORE_TYPES = ("s3", "gcs", "azure")
+# type -> (module to import, package to install); only s3 has a manager in hpcdet.
+CLIENT_LIBRARIES = {"s3": ("boto3", "boto3"),
+                    "gcs": ("google.cloud.storage", "google-cloud-storage"),
+                    "azure": ("azure.storage.blob", "azure-storage-blob")}
+_MANAGED_OBJECT_STORES = ("s3",)
+SECRET_FIELDS = ("secret_key", "connection_string", "credential")
+MASK = "********"
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing or broken
+        return False
+
+
+def unavailable_reason(storage_type: str) -> str | None:
+    """Why this master cannot use ``storage_type`` (None when it can).
+
+    An object store needs its client library importable here (the master deletes and
+    serves the objects) and a manager in hpcdet.
+    """
+    if storage_type not in CLIENT_LIBRARIES:
+        return None
+    module, package = CLIENT_LIBRARIES[storage_type]
+    if not _importable(module):
+        return (f"checkpoint storage type {storage_type} is not available on this master "
+                f"(its client library {package} is not installed; install it into the "
+                "master's and the jobs' Python environment, or use shared_fs"
+                + (")" if storage_type == "s3" else " or s3)"))
+    if storage_type not in _MANAGED_OBJECT_STORES:
+        return (f"checkpoint storage type {storage_type} is not available on this master "
+                f"(hpcdet has no {storage_type} storage manager yet; use shared_fs or s3)")
+    return None
+
+
+def check_available(config: Mapping[str, Any]) -> None:
+    """Refuse (:class:`~hpcdet.errors.ConfigError`) an experiment config whose checkpoint
+    storage this master cannot use; what submission calls before anything is stored."""
+    kind = (config.get("checkpoint_storage") or {}).get("type")
+    reason = unavailable_reason(str(kind)) if isinstance(kind, str) else None
+    if reason:
+        raise ConfigError([f"<config>.checkpoint_storage.type: {reason}"],
+                          title="the checkpoint storage is not available on this master")
+
+
+def manager_for(storage: Mapping[str, Any], *,
+                directory: str | pathlib.Path | None = None) -> StorageManager:
+    """The manager of a ``checkpoint_storage`` section.
+
+    ``directory`` is the checkpoint directory of a ``shared_fs``/``directory`` storage as
+    the caller resolved it (the master confines it to its storage roots first).
+    """
+    kind = storage.get("type")
+    if kind in DIRECTORY_TYPES:
+        if directory is None:
+            raise StorageError(f"checkpoint storage {kind}: no directory given")
+        return SharedFSStorage(pathlib.Path(directory))
+    if kind == "s3":
+        return S3Storage.from_config(storage)
+    reason = unavailable_reason(str(kind))
+    raise StorageError(reason or f"checkpoint storage type {kind!r} is not supported")
+
+
+def object_store_for(config: Mapping[str, Any]) -> StorageManager | None:
+    """The object-store manager of an experiment config's checkpoint storage; None for a
+    directory storage (the trial writes those in place)."""
+    storage = config.get("checkpoint_storage") or {}
+    if storage.get("type") in DIRECTORY_TYPES or not storage.get("type"):
+        return None
+    return manager_for(storage)
+
+
+def masked_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of an experiment config (or template) with the storage's secrets masked.
+
+    What the API and the web pages show: ``secret_key`` (s3) and ``connection_string`` /
+    ``credential`` (azure) become ``********``.
+    """
+    out = copy.deepcopy(dict(config))
+    storage = out.get("checkpoint_storage")
+    if isinstance(storage, dict):
+        for field in SECRET_FIELDS:
+            if storage.get(field):
+                storage[field] = MASK
+    return out
