@@ -18,7 +18,8 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments import serialize
-from hpcdet.master.experiments.deleting import MAX_UUIDS, delete_checkpoints as remove
+from hpcdet.master.experiments.deleting import MAX_UUIDS
+from hpcdet.master.experiments.deleting import delete_checkpoints as remove
 from hpcdet.master.models import Checkpoint, Experiment, Trial
 from hpcdet.master.reports.checkpoint_gc import ACTIVE, DELETED, STORAGE_TYPES
 from hpcdet.master.reports.searcher_metric import SearcherMetric

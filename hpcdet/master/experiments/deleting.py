@@ -115,7 +115,7 @@ def delete_checkpoints(session: Session, settings: MasterSettings,
     A checkpoint a live trial may still resume from (its latest) is refused (409).
     """
     result = Deleted()
-    for checkpoint, exp in found:
+    for checkpoint, _ in found:
         _check_deletable(session, checkpoint)
     for checkpoint, exp in found:
         if checkpoint.state == DELETED:

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment
-from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.security.workspaces import placement_for
+from hpcdet.master.settings.core import MasterSettings
 
 MAX_NAME = 256
 MAX_DESCRIPTION = 10_000
