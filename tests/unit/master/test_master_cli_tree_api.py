@@ -283,7 +283,8 @@ def test_checkpoint_delete(client: FlaskClient, reconciler: Reconciler,
     assert _ok(_api(client, "DELETE", "/checkpoints", json={"uuids": [first]})) == {
         "deleted": [first]}
     assert _checkpoint_states(client.application)[first] == "DELETED"
-    for bad in ({}, {"uuids": []}, {"uuids": [1]}):
+    bad_bodies: list[dict[str, Any]] = [{}, {"uuids": []}, {"uuids": [1]}]
+    for bad in bad_bodies:
         assert_error(_api(client, "DELETE", "/checkpoints", json=bad), 400, "bad_request")
     assert_error(_api(client, "DELETE", "/checkpoints", json={"uuids": [str(uuidlib.uuid4())]}),
                  404, "not_found")
