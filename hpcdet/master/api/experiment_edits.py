@@ -56,15 +56,17 @@ def patch_experiment(exp_id: int) -> Any:
 @bp.get("/experiments/<int:exp_id>/preview-gc")
 def preview_gc(exp_id: int) -> Any:
     """The checkpoints a GC policy (query: save_experiment_best, save_trial_best,
-    save_trial_latest) would delete now; nothing is changed."""
+    save_trial_latest; a missing one: the experiment's own) would delete now; nothing is
+    changed."""
     exp = experiment_for(exp_id)
-    raw = {key: request.args.get(key) for key in editing.GC_KEYS}
+    current = gc_policy.current_policy(exp)
     try:
-        values = {key: int(value) if value is not None else None for key, value in raw.items()}
+        values = {key: int(request.args[key]) if request.args.get(key) else current[key]
+                  for key in editing.GC_KEYS}
     except ValueError:
         raise editing.bad("gc_policy", "each save_* query parameter must be an integer") \
             from None
-    policy = editing.gc_policy_value({k: v for k, v in values.items() if v is not None})
+    policy = editing.gc_policy_value(values)
     searcher = exp.config.get("searcher") or {}
     from hpcdet.master.api.checkpoints import storage_dir
 

@@ -30,6 +30,13 @@ from hpcdet.states import TERMINAL_STATES
 _TERMINAL = [s.value for s in TERMINAL_STATES]
 
 
+def current_policy(exp: Experiment) -> dict[str, int]:
+    """The experiment's policy now (``checkpoint_storage.save_*``, Determined's defaults)."""
+    policy = GcPolicy.from_config(exp.config)
+    return {"save_experiment_best": policy.experiment_best,
+            "save_trial_best": policy.trial_best, "save_trial_latest": policy.trial_latest}
+
+
 def preview(session: Session, exp: Experiment, policy: Mapping[str, int]) -> list[Checkpoint]:
     """The ACTIVE checkpoints of ended trials that ``policy`` would delete, by trial and step."""
     rows = session.execute(
