@@ -224,3 +224,60 @@ def test_master_config_logs_and_version(det: Det, app: Flask) -> None:
     assert _ok(det("master", "logs", "--tail", "2")) == "b\nc\n"
     version = _ok(det("version"))
     assert version.startswith("client: ") and "master: " in version
+
+
+def test_set_labels_move_and_list_all(det: Det, client: Any) -> None:
+    exp_id = create(client).get_json()["experiment"]["id"]
+    assert _ok(det("e", "set", "labels", str(exp_id), "a", "b")) == \
+        f"Set labels of experiment {exp_id} to a, b\n"
+    assert _ok(det("e", "set", "labels", str(exp_id))) == \
+        f"Set labels of experiment {exp_id} to none\n"
+    _ok(det("workspace", "create", "team"))
+    _ok(det("project", "create", "-w", "team", "vision"))
+    assert _ok(det("e", "move", str(exp_id), "team", "vision")) == \
+        f'Moved experiment {exp_id} to project "vision"\n'
+    unknown = det("e", "move", str(exp_id), "team", "nope")
+    assert unknown.exit_code == 1 and "project 'nope' of workspace 'team' not found" in \
+        unknown.output
+    _ok(det("e", "kill", str(exp_id)))
+    mine = create(client).get_json()["experiment"]["id"]
+    every = _ok(det("e", "list", "--all"))
+    assert every.splitlines()[0].split()[-1] == "Archived"
+    assert {line.split()[0] for line in every.splitlines()[2:]} == {str(exp_id), str(mine)}
+
+
+def test_continue_with_a_config_file_and_delete_asks(
+        det: Det, client: Any, tmp_path: Path, reconciler: Reconciler,
+        fake: FakeSchedulerBackend) -> None:
+    exp_id, trial_id, _ = _completed(client, reconciler, fake, checkpoints=1)
+    refused = det("e", "delete", str(exp_id), stdin="n\n")
+    assert refused.exit_code == 1 and "aborted; nothing was deleted" in refused.output
+    overrides = tmp_path / "more.yaml"
+    overrides.write_text("searcher:\n  max_length: {batches: 30}\nmax_restarts: 2\n")
+    result = det("e", "continue", str(exp_id), "--config-file", str(overrides), "--config",
+                 "max_restarts=3")
+    assert _ok(result) == f"Continued experiment {exp_id}\n"
+    assert f"Trial {trial_id} resumes from " in result.stderr
+    config = json.loads(_ok(det("e", "describe", str(exp_id), "--json")))["experiment"][
+        "config"]
+    assert config["searcher"]["max_length"] == {"batches": 30}
+    assert config["max_restarts"] == 3
+    again = det("e", "continue", str(exp_id))
+    assert again.exit_code == 1 and "only an ended experiment" in again.output
+
+
+def test_checkpoint_delete_takes_a_comma_list(det: Det, client: Any, reconciler: Reconciler,
+                                              fake: FakeSchedulerBackend) -> None:
+    exp_id, trial_id = start(client, reconciler, fake)
+    one = _checkpoint(client, client.application, trial_id, 10, 0.5)
+    two = _checkpoint(client, client.application, trial_id, 20, 0.4)
+    _checkpoint(client, client.application, trial_id, 30, 0.3)
+    assert _ok(det("checkpoint", "delete", f"{one},{two}", "--yes")) == \
+        f"Deleted 2 checkpoint(s): {one}, {two}\n"
+    assert det("checkpoint", "delete", one, stdin="n\n").exit_code == 1
+
+
+def test_version_json(det: Det) -> None:
+    answer = json.loads(_ok(det("version", "--json")))
+    assert answer["client"]["version"] == answer["master"]["version"]
+    assert answer["master"]["error"] is None
