@@ -48,15 +48,25 @@ def merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, An
     return out
 
 
+_ABSENT = object()
+
+
+def _at(doc: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(doc, Mapping) or part not in doc:
+            return _ABSENT
+        doc = doc[part]
+    return doc
+
+
 def _changes_fixed(config: Mapping[str, Any], override: Mapping[str, Any]) -> str | None:
+    """The first of :data:`FIXED_KEYS` the override sets to something else, if any."""
     for path in FIXED_KEYS:
-        old: Any = config
-        new: Any = override
-        for part in path:
-            old = old.get(part) if isinstance(old, Mapping) else None
-            new = new.get(part) if isinstance(new, Mapping) else None
-        if new is not None and new != old:
+        new = _at(override, path)
+        if new is not _ABSENT and new != _at(config, path):
             return ".".join(path)
+        if path[0] in override and not isinstance(override[path[0]], Mapping):
+            return path[0]  # replacing the whole section replaces what is fixed in it
     return None
 
 

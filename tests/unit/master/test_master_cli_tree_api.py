@@ -341,9 +341,11 @@ def test_continue_refusals(client: FlaskClient, reconciler: Reconciler,
     assert "fork" in assert_error(_api(client, "POST", f"/experiments/{exp_id}/continue",
                                        json={"config": "hyperparameters: {lr: 0.5}"}),
                                   400, "bad_request")
-    bad = _api(client, "POST", f"/experiments/{exp_id}/continue",
-               json={"config": "searcher: {max_length: -3}"})
-    assert bad.status_code == 400, bad.get_json()
+    for override in ("searcher: {max_length: -3}", "hyperparameters: null", "searcher: 5",
+                     "searcher: {name: random}", "- a list", "{", 5):
+        bad = _api(client, "POST", f"/experiments/{exp_id}/continue",
+                   json={"config": override})
+        assert bad.status_code == 400, (override, bad.get_json())
     assert _experiment(client, exp_id)["state"] == "COMPLETED"
 
 
