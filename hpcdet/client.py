@@ -92,9 +92,13 @@ class MasterClient:
         """PUT ``body`` as JSON to ``path`` and return the decoded JSON body."""
         return self._request("PUT", path, json=body)
 
-    def delete(self, path: str) -> Any:
-        """DELETE ``path`` and return the decoded JSON body (None if empty)."""
-        return self._request("DELETE", path)
+    def patch(self, path: str, body: Any = None) -> Any:
+        """PATCH ``body`` as JSON to ``path`` and return the decoded JSON body."""
+        return self._request("PATCH", path, json=body)
+
+    def delete(self, path: str, body: Any = None) -> Any:
+        """DELETE ``path`` (with ``body`` as JSON, if any); the decoded JSON body or None."""
+        return self._request("DELETE", path, json=body)
 
     def set_token(self, token: str) -> None:
         """Send ``token`` as ``Authorization: Bearer`` from now on."""

@@ -87,9 +87,10 @@ EXPERIMENT_TRANSITIONS: Mapping[State | None, frozenset[State]] = {
     State.ACTIVE: frozenset({State.PAUSED, State.ERROR} | _ALL_STOPPING),
     State.PAUSED: frozenset({State.ACTIVE, State.ERROR} | _ALL_STOPPING),
     **_stopping_rows(),
-    State.COMPLETED: frozenset(),
-    State.CANCELED: frozenset(),
-    State.ERROR: frozenset(),
+    # The one way out of an end: ``det experiment continue`` reopens it (Determined 0.38).
+    State.COMPLETED: frozenset({State.ACTIVE}),
+    State.CANCELED: frozenset({State.ACTIVE}),
+    State.ERROR: frozenset({State.ACTIVE}),
 }
 
 TRIAL_TRANSITIONS: Mapping[State | None, frozenset[State]] = {
@@ -102,9 +103,10 @@ TRIAL_TRANSITIONS: Mapping[State | None, frozenset[State]] = {
                              | _ALL_STOPPING),
     State.PAUSED: frozenset({State.QUEUED, State.CANCELED, State.ERROR} | _ALL_STOPPING),
     **_stopping_rows(),
-    State.COMPLETED: frozenset(),
-    State.CANCELED: frozenset(),
-    State.ERROR: frozenset(),
+    # ``det experiment continue``: the trial resumes from its latest checkpoint.
+    State.COMPLETED: frozenset({State.QUEUED}),
+    State.CANCELED: frozenset({State.QUEUED}),
+    State.ERROR: frozenset({State.QUEUED}),
 }
 
 _TASK_ENDS = frozenset({State.COMPLETED, State.ERROR, State.CANCELED})

@@ -1,4 +1,4 @@
-"""``det checkpoint``: describe and download checkpoints.
+"""``det checkpoint``: list, describe, download and delete checkpoints.
 
 ``download`` copies the checkpoint's directory straight from its storage path when this host
 can read it (the shared filesystem of the cluster); otherwise the master streams it as a tar.
@@ -21,7 +21,7 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliError, CliState, pass_state
-from hpcdet.cli.output import format_size, format_time, print_json, render_fields, render_table
+from hpcdet.cli.output import format_size, format_time, print_json, render_fields
 from hpcdet.cli.trial import JSON_OPTION
 
 # Show a progress bar for downloads larger than this.
@@ -31,7 +31,7 @@ _CHUNK = 1024 * 1024
 
 @click.group(cls=AliasedGroup)
 def checkpoint() -> None:
-    """Inspect and download checkpoints."""
+    """List, inspect, download and delete checkpoints."""
 
 
 @checkpoint.command("describe")
@@ -69,13 +69,73 @@ def _fields_section(title: str, values: Mapping[str, Any] | None) -> str:
     return f"{title}:\n" + render_fields(sorted(values.items()))
 
 
-def checkpoints_table(checkpoints: Sequence[Mapping[str, Any]], metric: str | None) -> str:
-    """The table ``det experiment list-checkpoints`` shows."""
+def checkpoints_table(checkpoints: Sequence[Mapping[str, Any]], metric: str | None, *,
+                      as_csv: bool = False) -> str:
+    """The table (or CSV) ``det checkpoint list`` and ``det experiment list-checkpoints``
+    show."""
+    from hpcdet.cli.tables import table_or_csv
+
+    show_time = (lambda v: v) if as_csv else format_time
     rows = [[c.get("uuid"), c.get("trial_id"), c.get("steps_completed"), c.get("state"),
              (c.get("validation_metrics") or {}).get(metric or ""),
-             format_time(c.get("reported_at"))] for c in checkpoints]
-    return render_table(["UUID", "Trial", "Steps", "State", metric or "Metric", "Reported"],
-                        rows)
+             show_time(c.get("reported_at"))] for c in checkpoints]
+    return table_or_csv(["UUID", "Trial", "Steps", "State", metric or "Metric", "Reported"],
+                        rows, as_csv)
+
+
+def print_checkpoints(state: CliState, experiment_id: int, *, best: int | None,
+                      show_all: bool, as_csv: bool, as_json: bool) -> None:
+    """Fetch and print an experiment's checkpoints (table, CSV or JSON)."""
+    if as_csv and as_json:
+        raise click.UsageError("--csv and --json cannot be used together")
+    params: dict[str, Any] = {"state": "ALL" if show_all else "ACTIVE"}
+    if best is not None:
+        params["best"] = best
+    answer = state.client().get(f"/experiments/{experiment_id}/checkpoints", params=params)
+    if as_json:
+        print_json(answer)
+    else:
+        click.echo(checkpoints_table(answer.get("checkpoints") or [],
+                                     answer.get("searcher_metric"), as_csv=as_csv))
+
+
+@checkpoint.command("list")
+@click.argument("experiment_id", type=int)
+@click.option("--best", type=click.IntRange(min=1), metavar="N",
+              help="Only the N best by the searcher metric, best first.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also those deleted by checkpoint garbage collection.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print as CSV.")
+@JSON_OPTION
+@pass_state
+def list_checkpoints(state: CliState, experiment_id: int, best: int | None, show_all: bool,
+                     as_csv: bool, as_json: bool) -> None:
+    """List an experiment's checkpoints (same as `det experiment list-checkpoints`)."""
+    print_checkpoints(state, experiment_id, best=best, show_all=show_all, as_csv=as_csv,
+                      as_json=as_json)
+
+
+@checkpoint.command("delete")
+@click.argument("uuids", nargs=-1, required=True)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_state
+def delete(state: CliState, uuids: tuple[str, ...], yes: bool) -> None:
+    """Delete checkpoints: their files go, their records stay as DELETED.
+
+    UUIDS are one or more checkpoint UUIDs, separated by spaces or commas. The latest
+    checkpoint of a trial that is still running cannot be deleted.
+    """
+    wanted = list(dict.fromkeys(u.strip() for arg in uuids for u in arg.split(",")
+                                if u.strip()))
+    if not wanted:
+        raise click.UsageError("name at least one checkpoint UUID")
+    if not yes and not click.confirm(f"Delete {len(wanted)} checkpoint(s) and their files? "
+                                     "This cannot be undone", err=True):
+        raise CliError("aborted; nothing was deleted")
+    answer = state.client().delete("/checkpoints", {"uuids": wanted})
+    deleted = answer.get("deleted") or []
+    click.echo(f"Deleted {len(deleted)} checkpoint(s)" + (f": {', '.join(deleted)}"
+                                                          if deleted else ""))
 
 
 @checkpoint.command("download")

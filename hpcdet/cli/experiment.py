@@ -24,7 +24,6 @@ from hpcdet.cli.output import (
     format_value,
     print_json,
     render_fields,
-    render_table,
     warn,
 )
 from hpcdet.cli.trial import (
@@ -314,39 +313,55 @@ def _job_details(trial_state: str | None, job: Mapping[str, Any] | None) -> list
 
 @experiment.command("list")
 @click.option("-a", "--all", "show_all", is_flag=True,
-              help="Show every user's experiments, not only yours.")
+              help="Show every user's experiments you may see, archived ones included "
+                   "(without: only yours, not archived).")
 @click.option("-w", "--workspace", metavar="NAME",
               help="Only workspace NAME's experiments (every member's).")
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, metavar="N",
-              help="Show at most this many experiments.")
+@click.option("--limit", type=click.IntRange(min=1, max=1000), default=100, show_default=True,
+              metavar="N", help="Show at most this many experiments.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
               help="Skip this many experiments first.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print as CSV.")
 @JSON_OPTION
 @pass_state
 def list_experiments(state: CliState, show_all: bool, workspace: str | None, limit: int,
-                     offset: int, as_json: bool) -> None:
-    """List your experiments (everyone's you may see with --all or --workspace)."""
+                     offset: int, as_csv: bool, as_json: bool) -> None:
+    """List your experiments (everyone's you may see with --all or --workspace).
+
+    Columns as Determined's: ID, Owner, Name, Parent ID, State, Progress, Started, Ended,
+    Resource Pool, and Archived with --all.
+    """
+    if as_csv and as_json:
+        raise click.UsageError("--csv and --json cannot be used together")
     params: dict[str, Any] = {"limit": limit, "offset": offset}
     if workspace is not None:
         params["workspace"] = workspace
     elif not show_all and state.user:
         params["owner"] = state.user
+    if show_all:
+        params["archived"] = "true"
     answer = state.client().get("/experiments", params=params)
     if as_json:
         print_json(answer)
         return
     experiments = answer.get("experiments") or []
-    click.echo(experiments_table(experiments))
+    click.echo(experiments_table(experiments, archived=show_all, as_csv=as_csv))
     _note_more(answer.get("total"), offset + len(experiments))
 
 
-def experiments_table(experiments: Sequence[Mapping[str, Any]]) -> str:
-    """The table ``det experiment list`` shows."""
-    headers = ["ID", "Name", "Owner", "State", "Trials", "Resource pool", "Created", "Ended"]
-    rows = [[e.get("id"), e.get("name"), e.get("owner"), e.get("state"), e.get("num_trials"),
-             e.get("resource_pool"), format_time(e.get("created_at")),
-             format_time(e.get("ended_at"))] for e in experiments]
-    return render_table(headers, rows)
+def experiments_table(experiments: Sequence[Mapping[str, Any]], *, archived: bool = False,
+                      as_csv: bool = False) -> str:
+    """The table (or CSV) ``det experiment list`` shows."""
+    from hpcdet.cli.tables import table_or_csv
+
+    headers = ["ID", "Owner", "Name", "Parent ID", "State", "Progress", "Started", "Ended",
+               "Resource Pool"] + (["Archived"] if archived else [])
+    show_time = (lambda v: v) if as_csv else format_time
+    rows = [[e.get("id"), e.get("owner"), e.get("name"), e.get("parent_id"), e.get("state"),
+             _percent(e.get("progress")), show_time(e.get("created_at")),
+             show_time(e.get("ended_at")), e.get("resource_pool")]
+            + ([e.get("archived")] if archived else []) for e in experiments]
+    return table_or_csv(headers, rows, as_csv)
 
 
 def _note_more(total: Any, shown_up_to: int) -> None:
@@ -427,22 +442,16 @@ def list_trials(state: CliState, experiment_id: int, as_json: bool) -> None:
               help="Only the N best by the searcher metric, best first.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also those deleted by checkpoint garbage collection.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print as CSV.")
 @JSON_OPTION
 @pass_state
 def list_checkpoints(state: CliState, experiment_id: int, best: int | None, show_all: bool,
-                     as_json: bool) -> None:
+                     as_csv: bool, as_json: bool) -> None:
     """List an experiment's checkpoints by trial and step (ACTIVE ones unless --all)."""
-    from hpcdet.cli.checkpoint import checkpoints_table
+    from hpcdet.cli.checkpoint import print_checkpoints
 
-    params: dict[str, Any] = {"state": "ALL" if show_all else "ACTIVE"}
-    if best is not None:
-        params["best"] = best
-    answer = state.client().get(f"/experiments/{experiment_id}/checkpoints", params=params)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(checkpoints_table(answer.get("checkpoints") or [],
-                                     answer.get("searcher_metric")))
+    print_checkpoints(state, experiment_id, best=best, show_all=show_all, as_csv=as_csv,
+                      as_json=as_json)
 
 
 @experiment.command("logs")
@@ -468,7 +477,10 @@ def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
               selection=LogFilter(rank, node, as_json))
 
 
-# pause, activate, cancel, kill, archive, unarchive (hpcdet/cli/lifecycle.py)
+# pause, activate, cancel, kill, archive, unarchive (hpcdet/cli/lifecycle.py); set, label,
+# move, delete, continue, fork, download-model-def (hpcdet/cli/experiment_edit.py)
+from hpcdet.cli.experiment_edit import add_edit_commands  # noqa: E402
 from hpcdet.cli.lifecycle import add_lifecycle_commands  # noqa: E402
 
 add_lifecycle_commands(experiment)
+add_edit_commands(experiment)

@@ -36,6 +36,7 @@ _SUBCOMMANDS = {
     "experiment": "hpcdet.cli.experiment:experiment",
     "trial": "hpcdet.cli.trial:trial",
     "master": "hpcdet.cli.master_cmd:master",
+    "version": "hpcdet.cli.master_cmd:version",
     "template": "hpcdet.cli.template:template",
     "preview-search": "hpcdet.cli.preview:preview_search",
     "checkpoint": "hpcdet.cli.checkpoint:checkpoint",

@@ -1,12 +1,21 @@
-"""``det master``: what the master says about itself."""
+"""``det master``: what the master says about itself; ``det version``.
+
+``config`` and ``logs`` are for cluster admins (master.yaml ``auth.admins``; on an open
+master that does not tell users apart, everybody).
+"""
 
 from __future__ import annotations
 
+import time
+
 import click
 
+from hpcdet import __version__
 from hpcdet.cli.main import CliState, pass_state
 from hpcdet.cli.output import print_json, render_fields
 from hpcdet.cli.trial import JSON_OPTION
+
+MAX_TAIL = 10_000
 
 
 @click.group()
@@ -25,3 +34,62 @@ def info(state: CliState, as_json: bool) -> None:
         return
     click.echo(f"Master at {state.client().url}")
     click.echo(render_fields(sorted(answer.items())))
+
+
+@master.command("config")
+@JSON_OPTION
+@pass_state
+def config(state: CliState, as_json: bool) -> None:
+    """Show the master's effective configuration (YAML), secrets masked. Admins only."""
+    answer = state.client().get("/master/config")
+    if as_json:
+        print_json(answer)
+        return
+    import yaml
+
+    click.echo(yaml.safe_dump(answer.get("config") or {}, sort_keys=True,
+                              default_flow_style=False).rstrip("\n"))
+
+
+@master.command("logs")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until Ctrl-C.")
+@click.option("--tail", type=click.IntRange(min=1, max=MAX_TAIL), default=100,
+              show_default=True, metavar="N", help="Start with the last N lines.")
+@pass_state
+def logs(state: CliState, follow: bool, tail: int) -> None:
+    """Print the master's log (<state_dir>/master.log). Admins only."""
+    client = state.client()
+    answer = client.get("/master/logs", params={"tail": tail})
+    for line in answer.get("lines") or []:
+        click.echo(line)
+    offset = int(answer.get("offset") or 0)
+    while follow:  # Ctrl-C ends it (exit 130, hpcdet/cli/main.py)
+        time.sleep(state.poll_interval)
+        answer = client.get("/master/logs", params={"offset": offset})
+        for line in answer.get("lines") or []:
+            click.echo(line)
+        offset = int(answer.get("offset") or 0)
+
+
+@click.command("version")
+@JSON_OPTION
+@pass_state
+def version(state: CliState, as_json: bool) -> None:
+    """Show the client's version and, if it answers, the master's."""
+    from hpcdet.errors import MasterError
+
+    master_version: str | None = None
+    problem: str | None = None
+    try:
+        master_version = state.client().get("/master").get("version")
+    except MasterError as exc:
+        problem = str(exc)
+    if as_json:
+        print_json({"client": {"version": __version__},
+                    "master": {"address": state.client().url, "version": master_version,
+                               "error": problem}})
+        return
+    click.echo(f"client: {__version__}")
+    click.echo(f"master: {master_version or 'unknown'} ({state.client().url})")
+    if problem:
+        click.echo(f"Warning: the master did not answer: {problem}", err=True)

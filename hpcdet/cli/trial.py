@@ -195,6 +195,16 @@ def describe(state: CliState, trial_id: int, profile: bool, as_json: bool) -> No
     click.echo(text)
 
 
+@trial.command("kill")
+@click.argument("trial_id", type=int)
+@pass_state
+def kill(state: CliState, trial_id: int) -> None:
+    """Stop one trial at once, cancelling its Slurm job; the experiment goes on (its
+    searcher counts the trial as errored)."""
+    answer = state.client().post(f"/trials/{trial_id}/kill")
+    click.echo(f"Killed trial {trial_id} ({answer['trial']['state']})")
+
+
 def describe_text(answer: Mapping[str, Any], validations: Sequence[Mapping[str, Any]]) -> str:
     """The text ``det trial describe`` prints, section after section."""
     t = answer["trial"]

@@ -78,6 +78,8 @@ class Experiment(Base):
     # The searcher's whole state (hpcdet.searcher.Searcher.to_state), saved in the same
     # transaction as the events it consumed; NULL until the searcher has started.
     searcher_state: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # The experiment this one was forked from (det experiment fork); kept if that one goes.
+    parent_id: Mapped[int | None] = mapped_column(Integer)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from hpcdet.errors import ConfigError
+from hpcdet.master import master_log
 from hpcdet.master.settings.core import MasterSettings, load_settings
 
 log = logging.getLogger("hpcdet.master")
@@ -52,6 +53,7 @@ def _run_master(settings: MasterSettings) -> None:
 
     refuse_root_owner_mode(settings)
     private_state_dir(settings.state_dir)
+    master_log.install(settings.state_dir)  # for det master logs
     migrate(settings.db_url)
     supervisor = ReconcilerSupervisor(settings)
     supervisor.start()
@@ -188,6 +190,7 @@ def run_reconciler(settings: MasterSettings) -> None:
     from hpcdet.master.scheduling.reconciler import Reconciler
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    master_log.install(settings.state_dir)  # a spawned process: its own handler
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     _stop_when_orphaned(stop)

@@ -15,9 +15,11 @@ from hpcdet.jobfiles import is_real_dir, open_regular
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, int_arg, settings
+from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments import serialize
+from hpcdet.master.experiments.deleting import MAX_UUIDS
+from hpcdet.master.experiments.deleting import delete_checkpoints as remove
 from hpcdet.master.models import Checkpoint, Experiment, Trial
 from hpcdet.master.reports.checkpoint_gc import ACTIVE, DELETED, STORAGE_TYPES
 from hpcdet.master.reports.searcher_metric import SearcherMetric
@@ -78,15 +80,16 @@ def _best(rows: list[Checkpoint], metric: SearcherMetric, count: int) -> list[Ch
     return [c for _, c in scored[:count]]
 
 
-def _lookup(uuid: str) -> tuple[Checkpoint, Experiment]:
-    """The checkpoint and its experiment, if the caller may see it (404 otherwise)."""
+def _lookup(uuid: str,
+            needed: authz.Access = authz.Access.READ) -> tuple[Checkpoint, Experiment]:
+    """The checkpoint and its experiment, if the caller may ``needed`` it (404 if unseen)."""
     who, what = current_user(), f"checkpoint {uuid}"
     checkpoint = db().get(Checkpoint, uuid)
     if checkpoint is None:
         raise authz.not_found(what)
     exp = db().scalars(select(Experiment).join(Trial, Trial.experiment_id == Experiment.id)
                        .where(Trial.id == checkpoint.trial_id)).one()
-    authz.require(db(), settings(), who, exp, what, authz.Access.READ)
+    authz.require(db(), settings(), who, exp, what, needed)
     return checkpoint, exp
 
 
@@ -221,3 +224,21 @@ def _stream_objects(manager: S3Storage, uuid: str,
         yield b"\0" * left
         yield b"\0" * _padding(info.size)
     yield b"\0" * (2 * _BLOCK)
+
+
+@bp.delete("/checkpoints")
+def delete_checkpoints() -> Any:
+    """Delete checkpoints (``{"uuids": [...]}``): their files, then their rows become DELETED.
+
+    Each needs the CHANGE access to its experiment (404 unknown or unseen, 403 read-only);
+    all are checked before any is deleted.
+    """
+    uuids = json_body().get("uuids")
+    if not isinstance(uuids, list) or not uuids or not all(isinstance(u, str) for u in uuids):
+        raise ApiError(400, "bad_request", "uuids: a non-empty list of checkpoint UUIDs")
+    if len(uuids) > MAX_UUIDS:
+        raise ApiError(400, "bad_request", f"uuids: at most {MAX_UUIDS} at once")
+    found = [_lookup(uuid, authz.Access.CHANGE) for uuid in dict.fromkeys(uuids)]
+    result = remove(db(), settings(), found)
+    db().commit()
+    return {"deleted": result.checkpoints}

@@ -8,7 +8,7 @@ from typing import Any
 from flask import current_app, request
 from sqlalchemy import ColumnElement, func, select
 
-from hpcdet.master.api import bp
+from hpcdet.master.api import bp, experiment_edits
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
@@ -90,9 +90,14 @@ def _in_workspace(actor: str, workspace: str | None,
     return [Experiment.project_id == project_in(db(), found, project).id]
 
 
-@bp.get("/experiments/<int:exp_id>")
+@bp.route("/experiments/<int:exp_id>", methods=["GET", "PATCH", "DELETE"])
 def describe_experiment(exp_id: int) -> Any:
-    """One experiment with its effective config, history and trials (see experiment_detail)."""
+    """One experiment with its effective config, history and trials (see experiment_detail);
+    PATCH and DELETE: :mod:`hpcdet.master.api.experiment_edits`."""
+    if request.method == "PATCH":
+        return experiment_edits.patch_experiment(exp_id)
+    if request.method == "DELETE":
+        return experiment_edits.delete_experiment(exp_id)
     experiment_for(exp_id)
     return experiment_detail(exp_id)
 

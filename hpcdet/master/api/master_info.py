@@ -1,12 +1,28 @@
-"""``GET /api/v1/master``."""
+"""``GET /api/v1/master``, and for cluster admins the master's config and log."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Mapping
 from typing import Any
 
+from flask import request
+
 from hpcdet import __version__
+from hpcdet.master import master_log
 from hpcdet.master.api import bp
-from hpcdet.master.api.common import settings
+from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.common import int_arg, settings
+from hpcdet.master.errors import ApiError
+from hpcdet.master.security import authz
+
+MASK = "********"
+# Keys whose values are secrets wherever they appear (S3 keys, passwords, tokens).
+_SECRET_KEY = re.compile(r"password|passwd|secret|token|access_key|credential|private",
+                         re.IGNORECASE)
+# user:password@ in a URL (the database's).
+_URL_PASSWORD = re.compile(r"(?P<head>://[^/:@]*:)[^@/]*@")
 
 
 @bp.get("/master")
@@ -16,3 +32,47 @@ def master_info() -> Any:
     return {"version": __version__, "cluster_name": s.resource_manager.cluster_name,
             "database": s.database_kind, "resource_manager": s.resource_manager.type,
             "url": s.master_url, "auth_mode": s.auth_mode}
+
+
+def _require_admin(what: str) -> None:
+    actor = current_user()
+    if not authz.is_admin(settings(), actor):
+        raise ApiError(403, "forbidden", f"only a cluster admin (master.yaml auth.admins) may "
+                       f"read the master's {what}; {actor!r} is not one")
+
+
+def masked(value: Any, key: str = "") -> Any:
+    """``value`` with secrets replaced by :data:`MASK` (by key name, and URL passwords)."""
+    if isinstance(value, Mapping):
+        return {str(k): masked(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(v, key) for v in value]
+    if value not in (None, "") and _SECRET_KEY.search(key):
+        return MASK
+    if isinstance(value, str):
+        return _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}@", value)
+    return value
+
+
+@bp.get("/master/config")
+def master_config() -> Any:
+    """The master's effective settings, secrets masked (cluster admins only)."""
+    _require_admin("config")
+    s = settings()
+    config = masked(dataclasses.asdict(s))
+    config["master_url"] = s.master_url
+    return {"config": config}
+
+
+@bp.get("/master/logs")
+def master_logs() -> Any:
+    """Lines of ``<state_dir>/master.log``: the last ``tail`` (default 100), or whole lines
+    from byte ``offset`` (for following); ``offset`` in the answer is where to go on."""
+    _require_admin("log")
+    path = master_log.log_path(settings().state_dir)
+    if request.args.get("offset") not in (None, ""):
+        chunk = master_log.read_lines(path, offset=int_arg("offset", 0, hi=2**62))
+    else:
+        chunk = master_log.read_lines(path, tail=int_arg("tail", 100, lo=1,
+                                                          hi=master_log.MAX_TAIL))
+    return {"lines": chunk.lines, "offset": chunk.offset}

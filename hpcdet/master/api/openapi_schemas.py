@@ -401,3 +401,8 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     **IDENTITY_OPERATIONS,
     **WORKSPACE_OPERATIONS,
 }
+
+# Declared in a module of their own; imported last, as it uses the helpers above.
+from hpcdet.master.api.openapi_cli_tree import CLI_TREE_OPERATIONS  # noqa: E402
+
+OPERATIONS.update(CLI_TREE_OPERATIONS)

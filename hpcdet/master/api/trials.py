@@ -15,11 +15,11 @@ from flask import current_app, request
 from sqlalchemy import select
 
 from hpcdet.master.api import bp
-from hpcdet.master.api.access import trial_for
-from hpcdet.master.api.auth import bearer_token, require_token
+from hpcdet.master.api.access import CHANGE, trial_for
+from hpcdet.master.api.auth import bearer_token, current_user, require_token
 from hpcdet.master.api.common import db, json_body
 from hpcdet.master.errors import ApiError
-from hpcdet.master.experiments import serialize
+from hpcdet.master.experiments import lifecycle, serialize
 from hpcdet.master.models import Checkpoint, Job, Metric, Trial
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.reports.reports import (
@@ -133,3 +133,13 @@ def _require_token_of(writer: MetricWriter, trial_id: int) -> None:
         # The cached hash may be the previous submission's: read the current one once.
         token = writer.token_of(trial_id, fresh=True) or token
     require_token(trial_id, token)
+
+
+@bp.post("/trials/<int:trial_id>/kill")
+def kill_trial(trial_id: int) -> Any:
+    """Stop one trial at once; 409 for one that already ended."""
+    actor = current_user()
+    trial = trial_for(trial_id, CHANGE, actor)
+    lifecycle.kill_trial(db(), trial, actor)
+    db().commit()
+    return {"trial": serialize.trial(trial, jobs_by_trial([trial.id]).get(trial.id, []))}

@@ -95,3 +95,15 @@ def _trials(session: Session, exp: Experiment, states: set[State]) -> list[Trial
     return list(session.scalars(select(Trial).where(
         Trial.experiment_id == exp.id, Trial.state.in_([s.value for s in states]))
         .order_by(Trial.id)))
+
+
+def kill_trial(session: Session, trial: Trial, actor: str) -> None:
+    """Stop one trial at once (``det trial kill``): the reconciler cancels its jobs and it
+    ends CANCELED; the searcher hears of it as of any trial that errored."""
+    current = State(trial.state)
+    if current.is_terminal:
+        raise ApiError(409, "conflict", f"trial {trial.id} already ended {trial.state}")
+    if not is_allowed(EntityKind.TRIAL, current, State.STOPPING_KILLED):
+        return  # already stopping as severely or more
+    transition(session, trial, State.STOPPING_KILLED, cause="kill requested", actor=actor)
+    trial.stop_requested_at = trial.stop_requested_at or utcnow()

@@ -27,7 +27,7 @@ def experiment(exp: Experiment, num_trials: int) -> dict[str, Any]:
         "archived": exp.archived, "workspace_id": exp.workspace_id,
         "project_id": exp.project_id, "created_at": _time(exp.created_at),
         "ended_at": _time(exp.ended_at), "num_trials": num_trials,
-        "progress": exp.progress,
+        "progress": exp.progress, "parent_id": exp.parent_id,
     }
 
 

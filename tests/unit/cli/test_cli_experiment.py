@@ -153,17 +153,23 @@ def test_create_follow_when_no_trial_was_ever_created(det: Det, fake_master: Fak
 
 
 def test_list_shows_only_mine_unless_all(det: Det, fake_master: FakeMaster) -> None:
-    fake_master.add("GET", "/experiments", {"experiments": [_experiment()], "total": 1})
+    fake_master.add("GET", "/experiments", {"experiments": [_experiment(archived=False)],
+                                            "total": 1})
     result = det("e", "ls")
     assert result.exit_code == 0, result.output
     header, rule, row = result.stdout.splitlines()
-    assert header.split() == ["ID", "Name", "Owner", "State", "Trials", "Resource", "pool",
-                              "Created", "Ended"]
-    assert row.split()[:6] == ["5", "mnist", "alice", "ACTIVE", "1", "gpu"]
+    # Determined's columns (det experiment list)
+    assert header.split() == ["ID", "Owner", "Name", "Parent", "ID", "State", "Progress",
+                              "Started", "Ended", "Resource", "Pool"]
+    assert row.split()[:6] == ["5", "alice", "mnist", "-", "ACTIVE", "-"]
+    assert row.split()[-1] == "gpu"
     assert dict(fake_master.requests[0].url.params) == {"limit": "100", "offset": "0",
                                                        "owner": "alice"}
-    det("e", "list", "--all", "--limit", "5")
-    assert dict(fake_master.requests[1].url.params) == {"limit": "5", "offset": "0"}
+    every = det("e", "list", "--all", "--limit", "5")
+    assert dict(fake_master.requests[1].url.params) == {"limit": "5", "offset": "0",
+                                                       "archived": "true"}
+    assert every.stdout.splitlines()[0].split()[-1] == "Archived"
+    assert every.stdout.splitlines()[2].split()[-1] == "no"
 
 
 def test_list_says_when_there_are_more(det: Det, fake_master: FakeMaster) -> None:

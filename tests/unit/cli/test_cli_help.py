@@ -40,6 +40,14 @@ EXPECTED_COMMANDS = {
     ("user",), ("user", "login"), ("user", "logout"), ("user", "whoami"), ("user", "list"),
     ("user", "web-login"), ("user", "token"), ("user", "token", "create"),
     ("user", "token", "list"), ("user", "token", "revoke"),
+    # Determined's daily commands (docs/cli.md)
+    ("version",), ("master", "config"), ("master", "logs"), ("trial", "kill"),
+    ("checkpoint", "list"), ("checkpoint", "delete"),
+    ("experiment", "set"), *(("experiment", "set", name) for name in (
+        "description", "name", "labels", "max-slots", "weight", "priority", "gc-policy")),
+    ("experiment", "label"), ("experiment", "label", "add"), ("experiment", "label", "remove"),
+    ("experiment", "move"), ("experiment", "delete"), ("experiment", "continue"),
+    ("experiment", "fork"), ("experiment", "download-model-def"),
 }
 
 

@@ -123,6 +123,8 @@ OPEN_READS = {"/api/v1/master", "/api/v1/openapi.json",
               "/api/v1/trials/<int:trial_id>/preemption",
               "/api/v1/trials/<int:trial_id>/experiment_best_validation"}
 
+# GET routes for cluster admins only (det master config|logs).
+ADMIN_READS = {"/api/v1/master/config", "/api/v1/master/logs"}
 
 ALICE = {"X-Hpcdet-User": "alice"}
 CKPT = "aaaaaaaa-0000-4000-8000-00000000000a"  # checkpoint ids are UUIDs
@@ -146,6 +148,9 @@ def test_a_master_that_requires_users_refuses_anonymous_reads_of_every_route(
         url = _fill(rule, ids)
         assert_error(client.get(url), 401, "unauthorized")
         answer = client.get(url, headers=ALICE)
+        if rule in ADMIN_READS:  # alice is no cluster admin
+            assert_error(answer, 403, "forbidden")
+            continue
         assert answer.status_code == 200, (rule, answer.get_data(as_text=True)[:500])
         if "<" in rule:
             assert_error(client.get(_fill(rule, MISSING), headers=ALICE), 404, "not_found")

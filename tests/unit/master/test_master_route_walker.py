@@ -65,6 +65,7 @@ TEMPLATE = "environment: {environment_variables: [S3CRET_ENV=1]}\n"
 #   create   - creates the caller's own object; naming alice's workspace is a 404
 #   self     - the caller's own identity, sessions and tokens (nothing of alice's)
 #   own      - alice's object: 403 or 404, nothing of hers in the body, nothing changed
+#   admin    - the master's config and log: cluster admins only (403 for anyone else)
 ROUTES: dict[tuple[str, str], str] = {
     ("api.master_info", "GET"): "public",
     ("api.openapi_description", "GET"): "public",
@@ -125,12 +126,26 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.create_project", "POST"): "own",
     ("api.list_projects", "GET"): "own",
     ("api.describe_project", "GET"): "own",
+    ("api.describe_experiment", "PATCH"): "own",
+    ("api.describe_experiment", "DELETE"): "own",
+    ("api.preview_gc", "GET"): "own",
+    ("api.change_label", "POST"): "own",
+    ("api.move_experiment", "POST"): "own",
+    ("api.continue_experiment", "POST"): "own",
+    ("api.download_model_def", "GET"): "own",
+    ("api.kill_trial", "POST"): "own",
+    ("api.delete_checkpoints", "DELETE"): "own",
+    # A fork is the caller's own experiment, made from one they may read.
+    ("api.fork_experiment", "POST"): "create",
+    ("api.master_config", "GET"): "admin",
+    ("api.master_logs", "GET"): "admin",
     ("web.experiment", "GET"): "own",
     ("web.trial", "GET"): "own",
 }
 # Objects of a person rather than of a workspace (her tokens): a workspace viewer sees none.
 PERSONAL = {"api.revoke_token"}
 LIFECYCLE_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
+LABEL_ACTIONS = ("add", "remove")
 
 
 @pytest.fixture
@@ -248,7 +263,8 @@ def urls(rule: str, ids: dict[str, Any]) -> list[str]:
            .replace("<path:filename>", "hpcdet.css")
            .replace("<int:token_id>", str(ids["token"])).replace("<token>", "not-a-link"))
     if "<action>" in url:
-        return [url.replace("<action>", action) for action in LIFECYCLE_ACTIONS]
+        actions = LABEL_ACTIONS if "/labels/" in url else LIFECYCLE_ACTIONS
+        return [url.replace("<action>", action) for action in actions]
     assert "<" not in url, rule
     return [url]
 
@@ -267,6 +283,13 @@ BODIES: dict[str, Any] = {
     "api.create_task": {"wrap": "true", "workspace": "team-a"},
     "api.create_template": {"name": "tpl-b", "config": TEMPLATE, "workspace": "team-a"},
     "api.create_workspace": {"name": "team-a"},
+    "api.describe_experiment": {"name": "overwritten", "labels": []},
+    "api.change_label": {"label": "intruders-label"},
+    "api.move_experiment": {"workspace": None},
+    "api.continue_experiment": {"config": "searcher: {max_length: {batches: 99}}"},
+    "api.kill_trial": {},
+    "api.delete_checkpoints": {"uuids": [CKPT]},
+    "api.fork_experiment": {"config": CONFIG, "workspace": "team-a"},
 }
 
 
@@ -314,6 +337,8 @@ def test_a_non_member_gets_403_or_404_and_none_of_the_owners_data(
                 assert answer.status_code == 404, (where, body)
             elif kind == "listing":
                 assert answer.status_code == 200, (where, body)
+            elif kind == "admin":
+                assert answer.status_code == 403, (where, body)
             if endpoint != "static":
                 leaked = [word for word in SECRETS if word in body]
                 assert leaked == [], (where, leaked, body[:2000])
@@ -332,7 +357,7 @@ def test_a_viewer_reads_but_every_change_is_a_403(walker_app: Flask,
             continue
         for url in urls(rule, ids):
             answer = call(client, method, url, endpoint, INTRUDER)
-            body = answer.get_data(as_text=True)
+            body = answer.get_data().decode("utf-8", "replace")  # model-def is a .tgz
             answer.close()
             if endpoint in PERSONAL:  # a person's, in no workspace: unseen by members
                 assert answer.status_code == 404, (method, url, body[:500])

@@ -25,10 +25,15 @@ from hpcdet.states import (
 PACKAGE = Path(__file__).resolve().parents[3] / "hpcdet"
 
 
+# The one way out of an end is ``det experiment continue`` (experiments and their trials).
+_CONTINUED = {EntityKind.EXPERIMENT: frozenset({State.ACTIVE}),
+              EntityKind.TRIAL: frozenset({State.QUEUED}), EntityKind.TASK: frozenset()}
+
+
 @pytest.mark.parametrize("kind", list(EntityKind))
-def test_terminal_states_have_no_way_out(kind: EntityKind) -> None:
+def test_terminal_states_have_no_way_out_but_continue(kind: EntityKind) -> None:
     for state in TERMINAL_STATES:
-        assert TRANSITIONS[kind][state] == frozenset()
+        assert TRANSITIONS[kind][state] == _CONTINUED[kind]
 
 
 @pytest.mark.parametrize("kind", list(EntityKind))

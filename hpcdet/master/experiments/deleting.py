@@ -1,0 +1,141 @@
+"""``det experiment delete`` and ``det checkpoint delete``.
+
+As in Determined, deleting an experiment deletes its checkpoints' files and everything the
+master stored about it (trials, metrics, logs, history, model definition); only an ended
+experiment can be deleted (archive is the recoverable alternative). hpcdet also removes the
+experiment's job directories (``<job_storage_root>[/<owner>]/exp-N``: scripts, the unpacked
+code, the scheduler's output files). Order: checkpoint files first; if one cannot be deleted
+the request fails (409) and nothing else is removed, so it can be retried. Job directories
+are removed best-effort afterwards (with ``jobs_run_as: owner`` they belong to the user and
+the master may not be able to): what is left is named in the answer.
+
+Checkpoint files are deleted by the master itself only for storages it reaches as a
+directory (``shared_fs``, ``directory``); for another storage the rows go and the answer
+says the files stay.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from hpcdet.master.errors import ApiError
+from hpcdet.master.models import Checkpoint, Experiment, StateChange, Trial
+from hpcdet.master.reports.checkpoint_gc import (
+    ACTIVE,
+    DELETED,
+    STORAGE_TYPES,
+    remove_checkpoint_dir,
+)
+from hpcdet.master.scheduling.job_dirs import trial_job_dir
+from hpcdet.master.security.storage_roots import StorageError, confined_dir
+from hpcdet.master.settings.core import MasterSettings
+from hpcdet.states import State
+
+MAX_UUIDS = 1000
+
+
+@dataclass
+class Deleted:
+    """What a deletion removed, and what it had to leave."""
+
+    checkpoints: list[str] = field(default_factory=list)
+    left_behind: list[str] = field(default_factory=list)
+
+
+def checkpoint_root(settings: MasterSettings, exp: Experiment) -> Path | None:
+    """The experiment's checkpoint directory when the master deletes files there itself."""
+    storage = exp.config.get("checkpoint_storage") or {}
+    if storage.get("type") not in STORAGE_TYPES:
+        return None
+    try:
+        return confined_dir(settings, exp.config)
+    except StorageError as exc:
+        raise ApiError(409, "conflict", f"experiment {exp.id}: checkpoint storage {exc}; "
+                       "its checkpoints cannot be deleted by this master") from None
+
+
+def delete_experiment(session: Session, settings: MasterSettings, exp: Experiment) -> Deleted:
+    """Delete an ended experiment, its checkpoint files and its job directories."""
+    if not State(exp.state).is_terminal:
+        raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: only an ended "
+                       "experiment can be deleted (kill or cancel it first)")
+    trials = list(session.scalars(select(Trial).where(Trial.experiment_id == exp.id)))
+    uuids = list(session.scalars(select(Checkpoint.uuid).where(
+        Checkpoint.trial_id.in_([t.id for t in trials]), Checkpoint.state == ACTIVE)))
+    result = Deleted(checkpoints=_remove_files(settings, exp, uuids))
+    if uuids and checkpoint_root(settings, exp) is None:
+        result.left_behind.append(f"{len(uuids)} checkpoint(s) in "
+                                  f"{exp.config['checkpoint_storage'].get('type')} storage")
+    job_dirs = {Path(trial_job_dir(settings, exp.id, t.id, exp.owner)).parent for t in trials}
+    trial_ids = [t.id for t in trials]
+    session.execute(delete(StateChange).where(StateChange.entity_kind == "trial",
+                                              StateChange.entity_id.in_(trial_ids)))
+    session.execute(delete(StateChange).where(StateChange.entity_kind == "experiment",
+                                              StateChange.entity_id == exp.id))
+    # trials, metrics, logs, checkpoints, jobs, searcher events: ON DELETE CASCADE
+    session.execute(delete(Experiment).where(Experiment.id == exp.id))
+    session.expunge(exp)
+    result.left_behind += [str(d) for d in sorted(job_dirs) if not _remove_tree(d)]
+    return result
+
+
+def _remove_files(settings: MasterSettings, exp: Experiment, uuids: Sequence[str]) -> list[str]:
+    """Delete the checkpoints' directories; 409 (nothing else done) if one stays."""
+    root = checkpoint_root(settings, exp)
+    if root is None:
+        return []
+    failed = [u for u in uuids if not remove_checkpoint_dir(root, u)]
+    if failed:
+        raise ApiError(409, "conflict", f"experiment {exp.id}: could not delete checkpoint "
+                       f"{failed[0]} under {root}" + (f" and {len(failed) - 1} more"
+                                                      if len(failed) > 1 else "")
+                       + " (see the master's log); nothing else was deleted, try again")
+    return list(uuids)
+
+
+def _remove_tree(path: Path) -> bool:
+    """Remove a job directory; True once it is gone. Never follows a link."""
+    if path.is_symlink():
+        path.unlink(missing_ok=True)
+    elif path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    return not path.exists() and not path.is_symlink()
+
+
+def delete_checkpoints(session: Session, settings: MasterSettings,
+                       found: Sequence[tuple[Checkpoint, Experiment]]) -> Deleted:
+    """Delete checkpoints the caller may change: files first, then the rows are DELETED.
+
+    A checkpoint a live trial may still resume from (its latest) is refused (409).
+    """
+    result = Deleted()
+    for checkpoint, _ in found:
+        _check_deletable(session, checkpoint)
+    for checkpoint, exp in found:
+        if checkpoint.state == DELETED:
+            continue
+        root = checkpoint_root(settings, exp)
+        if root is None:
+            raise ApiError(409, "conflict", f"checkpoint {checkpoint.uuid} is in "
+                           f"{exp.config['checkpoint_storage'].get('type')} storage, which "
+                           "this master does not delete from")
+        if not remove_checkpoint_dir(root, checkpoint.uuid):
+            raise ApiError(409, "conflict", f"could not delete checkpoint {checkpoint.uuid} "
+                           f"under {root} (see the master's log); try again")
+        session.execute(update(Checkpoint).where(Checkpoint.uuid == checkpoint.uuid)
+                        .values(state=DELETED))
+        result.checkpoints.append(checkpoint.uuid)
+    return result
+
+
+def _check_deletable(session: Session, checkpoint: Checkpoint) -> None:
+    trial = session.get_one(Trial, checkpoint.trial_id)
+    if trial.latest_checkpoint == checkpoint.uuid and not State(trial.state).is_terminal:
+        raise ApiError(409, "conflict", f"checkpoint {checkpoint.uuid} is the latest of trial "
+                       f"{trial.id}, which is {trial.state} and may resume from it")
