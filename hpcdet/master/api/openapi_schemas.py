@@ -396,3 +396,9 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     **IDENTITY_OPERATIONS,
     **WORKSPACE_OPERATIONS,
 }
+
+# The model registry declares its own routes (imported last: it uses the helpers above).
+from hpcdet.master.api.openapi_models import MODEL_COMPONENTS, MODEL_OPERATIONS  # noqa: E402
+
+COMPONENTS.update(MODEL_COMPONENTS)
+OPERATIONS.update(MODEL_OPERATIONS)
