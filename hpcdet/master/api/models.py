@@ -112,6 +112,19 @@ def _set_archived(identifier: str, archived: bool) -> Any:
     return {"model": service.model_json(db(), model)}
 
 
+@bp.post("/models/<identifier>/move")
+def move_model(identifier: str) -> Any:
+    """Move the model to ``workspace`` (a name: editor role there; null: the owner's alone),
+    as Determined's ``POST /models/{name}/move``."""
+    caller = _caller()
+    body = json_body()
+    model = service.find_model(caller, identifier, Access.CHANGE)
+    if set(body) != {"workspace"}:
+        raise ApiError(400, "bad_request", "the body is {\"workspace\": NAME or null}")
+    service.patch_model(caller, model, body)
+    return {"model": service.model_json(db(), model)}
+
+
 @bp.delete("/models/<identifier>")
 def delete_model(identifier: str) -> Any:
     """Delete the model and its versions; the checkpoints stay (no longer pinned)."""

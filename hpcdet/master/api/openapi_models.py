@@ -73,6 +73,11 @@ MODEL_OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "body": obj({}, {"name": STR, "description": STR, "workspace": OPT_STR, **_META}),
         "answers": {200: _MODEL, 400: _PATCH_BAD, 403: _VIEWER, 404: _MODEL_404,
                     409: "A model of the new name exists"}},
+    ("POST", _M + "/move"): {
+        "summary": "Move a model to a workspace (null: its owner's alone)",
+        "body": obj({"workspace": OPT_STR}),
+        "answers": {200: _MODEL, 400: "A bad body", 403: _VIEWER + "; or of the workspace",
+                    404: _MODEL_404 + "; or no such workspace the caller belongs to"}},
     ("DELETE", _M): {"summary": "Delete a model and its versions (the checkpoints stay)",
                      "answers": {200: ANY_OBJ, 403: _VIEWER, 404: _MODEL_404}},
     ("POST", _M + "/archive"): {"summary": "Archive a model (no new versions)",

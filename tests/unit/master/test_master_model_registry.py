@@ -191,8 +191,10 @@ def test_workspace_roles_viewers_read_strangers_see_nothing(named_app: Flask,
     assert_error(register(client, OTHER, user="ed"), 404, "not_found")
     assert_error(make_model(client, "v-model", user="vic", workspace="team"), 403,
                  "forbidden")
-    moved = client.patch("/api/v1/models/mnist", json={"workspace": None},
-                         headers=as_user("alice")).get_json()["model"]
+    assert_error(client.post("/api/v1/models/mnist/move", json={"where": "x"},
+                             headers=as_user("alice")), 400, "bad_request")
+    moved = client.post("/api/v1/models/mnist/move", json={"workspace": None},
+                        headers=as_user("alice")).get_json()["model"]
     assert moved["workspace_id"] is None
     assert_error(client.get("/api/v1/models/mnist", headers=as_user("vic")), 404, "not_found")
 
