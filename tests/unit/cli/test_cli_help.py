@@ -40,6 +40,9 @@ EXPECTED_COMMANDS = {
     ("user",), ("user", "login"), ("user", "logout"), ("user", "whoami"), ("user", "list"),
     ("user", "web-login"), ("user", "token"), ("user", "token", "create"),
     ("user", "token", "list"), ("user", "token", "revoke"),
+    ("model",), ("model", "create"), ("model", "list"), ("model", "describe"),
+    ("model", "register-version"), ("model", "list-versions"), ("model", "delete"),
+    ("model", "move"), ("model", "archive"), ("model", "unarchive"), ("model", "download"),
 }
 
 
