@@ -121,7 +121,7 @@ def query(name: str, schema: Schema, description: str = "") -> Schema:
 
 
 _PAGE: list[Schema] = [query("offset", {"type": "integer", "minimum": 0}),
-         query("limit", {"type": "integer", "minimum": 0, "maximum": 1000})]
+                       query("limit", {"type": "integer", "minimum": 0, "maximum": 1000})]
 
 _NOT_SIGNED_IN = ("Tokens belong to users: the caller is anonymous (an open master without "
                   "X-Hpcdet-User) or not signed in")
