@@ -3,6 +3,7 @@ with one 400 message naming the field (``hpcdet.master.errors.ApiError``)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -69,7 +70,21 @@ def metadata(value: Any, key: str = "metadata") -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise bad(f"{key}: must be a JSON object (got {type(value).__name__})")
+    _check_finite(value, key)
     return value
+
+
+def _check_finite(value: Any, where: str) -> None:
+    """400 for NaN or Infinity anywhere inside: Python's JSON reads them, PostgreSQL's JSONB
+    and every strict JSON reader refuse them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise bad(f"{where}: {value} is not a JSON number (NaN and Infinity are not JSON)")
+    if isinstance(value, dict):
+        for name, item in value.items():
+            _check_finite(item, f"{where}.{name}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_finite(item, f"{where}[{index}]")
 
 
 def merged_metadata(current: Mapping[str, Any], change: Any) -> dict[str, Any]:
