@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from master_helpers import assert_error
 from test_master_model_registry import GONE, GOOD, as_user, register, seed_checkpoints
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
@@ -78,3 +79,33 @@ def test_a_trial_page_links_its_checkpoints_to_the_register_form(
     # a checkpoint the user may not see is the same 404 as an unknown one
     assert "checkpoint " + GOOD + " not found" in page(client, f"/models?checkpoint={GOOD}",
                                                         "mallory", 404)
+
+
+def test_on_a_munge_master_the_forms_need_the_pages_csrf_token(settings: MasterSettings,
+                                                               tmp_path: Path) -> None:
+    import datetime as dt
+
+    from hpcdet.master.api.auth import SESSION_COOKIE
+    from hpcdet.master.security import tokens
+
+    app = create_app(replace(settings, auth_mode="munge"), backend=SlurmBackend())
+    try:
+        seed_checkpoints(app, tmp_path / "store")
+        with session_scope(app.config["HPCDET_SESSION_FACTORY"]) as session:
+            cookie = tokens.issue(session, "alice", "web", dt.timedelta(hours=1))[0]
+        client = app.test_client()
+        client.set_cookie(SESSION_COOKIE, cookie)
+        html = client.get(f"/models?checkpoint={GOOD}").get_data(as_text=True)
+        found = re.search(r'<meta name="csrf-token" content="([^"]+)">', html)
+        assert found and "data-create-model" in html
+        body = {"name": "digits"}
+        assert_error(client.post("/api/v1/models", json=body), 403, "csrf")
+        made = client.post("/api/v1/models", json=body,
+                           headers={"X-CSRF-Token": found.group(1)})
+        assert made.status_code == 201 and made.get_json()["model"]["owner"] == "alice"
+        versions = "/api/v1/models/digits/versions"
+        assert_error(client.post(versions, json={"checkpoint_uuid": GOOD}), 403, "csrf")
+        assert client.post(versions, json={"checkpoint_uuid": GOOD},
+                           headers={"X-CSRF-Token": found.group(1)}).status_code == 201
+    finally:
+        app.config["HPCDET_ENGINE"].dispose()
