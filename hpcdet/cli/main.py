@@ -48,9 +48,10 @@ _SUBCOMMANDS = {
     "user": "hpcdet.cli.user:user",
     "workspace": "hpcdet.cli.workspace:workspace",
     "project": "hpcdet.cli.workspace:project",
+    "model": "hpcdet.cli.model:model",
 }
 _ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint",
-            "rp": "resource-pool", "j": "job", "w": "workspace", "p": "project"}
+            "rp": "resource-pool", "j": "job", "w": "workspace", "p": "project", "m": "model"}
 
 
 @dataclasses.dataclass

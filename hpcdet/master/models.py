@@ -397,6 +397,54 @@ class Project(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class RegisteredModel(Base):
+    """A model of the registry (Determined's ``det model``): a name, unique on the cluster
+    as Determined's ``models_name_unique``, and numbered versions that point at checkpoints.
+    """
+
+    __tablename__ = "models"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(256), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType, default=dict)
+    labels: Mapped[list[Any]] = mapped_column(default=list)
+    notes: Mapped[str] = mapped_column(Text, default="")
+    owner: Mapped[str] = mapped_column(String(128), index=True)
+    workspace_id: Mapped[int | None] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="RESTRICT"), index=True)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ModelVersion(Base):
+    """Version ``version`` (1, 2, ...) of a registered model: one checkpoint, pinned.
+
+    The checkpoint's row cannot go while a version names it (RESTRICT), and checkpoint GC
+    skips it (:mod:`hpcdet.master.reports.checkpoint_gc`).
+    """
+
+    __tablename__ = "model_versions"
+    __table_args__ = (UniqueConstraint("model_id", "version",
+                                       name="uq_model_versions_model_id_version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"),
+                                          index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    checkpoint_uuid: Mapped[str] = mapped_column(
+        String(64), ForeignKey("checkpoints.uuid", ondelete="RESTRICT"), index=True)
+    name: Mapped[str] = mapped_column(String(256), default="")
+    comment: Mapped[str] = mapped_column(Text, default="")
+    notes: Mapped[str] = mapped_column(Text, default="")
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType, default=dict)
+    labels: Mapped[list[Any]] = mapped_column(default=list)
+    owner: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 __all__ = ["AuthToken", "Base", "Checkpoint", "ClusterSnapshot", "CommandTask", "Experiment",
            "Job", "Metric", "Project", "ReportStream", "SearcherEvent", "StateChange", "Template",
            "Trial", "TrialLog", "User", "Workspace", "WorkspaceMember", "as_utc", "utcnow"]

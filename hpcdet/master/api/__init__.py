@@ -17,6 +17,7 @@ from hpcdet.master.api import (  # noqa: E402,F401
     lifecycle,
     logs,
     master_info,
+    models,
     openapi,
     pools,
     tasks,

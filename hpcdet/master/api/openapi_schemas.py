@@ -41,8 +41,8 @@ NUM: Schema = {"type": "number"}
 BOOL: Schema = {"type": "boolean"}
 ANY_OBJ: Schema = {"type": "object"}
 TIME: Schema = nullable({"type": "string"})
-OPT_STR = nullable(STR)
-OPT_INT = nullable(INT)
+OPT_STR: Schema = nullable(STR)
+OPT_INT: Schema = nullable(INT)
 # Workspace and project names (hpcdet.master.security.workspaces.NAME).
 NAME: Schema = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"}
 ROLE: Schema = {"type": "string", "enum": ["viewer", "editor", "admin"]}
@@ -120,8 +120,8 @@ def query(name: str, schema: Schema, description: str = "") -> Schema:
     return param
 
 
-_PAGE = [query("offset", {"type": "integer", "minimum": 0}),
-         query("limit", {"type": "integer", "minimum": 0, "maximum": 1000})]
+_PAGE: list[Schema] = [query("offset", {"type": "integer", "minimum": 0}),
+                       query("limit", {"type": "integer", "minimum": 0, "maximum": 1000})]
 
 _NOT_SIGNED_IN = ("Tokens belong to users: the caller is anonymous (an open master without "
                   "X-Hpcdet-User) or not signed in")
@@ -406,3 +406,9 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
 from hpcdet.master.api.openapi_cli_tree import CLI_TREE_OPERATIONS  # noqa: E402
 
 OPERATIONS.update(CLI_TREE_OPERATIONS)
+
+# The model registry declares its own routes (imported last: it uses the helpers above).
+from hpcdet.master.api.openapi_models import MODEL_COMPONENTS, MODEL_OPERATIONS  # noqa: E402
+
+COMPONENTS.update(MODEL_COMPONENTS)
+OPERATIONS.update(MODEL_OPERATIONS)

@@ -6,6 +6,7 @@ searcher metric and is among the ``save_experiment_best`` best of the experiment
 ``save_trial_best`` best of its trial, or if it is among the ``save_trial_latest`` latest of
 its trial (by steps; checkpoints at the same step share a place). Everything else is deleted.
 ``checkpoint_policy`` plays no part here: it decides which checkpoints the trainer *writes*.
+A checkpoint registered as a model version is never deleted (it is pinned).
 
 Only checkpoints of ended trials are collected. The experiment-wide ranking can only get
 worse for a checkpoint as more arrive, so deleting one at its trial's end never deletes
@@ -39,7 +40,15 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.master.db import session_scope
-from hpcdet.master.models import Checkpoint, Experiment, Metric, StateChange, Trial, as_utc
+from hpcdet.master.models import (
+    Checkpoint,
+    Experiment,
+    Metric,
+    ModelVersion,
+    StateChange,
+    Trial,
+    as_utc,
+)
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.security.storage_roots import StorageError, confined_dir, is_uuid
 from hpcdet.master.settings.core import MasterSettings
@@ -266,8 +275,10 @@ def _plan(session: Session, settings: MasterSettings,
     facts = _facts(session, [c for c, _ in rows], metric.name or "")
     keep = checkpoints_to_keep(facts, GcPolicy.from_config(config),
                                smaller_is_better=metric.smaller_is_better)
+    pinned = _pinned_by_model_versions(session, exp_id)
     doomed = [c.uuid for c, trial_state in rows
-              if c.state == ACTIVE and trial_state in _TERMINAL and c.uuid not in keep]
+              if c.state == ACTIVE and trial_state in _TERMINAL and c.uuid not in keep
+              and c.uuid not in pinned]
     return manager, doomed
 
 
@@ -285,6 +296,15 @@ def storage_manager(settings: MasterSettings, config: Mapping[str, Any],
     except (StorageError, ManagerError) as exc:
         log.error("experiment %d: checkpoint storage %s; nothing deleted", exp_id, exc)
         return None
+
+
+def _pinned_by_model_versions(session: Session, exp_id: int) -> set[str]:
+    """The experiment's checkpoints that a model registry version names: never collected,
+    whatever the policy (as in Determined; docs/model-registry.md)."""
+    return set(session.scalars(
+        select(ModelVersion.checkpoint_uuid)
+        .join(Checkpoint, Checkpoint.uuid == ModelVersion.checkpoint_uuid)
+        .join(Trial, Trial.id == Checkpoint.trial_id).where(Trial.experiment_id == exp_id)))
 
 
 def _facts(session: Session, checkpoints: Sequence[Checkpoint],

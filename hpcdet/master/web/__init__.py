@@ -17,8 +17,9 @@ from hpcdet.master.web import (  # noqa: E402
     experiment,
     experiments,
     identity,
+    models,
     queue,
     trial,
 )
 
-__all__ = ["bp", "cluster", "experiment", "experiments", "identity", "queue", "trial"]
+__all__ = ["bp", "cluster", "experiment", "experiments", "identity", "models", "queue", "trial"]

@@ -48,6 +48,9 @@ EXPECTED_COMMANDS = {
     ("experiment", "label"), ("experiment", "label", "add"), ("experiment", "label", "remove"),
     ("experiment", "move"), ("experiment", "delete"), ("experiment", "continue"),
     ("experiment", "fork"), ("experiment", "download-model-def"),
+    ("model",), ("model", "create"), ("model", "list"), ("model", "describe"),
+    ("model", "register-version"), ("model", "list-versions"), ("model", "delete"),
+    ("model", "move"), ("model", "archive"), ("model", "unarchive"), ("model", "download"),
 }
 
 

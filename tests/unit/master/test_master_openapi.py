@@ -26,8 +26,9 @@ from hpcdet.master.app import create_app
 from hpcdet.master.settings.core import MasterSettings
 
 # POST routes that take no body: a task's kill, an experiment's lifecycle actions, logout
-# and a web link (its seconds are a query parameter).
-_NO_BODY = ("/kill", "unarchive):action>", "/auth/logout", "/auth/web_link")
+# and a web link (its seconds are a query parameter), a model's archive and unarchive.
+_NO_BODY = ("/kill", "unarchive):action>", "/auth/logout", "/auth/web_link", "/archive",
+            "/unarchive")
 USER = {"X-Hpcdet-User": "alice"}
 
 

@@ -34,6 +34,8 @@ from hpcdet.master.models import (
     Experiment,
     Job,
     Metric,
+    ModelVersion,
+    RegisteredModel,
     Template,
     Trial,
     TrialLog,
@@ -141,6 +143,16 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.master_logs", "GET"): "admin",
     ("web.experiment", "GET"): "own",
     ("web.trial", "GET"): "own",
+    # The model registry (api/models.py, web/models.py).
+    ("api.list_models", "GET"): "listing",
+    ("web.models", "GET"): "listing",
+    ("api.create_model", "POST"): "create",
+    **{(f"api.{name}", method): "own" for name, method in (
+        ("get_model", "GET"), ("patch_model", "PATCH"), ("archive_model", "POST"),
+        ("unarchive_model", "POST"), ("move_model", "POST"), ("delete_model", "DELETE"),
+        ("list_versions", "GET"), ("register_version", "POST"), ("get_version", "GET"),
+        ("patch_version", "PATCH"), ("delete_version", "DELETE"))},
+    ("web.model", "GET"): "own",
 }
 # Objects of a person rather than of a workspace (her tokens): a workspace viewer sees none.
 PERSONAL = {"api.revoke_token"}
@@ -242,6 +254,10 @@ def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> di
         ids = {"exp": exp_id, "trial": trial.id, "task": task.id, "token": made.get_json()["id"],
                "comment": trial_comment(session, "301")}
     task_comment = f"hpcdet:unit:task-{ids['task']}"
+    assert client.post("/api/v1/models", headers=alice, json={
+        "name": "model-a", "metadata": {"note": "s3cret-meta"}, **where}).status_code == 201
+    assert client.post("/api/v1/models/model-a/versions", headers=alice,
+                       json={"checkpoint_uuid": CKPT}).status_code == 201
     slurm_queue.add(FakeJob("301", 900, name="det-x", comment=ids["comment"]),
                     FakeJob("302", 800, name="s3cret-task", comment=task_comment))
     data = read_queue_snapshot(app.config["HPCDET_BACKEND"], app.config["HPCDET_SETTINGS"])
@@ -261,7 +277,8 @@ def urls(rule: str, ids: dict[str, Any]) -> list[str]:
            .replace("<name>", name).replace("<user>", INTRUDER)
            .replace("<project>", "proj-a").replace("<job_id>", "301")
            .replace("<path:filename>", "hpcdet.css")
-           .replace("<int:token_id>", str(ids["token"])).replace("<token>", "not-a-link"))
+           .replace("<int:token_id>", str(ids["token"])).replace("<token>", "not-a-link")
+           .replace("<identifier>", "model-a").replace("<int:number>", "1"))
     if "<action>" in url:
         actions = LABEL_ACTIONS if "/labels/" in url else LIFECYCLE_ACTIONS
         return [url.replace("<action>", action) for action in actions]
@@ -290,6 +307,11 @@ BODIES: dict[str, Any] = {
     "api.kill_trial": {},
     "api.delete_checkpoints": {"uuids": [CKPT]},
     "api.fork_experiment": {"config": CONFIG, "workspace": "team-a"},
+    "api.create_model": {"name": "model-b", "workspace": "team-a"},
+    "api.patch_model": {"notes": "changed"},
+    "api.move_model": {"workspace": None},
+    "api.register_version": {"checkpoint_uuid": CKPT},
+    "api.patch_version": {"comment": "changed"},
 }
 
 
@@ -388,6 +410,10 @@ def assert_nothing_changed(app: Flask, ids: dict[str, Any], slurm_queue: FakeSlu
         assert session.get(Experiment, ids["exp"] + 1) is None  # none made in her workspace
         token = session.get(AuthToken, ids["token"])
         assert token is not None and token.revoked_at is None
+        model = session.scalars(select(RegisteredModel)).one()
+        assert (model.notes, model.archived) == ("", False)
+        assert [(v.version, v.comment) for v in session.scalars(select(ModelVersion))] == [
+            (1, "")]
 
 
 def test_the_owner_reads_every_route_the_intruder_was_refused(

@@ -1,0 +1,74 @@
+"""``/models`` and ``/models/<name>``: the model registry's pages.
+
+``/models`` lists the models the browser's user sees and has a form to create one;
+``/models?checkpoint=UUID`` (linked from a trial page's checkpoints) adds a form that
+registers that checkpoint as the next version of a model. ``/models/<name>`` shows one model
+with its versions and a form to register another. The forms post to the JSON API through
+``static/models.js`` with the page's CSRF token (``hpcdet.js``), as the other page actions do.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import render_template, request
+
+from hpcdet.master.api.common import db, settings
+from hpcdet.master.errors import ApiError
+from hpcdet.master.registry import service
+from hpcdet.master.registry.service import Caller, ModelQuery
+from hpcdet.master.web import bp
+from hpcdet.master.web.formatting import number_text, time_text
+from hpcdet.master.web.identity import page_user
+
+
+def _caller() -> Caller:
+    return Caller(db(), settings(), page_user())
+
+
+@bp.get("/models")
+def models() -> tuple[str, int]:
+    """Every model the user sees, newest change first; a register form for ``?checkpoint=``."""
+    caller = _caller()
+    rows = service.list_models(caller, ModelQuery(sort_by="last_updated_time",
+                                                  descending=True))
+    uuid = (request.args.get("checkpoint") or "").strip()
+    checkpoint, error, status = None, None, 200
+    if uuid:
+        try:
+            found = service.visible_checkpoint(caller, uuid)
+        except ApiError as exc:
+            error, status = exc.message, 404
+        else:
+            checkpoint = {"uuid": found.uuid, "steps_completed": found.steps_completed,
+                          "trial_id": found.trial_id, "state": found.state,
+                          "validation_metrics": found.validation_metrics or {}}
+    return render_template("models.html", page="models", models=rows, checkpoint=checkpoint,
+                           error=error, choices=[m["name"] for m in rows if not m["archived"]],
+                           **_helpers()), status
+
+
+@bp.get("/models/<identifier>")
+def model(identifier: str) -> tuple[str, int]:
+    """One model with its versions; an unknown or unseen one is a 404 page."""
+    caller = _caller()
+    try:
+        found = service.find_model(caller, identifier)
+    except ApiError as exc:
+        return render_template("model.html", page="models", model=None, name=identifier,
+                               error=exc.message, **_helpers()), 404
+    versions = service.versions_json(db(), found, service.list_versions(caller, found,
+                                                                        descending=True))
+    return render_template("model.html", page="models", model=service.model_json(db(), found),
+                           versions=versions, error=None, name=identifier,
+                           **_helpers()), 200
+
+
+def _helpers() -> dict[str, Any]:
+    return {"time_text": time_text, "metrics_text": _metrics_text,
+            "json_text": lambda value: json.dumps(value, sort_keys=True)}
+
+
+def _metrics_text(metrics: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k} {number_text(v)}" for k, v in sorted((metrics or {}).items()))
