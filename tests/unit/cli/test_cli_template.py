@@ -203,7 +203,8 @@ def test_templates_end_to_end(real_master: httpx.WSGITransport, tmp_path: Path) 
     assert config["searcher"]["metric"] == "loss"
     assert config["resources"]["slots_per_trial"] == 2
     assert config["slurm"]["slots_per_node"] == 2
-    assert config["environment"]["environment_variables"] == ["A=template", "A=config"]
+    # stored as Determined stores it: a per-device map (Determined's shim)
+    assert config["environment"]["environment_variables"]["cuda"] == ["A=template", "A=config"]
     assert [b["host_path"] for b in config["bind_mounts"]] == ["/mine", "/t/x"]
 
     (tmp_path / "tpl.yaml").write_text("description: edited\n")
