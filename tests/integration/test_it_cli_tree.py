@@ -4,7 +4,8 @@ Create the digits example, wait for it, set its description, name and priority, 
 list it as CSV and JSON, list its checkpoints, download its model definition, fork it with
 a hyperparameter override and wait for the fork to COMPLETE, continue the original with a
 longer ``max_length`` (it resumes from its latest checkpoint and COMPLETES again), tighten
-its GC policy, and delete it (its checkpoint directories go with it).
+its GC policy, and delete it (its checkpoint directories go with it); read the master's log
+and config.
 """
 
 from __future__ import annotations
@@ -122,3 +123,9 @@ def test_a_day_with_the_command_tree(master: LiveMaster, tmp_path: Path) -> None
     gone = master.det("e", "describe", str(exp_id))
     assert gone.returncode == 1 and f"experiment {exp_id} not found" in gone.stderr
     assert _describe(master, fork_id)["experiment"]["parent_id"] == exp_id
+
+    # The master's own log, as its processes wrote it (an open master: everyone is admin).
+    master_log = master.det("master", "logs", "--tail", "10000", check=True).stdout
+    assert f"trial {trial_id} run 2 submitted as job" in master_log
+    shown = yaml.safe_load(master.det("master", "config", check=True).stdout)
+    assert shown["auth_mode"] == "open" and shown["master_url"] == master.url

@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, experiment_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.checkpoints import storage_dir
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments import continuing, deleting, editing, gc_policy, serialize
@@ -68,8 +69,6 @@ def preview_gc(exp_id: int) -> Any:
             from None
     policy = editing.gc_policy_value(values)
     searcher = exp.config.get("searcher") or {}
-    from hpcdet.master.api.checkpoints import storage_dir
-
     doomed = gc_policy.preview(db(), exp, policy)
     return {"checkpoints": [serialize.checkpoint_detail(c, exp.id, storage_dir(exp.config),
                                                         searcher) for c in doomed],
@@ -145,7 +144,7 @@ def fork_experiment(exp_id: int) -> Any:
     result = accept(db(), settings(), current_app.config["HPCDET_BACKEND"],
                     config_text=config_text, context_b64=context, owner=actor, dry_run=False)
     forked = result.experiment
-    assert forked is not None  # not a dry run
+    assert forked is not None  # only a dry run stores nothing, and this is none
     forked.workspace_id, forked.project_id = where
     forked.parent_id = source.id
     db().commit()
