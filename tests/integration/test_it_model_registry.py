@@ -54,7 +54,6 @@ def run_search(master: LiveMaster, config: Path) -> dict[str, Any]:
     raise AssertionError(f"experiment {exp_id} did not end:\n{master.log.read_text()[-3000:]}")
 
 
-@pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_register_download_load_and_keep_the_best_of_an_asha_search(
         master: LiveMaster, tmp_path: Path, browser: Any, test_output: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -131,7 +131,7 @@ CKPT = "aaaaaaaa-0000-4000-8000-00000000000a"  # checkpoint ids are UUIDs
 # Ids and names no object has: every route with a parameter answers 404 for these.
 MISSING = {"exp": 999999, "trial": 999999, "task": 999999, "uuid": "dddddddd-0000-4000-8000-"
            "00000000000d", "template": "no-such-template", "workspace": "no-such-workspace",
-           "project": "no-such-project"}
+           "project": "no-such-project", "model": "no-such-model", "version": 999999}
 
 
 def test_a_master_that_requires_users_refuses_anonymous_reads_of_every_route(
@@ -162,7 +162,8 @@ def _fill(rule: str, ids: dict[str, Any]) -> str:
     url = (rule.replace("<int:exp_id>", str(ids["exp"]))
            .replace("<int:trial_id>", str(ids["trial"])).replace("<int:task_id>", str(ids["task"]))
            .replace("<uuid>", ids["uuid"]).replace("<name>", name)
-           .replace("<project>", ids["project"]))
+           .replace("<project>", ids["project"]).replace("<identifier>", ids["model"])
+           .replace("<int:number>", str(ids["version"])))
     assert "<" not in url, rule
     return url
 
@@ -182,11 +183,14 @@ def _alices_objects(app: Flask, client: FlaskClient, tmp_path: Path) -> dict[str
     assert saved.status_code == 201, saved.get_json()
     for url, body in (("/api/v1/workspaces", {"name": "team"}),
                       ("/api/v1/workspaces/team/projects", {"name": "proj"}),
-                      ("/api/v1/templates", {"name": "tpl", "config": "description: t\n"})):
+                      ("/api/v1/templates", {"name": "tpl", "config": "description: t\n"}),
+                      ("/api/v1/models", {"name": "mdl"}),
+                      ("/api/v1/models/mdl/versions", {"checkpoint_uuid": CKPT})):
         made = client.post(url, json=body, headers=ALICE)
         assert made.status_code == 201, (url, made.get_json())
     return {"exp": trial.experiment_id, "trial": trial.id, "task": _task(app, tmp_path),
-            "uuid": CKPT, "template": "tpl", "workspace": "team", "project": "proj"}
+            "uuid": CKPT, "template": "tpl", "workspace": "team", "project": "proj",
+            "model": "mdl", "version": 1}
 
 
 def _task(app: Flask, tmp_path: Path) -> int:

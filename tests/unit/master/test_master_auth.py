@@ -302,7 +302,8 @@ def test_every_read_refuses_a_forged_name_header(mc: FlaskClient, munge_app: Fla
     for rule in reads:
         url = (rule.replace("<int:exp_id>", "1").replace("<int:trial_id>", "1")
                .replace("<int:task_id>", "1").replace("<uuid>", "no-such-uuid")
-               .replace("<name>", "no-such-template").replace("<project>", "no-such-project"))
+               .replace("<name>", "no-such-template").replace("<project>", "no-such-project")
+               .replace("<identifier>", "no-such-model").replace("<int:number>", "1"))
         assert "<" not in url, rule
         assert_error(mc.get(url, headers={"X-Hpcdet-User": "user_a"}), 401, "login_required")
         answer = mc.get(url, headers=bearer(token))
