@@ -17,6 +17,8 @@ these before any value is built, with a one-line :class:`YamlLimitError` naming 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -78,6 +80,10 @@ def load(text: str) -> Any:  # noqa: ANN401 (any YAML value)
     where = find_nul(document)
     if where is not None:
         raise YamlLimitError(f"{where or 'the document'}: contains a NUL character (\\0)")
+    where = find_non_finite(document)
+    if where is not None:
+        raise YamlLimitError(f"{where or 'the document'}: NaN and infinite numbers cannot be "
+                             "stored (they are not JSON numbers)")
     return document
 
 
@@ -145,18 +151,35 @@ def find_nul(value: object, where: str = "") -> str | None:
     PostgreSQL's text and JSONB types cannot hold U+0000: such a string must be refused
     before it reaches a query, or the database driver's error becomes a 500.
     """
+    for path, item in _walk(value, where):
+        if isinstance(item, str) and "\x00" in item:
+            return path.replace("\x00", "\\0")
+    return None
+
+
+def find_non_finite(value: object, where: str = "") -> str | None:
+    """Where in ``value`` a number is NaN or infinite, as :func:`find_nul` names it, or None.
+
+    Python's JSON reader accepts ``NaN`` and ``Infinity``, which are not JSON: PostgreSQL's
+    JSONB refuses them, so they must be refused first (a 400, not the driver's 500).
+    """
+    for path, item in _walk(value, where):
+        if isinstance(item, float) and not math.isfinite(item):
+            return path
+    return None
+
+
+def _walk(value: object, where: str) -> Iterator[tuple[str, object]]:
+    """Every value and mapping key inside ``value`` with its dotted path (a key's path is
+    its own entry's)."""
     stack: list[tuple[object, str]] = [(value, where)]
     while stack:
         item, path = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return path
-        elif isinstance(item, dict):
+        yield path, item
+        if isinstance(item, dict):
             for key, child in item.items():
                 name = f"{path}.{key}" if path else str(key)
-                if isinstance(key, str) and "\x00" in key:
-                    return name.replace("\x00", "\\0")
+                yield name, key
                 stack.append((child, name))
         elif isinstance(item, list):
             stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
-    return None

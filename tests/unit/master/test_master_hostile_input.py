@@ -148,3 +148,17 @@ def test_a_nul_in_a_body_or_a_config_is_a_400(app: Flask, client: FlaskClient) -
     answer = create(client, config=quoted)
     assert answer.status_code == 400 and "NUL" in answer.get_data(as_text=True)
     assert experiment_count(app) == 0
+
+
+def test_nan_or_infinity_in_a_body_or_a_config_is_a_400(app: Flask, client: FlaskClient) -> None:
+    """Python's JSON and YAML readers accept NaN and Infinity; PostgreSQL's JSONB refuses
+    them, which used to surface as the driver's 500."""
+    user = {"X-Hpcdet-User": "alice", "Content-Type": "application/json"}
+    answer = client.post("/api/v1/templates", headers=user,
+                         data='{"name": "t", "config": {"data": {"x": [1, NaN]}}}')
+    message = assert_error(answer, 400, "bad_request")
+    assert "config.data.x[1]" in message and "NaN" in message
+    with_inf = CONFIG.replace("entrypoint:", "data: {x: .inf}\nentrypoint:", 1)
+    answer = create(client, config=with_inf)
+    assert answer.status_code == 400 and "data.x" in answer.get_data(as_text=True)
+    assert experiment_count(app) == 0
