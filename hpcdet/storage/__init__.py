@@ -125,3 +125,29 @@ def masked_config(config: Mapping[str, Any]) -> dict[str, Any]:
             if storage.get(field):
                 storage[field] = MASK
     return out
+
+
+def masked_fields(config: Mapping[str, Any]) -> list[str]:
+    """The storage secret fields of ``config`` that hold :data:`MASK`: a config copied from
+    what the API showed (``det experiment fork`` builds its config that way)."""
+    storage = config.get("checkpoint_storage")
+    if not isinstance(storage, Mapping):
+        return []
+    return [f for f in SECRET_FIELDS if storage.get(f) == MASK]
+
+
+def unmask_from(config: dict[str, Any], source: Mapping[str, Any]) -> list[str]:
+    """Put the source config's secrets back where ``config`` holds :data:`MASK` and names
+    the same store (type, bucket or container, endpoint); the fields still masked."""
+    storage, original = config.get("checkpoint_storage"), source.get("checkpoint_storage")
+    left = masked_fields(config)
+    if not left or not isinstance(storage, dict) or not isinstance(original, Mapping):
+        return left
+    same_store = all(storage.get(k) == original.get(k)
+                     for k in ("type", "bucket", "container", "endpoint_url", "account_url"))
+    if not same_store:
+        return left
+    for field in left:
+        if original.get(field):
+            storage[field] = original[field]
+    return masked_fields(config)
