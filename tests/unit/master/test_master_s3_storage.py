@@ -119,6 +119,24 @@ def test_gc_deletes_the_objects_of_checkpoints_the_policy_drops(
     assert states == {old: "DELETED", new: "ACTIVE"}
 
 
+def test_deleting_a_checkpoint_or_the_experiment_deletes_their_objects(
+        client: FlaskClient, app: Flask, fake: FakeSchedulerBackend, reconciler: Reconciler,
+        s3_endpoint: str, bucket: str) -> None:
+    exp_id, trial = start(client, reconciler, s3_endpoint, bucket)
+    save(client, s3_endpoint, bucket, trial, 5)
+    kept = save(client, s3_endpoint, bucket, trial, 10)
+    finish(app, fake, reconciler, trial)  # the GC keeps only the trial's latest
+    other_id, other = start(client, reconciler, s3_endpoint, bucket)
+    lone = save(client, s3_endpoint, bucket, other, 3)
+    finish(app, fake, reconciler, other)
+    assert {k.split("/")[1] for k in keys(s3_endpoint, bucket)} == {kept, lone}
+    assert client.delete(f"/api/v1/experiments/{exp_id}", headers=H).status_code == 200
+    assert {k.split("/")[1] for k in keys(s3_endpoint, bucket)} == {lone}
+    assert client.delete("/api/v1/checkpoints", json={"uuids": [lone]},
+                         headers=H).status_code == 200
+    assert keys(s3_endpoint, bucket) == set(), other_id
+
+
 def test_the_download_route_streams_the_objects_as_a_tar(
         client: FlaskClient, app: Flask, fake: FakeSchedulerBackend, reconciler: Reconciler,
         s3_endpoint: str, bucket: str) -> None:
