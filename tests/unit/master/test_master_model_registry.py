@@ -114,7 +114,8 @@ def test_bad_input_is_a_4xx_in_the_common_shape(client: FlaskClient) -> None:
     assert_error(make_model(client, "m3", labels="x"), 400, "bad_request")
     nan = client.post("/api/v1/models", data='{"name": "m5", "metadata": {"x": [NaN]}}',
                       content_type="application/json", headers=as_user("alice"))
-    assert "metadata.x[0]: NaN and Infinity are not JSON numbers" in assert_error(nan, 400, "bad_request")
+    message = assert_error(nan, 400, "bad_request")
+    assert "metadata.x[0]: NaN and Infinity are not JSON numbers" in message
     assert_error(make_model(client, "m4", colour="red"), 400, "bad_request")
     assert_error(client.patch("/api/v1/models/mnist", json={"metadata": "x"},
                               headers=as_user("alice")), 400, "bad_request")
