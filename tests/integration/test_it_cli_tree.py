@@ -98,7 +98,9 @@ def test_a_day_with_the_command_tree(master: LiveMaster, tmp_path: Path) -> None
     fork_id = _created(forked.stdout)
     fork = _wait_ended(master, fork_id)
     assert fork["experiment"]["parent_id"] == exp_id
-    assert fork["experiment"]["config"]["hyperparameters"]["lr"] == 0.05
+    # stored as Determined stores it: the constant made explicit (expconf shims)
+    assert fork["experiment"]["config"]["hyperparameters"]["lr"] == {"type": "const",
+                                                                     "val": 0.05}
     assert fork["trials"][0]["hparams"]["lr"] == 0.05
 
     master.det("e", "continue", str(exp_id), "--config",
