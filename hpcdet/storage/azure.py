@@ -138,6 +138,7 @@ class AzureStorage(ObjectStore):
             return None
         if isinstance(exc, HttpResponseError):
             code = getattr(exc, "error_code", None) or exc.status_code
+            code = getattr(code, "value", code)  # a StorageErrorCode: its service name
             return f"{code}: {exc.reason or 'error'}"
         if isinstance(exc, AzureError | OSError):
             return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -178,7 +178,7 @@ def test_s3_and_directories_are_available_here() -> None:
 
 
 def test_secrets_are_masked_in_configs_people_see() -> None:
-    config = {"name": "x", "checkpoint_storage": {"type": "s3", "bucket": "b",
+    config: dict[str, Any] = {"name": "x", "checkpoint_storage": {"type": "s3", "bucket": "b",
                                                   "access_key": "AKID", "secret_key": "s3cr3t"}}
     shown = masked_config(config)
     assert shown["checkpoint_storage"] == {"type": "s3", "bucket": "b", "access_key": "AKID",
