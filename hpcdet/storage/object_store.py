@@ -31,6 +31,9 @@ from hpcdet.storage.base import (
 
 READ_CHUNK = 1024 * 1024
 MASK = "********"
+# Shorter values are not masked in messages: masking "s" would garble every word, and no
+# real key, signature or connection string is that short.
+MIN_SECRET_LENGTH = 8
 # A shared access signature in a URL or a message (Azure): its signature is the secret.
 _SAS_SIGNATURE = re.compile(r"(?i)\b(sig=)[^&\s'\";]+")
 
@@ -186,7 +189,7 @@ class ObjectStore(StorageManager):
     def redact(self, text: str) -> str:
         """``text`` without this store's credentials or a URL's access signature."""
         for secret in self._secrets():
-            if secret:
+            if len(secret) >= MIN_SECRET_LENGTH:
                 text = text.replace(secret, MASK)
         return _SAS_SIGNATURE.sub(lambda m: m.group(1) + MASK, text)
 
