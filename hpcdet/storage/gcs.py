@@ -19,6 +19,7 @@ from typing import Any
 from hpcdet.storage.base import Progress, StorageError
 from hpcdet.storage.object_store import READ_CHUNK, ObjectStore
 
+RETRY_SECONDS = 30.0  # the master's GC waits this long at most on an unreachable GCS
 RESUMABLE_THRESHOLD = 64 * 1024 * 1024
 CHUNK_SIZE = 64 * 1024 * 1024  # a multiple of 256 KiB, as GCS requires
 _TIMEOUT = (10, 120)  # connect, read: the master's GC runs in its reconciler loop
@@ -78,7 +79,8 @@ class GCSStorage(ObjectStore):
         progress(target.stat().st_size)
 
     def _list(self, prefix: str) -> Iterable[tuple[str, int]]:
-        for blob in self.client.list_blobs(self.bucket_name, prefix=prefix, timeout=_TIMEOUT):
+        for blob in self.client.list_blobs(self.bucket_name, prefix=prefix, timeout=_TIMEOUT,
+                                           retry=_retry()):
             yield str(blob.name), int(blob.size or 0)
 
     def _read(self, key: str) -> Iterator[bytes]:
@@ -91,7 +93,7 @@ class GCSStorage(ObjectStore):
 
         for key in keys:  # one request each: Determined saw batched deletes fail
             try:
-                self.bucket.blob(key).delete(timeout=_TIMEOUT)
+                self.bucket.blob(key).delete(timeout=_TIMEOUT, retry=_retry())
             except NotFound:
                 pass  # deleted meanwhile
 
@@ -113,3 +115,11 @@ class GCSStorage(ObjectStore):
         if type(exc).__module__.startswith(("requests", "urllib3", "google")):
             return str(exc) or type(exc).__name__
         return None
+
+
+def _retry() -> Any:
+    """google-cloud-storage's retry policy, given up after :data:`RETRY_SECONDS` (its own
+    default waits 120 s, in the master's reconciler loop for the GC)."""
+    from google.cloud.storage.retry import DEFAULT_RETRY
+
+    return DEFAULT_RETRY.with_timeout(RETRY_SECONDS)

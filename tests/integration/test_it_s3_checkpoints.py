@@ -14,8 +14,9 @@ with ``checkpoint_storage.type: s3``; the test checks that
 
 and that a ``gcs`` experiment (gcp-storage-emulator, ``scripts/gcs-test-server``) and an
 ``azure`` one (Azurite, ``scripts/azure-test-server``), stand-ins for the real services,
-store their checkpoints as objects, which GC deletes and ``det checkpoint download`` fetches. (A gcs/azure experiment on a master without the client library is refused
-at submission: tests/unit/master/test_master_s3_storage.py, as the dev install has them.)
+store their checkpoints as objects, which GC deletes and ``det checkpoint download``
+fetches. (A gcs/azure experiment on a master without the client library is refused at
+submission: tests/unit/master/test_master_s3_storage.py; the dev install has them.)
 """
 
 from __future__ import annotations
