@@ -32,12 +32,12 @@ from hpcdet.storage.base import (
     safe_relative,
 )
 from hpcdet.storage.gcs import GCSStorage
-from hpcdet.storage.object_store import ObjectStore
+from hpcdet.storage.object_store import MASK, ObjectStore
 from hpcdet.storage.s3 import S3Storage
 from hpcdet.storage.shared_fs import SharedFSStorage
 
 __all__ = [
-    "DIRECTORY_TYPES", "OBJECT_STORE_TYPES", "AzureStorage", "CheckpointMissingError",
+    "DIRECTORY_TYPES", "MASK", "OBJECT_STORE_TYPES", "AzureStorage", "CheckpointMissingError",
     "GCSStorage", "ObjectStore", "S3Storage",
     "SharedFSStorage", "StorageError", "StorageManager", "check_available",
     "check_storage_id", "manager_for", "masked_config", "object_store_for", "safe_relative",
@@ -53,7 +53,6 @@ CLIENT_LIBRARIES = {"s3": ("boto3", "boto3"),
 _OBJECT_STORES: dict[str, type[S3Storage] | type[GCSStorage] | type[AzureStorage]] = {
     "s3": S3Storage, "gcs": GCSStorage, "azure": AzureStorage}
 SECRET_FIELDS = ("secret_key", "connection_string", "credential")
-MASK = "********"
 
 
 def _importable(module: str) -> bool:
