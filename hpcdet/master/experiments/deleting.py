@@ -9,9 +9,10 @@ the request fails (409) and nothing else is removed, so it can be retried. Job d
 are removed best-effort afterwards (with ``jobs_run_as: owner`` they belong to the user and
 the master may not be able to): what is left is named in the answer.
 
-Checkpoint files are deleted by the master itself only for storages it reaches as a
-directory (``shared_fs``, ``directory``); for another storage the rows go and the answer
-says the files stay.
+Checkpoint files are deleted by the master itself, as its checkpoint GC does: in a
+directory it reaches (``shared_fs``, ``directory``) or in an object store (``s3``, ``gcs``,
+``azure``) with the experiment's credentials; for a storage it cannot reach (an object
+store whose client library is not installed) the rows go and the answer says the files stay.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ from hpcdet.master.reports.checkpoint_gc import (
     ACTIVE,
     DELETED,
     STORAGE_TYPES,
-    remove_checkpoint_dir,
+    delete_checkpoint,
 )
 from hpcdet.master.scheduling.job_dirs import trial_job_dir
 from hpcdet.master.security.storage_roots import StorageError, confined_dir
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.states import State
+from hpcdet.storage import OBJECT_STORE_TYPES, SharedFSStorage, StorageManager, manager_for
+from hpcdet.storage import StorageError as ManagerError
 
 MAX_UUIDS = 1000
 
@@ -48,13 +51,20 @@ class Deleted:
     left_behind: list[str] = field(default_factory=list)
 
 
-def checkpoint_root(settings: MasterSettings, exp: Experiment) -> Path | None:
-    """The experiment's checkpoint directory when the master deletes files there itself."""
+def checkpoint_storage(settings: MasterSettings, exp: Experiment) -> StorageManager | None:
+    """The experiment's checkpoint storage when the master deletes files there itself (a
+    directory it reaches, or an object store whose client library is installed here)."""
     storage = exp.config.get("checkpoint_storage") or {}
-    if storage.get("type") not in STORAGE_TYPES:
+    kind = storage.get("type")
+    if kind in OBJECT_STORE_TYPES:
+        try:
+            return manager_for(storage)
+        except ManagerError:
+            return None
+    if kind not in STORAGE_TYPES:
         return None
     try:
-        return confined_dir(settings, exp.config)
+        return SharedFSStorage(confined_dir(settings, exp.config))
     except StorageError as exc:
         raise ApiError(409, "conflict", f"experiment {exp.id}: checkpoint storage {exc}; "
                        "its checkpoints cannot be deleted by this master") from None
@@ -69,7 +79,7 @@ def delete_experiment(session: Session, settings: MasterSettings, exp: Experimen
     uuids = list(session.scalars(select(Checkpoint.uuid).where(
         Checkpoint.trial_id.in_([t.id for t in trials]), Checkpoint.state == ACTIVE)))
     result = Deleted(checkpoints=_remove_files(settings, exp, uuids))
-    if uuids and checkpoint_root(settings, exp) is None:
+    if uuids and checkpoint_storage(settings, exp) is None:
         result.left_behind.append(f"{len(uuids)} checkpoint(s) in "
                                   f"{exp.config['checkpoint_storage'].get('type')} storage")
     job_dirs = {Path(trial_job_dir(settings, exp.id, t.id, exp.owner)).parent for t in trials}
@@ -87,13 +97,14 @@ def delete_experiment(session: Session, settings: MasterSettings, exp: Experimen
 
 def _remove_files(settings: MasterSettings, exp: Experiment, uuids: Sequence[str]) -> list[str]:
     """Delete the checkpoints' directories; 409 (nothing else done) if one stays."""
-    root = checkpoint_root(settings, exp)
-    if root is None:
+    storage = checkpoint_storage(settings, exp)
+    if storage is None:
         return []
-    failed = [u for u in uuids if not remove_checkpoint_dir(root, u)]
+    failed = [u for u in uuids if not delete_checkpoint(storage, u)]
     if failed:
         raise ApiError(409, "conflict", f"experiment {exp.id}: could not delete checkpoint "
-                       f"{failed[0]} under {root}" + (f" and {len(failed) - 1} more"
+                       f"{failed[0]} at {storage.location(failed[0])}"
+                       + (f" and {len(failed) - 1} more"
                                                       if len(failed) > 1 else "")
                        + " (see the master's log); nothing else was deleted, try again")
     return list(uuids)
@@ -120,14 +131,15 @@ def delete_checkpoints(session: Session, settings: MasterSettings,
     for checkpoint, exp in found:
         if checkpoint.state == DELETED:
             continue
-        root = checkpoint_root(settings, exp)
-        if root is None:
+        storage = checkpoint_storage(settings, exp)
+        if storage is None:
             raise ApiError(409, "conflict", f"checkpoint {checkpoint.uuid} is in "
                            f"{exp.config['checkpoint_storage'].get('type')} storage, which "
-                           "this master does not delete from")
-        if not remove_checkpoint_dir(root, checkpoint.uuid):
+                           "this master cannot delete from")
+        if not delete_checkpoint(storage, checkpoint.uuid):
             raise ApiError(409, "conflict", f"could not delete checkpoint {checkpoint.uuid} "
-                           f"under {root} (see the master's log); try again")
+                           f"at {storage.location(checkpoint.uuid)} (see the master's log); "
+                           "try again")
         session.execute(update(Checkpoint).where(Checkpoint.uuid == checkpoint.uuid)
                         .values(state=DELETED))
         result.checkpoints.append(checkpoint.uuid)

@@ -138,3 +138,18 @@ def test_the_download_route_streams_the_objects_as_a_tar(
     if store.secret:  # the azure connection string stays on the master
         shown = client.get(f"/api/v1/experiments/{exp_id}", headers=H).get_data(as_text=True)
         assert store.secret not in shown and "AccountKey" not in shown
+
+
+def test_deleting_a_checkpoint_then_the_experiment_deletes_their_objects(
+        client: FlaskClient, app: Flask, fake: FakeSchedulerBackend, reconciler: Reconciler,
+        store: Store) -> None:
+    exp_id, trial = start(client, reconciler, store)
+    old = save(client, store, trial, 5)
+    new = save(client, store, trial, 10)
+    response = client.delete("/api/v1/checkpoints", headers=H, json={"uuids": [old]})
+    assert response.status_code == 200, response.get_json()
+    assert store.names() == {f"exp/{new}/model.pt", f"exp/{new}/sub/opt.pt"}
+    finish(app, fake, reconciler, trial)
+    response = client.delete(f"/api/v1/experiments/{exp_id}", headers=H)
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["left_behind"] == [] and store.names() == set()
