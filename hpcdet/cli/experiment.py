@@ -427,6 +427,35 @@ def _percent(value: Any) -> str | None:
     return f"{100 * float(value):.0f}%" if isinstance(value, int | float) else None
 
 
+@experiment.command("config")
+@click.argument("experiment_id", type=int)
+@JSON_OPTION
+@pass_state
+def config(state: CliState, experiment_id: int, as_json: bool) -> None:
+    """Print the experiment's effective config as YAML (storage secrets masked)."""
+    exp_config = state.client().get(f"/experiments/{experiment_id}")["experiment"]["config"]
+    if as_json:
+        print_json(exp_config)
+    else:
+        import yaml  # only this command prints YAML
+
+        click.echo(yaml.safe_dump(exp_config, sort_keys=False), nl=False)
+
+
+@experiment.command("wait")
+@click.argument("experiment_id", type=int)
+@click.option("--polling-interval", type=click.FloatRange(min=0.1), default=5.0,
+              show_default=True, metavar="SECONDS", help="Seconds between two looks.")
+@pass_state
+def wait(state: CliState, experiment_id: int, polling_interval: float) -> None:
+    """Wait until the experiment ends; exit 0 only if it COMPLETED (as Determined's)."""
+    state.poll_interval = polling_interval
+    final = wait_for_end(state, experiment_id, Progress())
+    click.echo(f"Experiment {experiment_id} terminated with state {final}")
+    if final != "COMPLETED":
+        raise click.exceptions.Exit(1)
+
+
 @experiment.command("list-trials")
 @click.argument("experiment_id", type=int)
 @JSON_OPTION

@@ -137,7 +137,7 @@ class Trainer:
             checkpoint_policy=checkpoint_policy,
             step_zero_validation=step_zero_validation,
             test_mode=test_mode,
-            profiling_enabled=profiling_enabled,
+            profiling_enabled=profiling_enabled and info.trial_id is not None,
             searcher_metric=searcher.get("metric"),
             smaller_is_better=searcher.get("smaller_is_better") is not False,
             average_training_metrics=_average_training_metrics(config),

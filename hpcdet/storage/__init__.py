@@ -136,3 +136,37 @@ def masked_config(config: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(url, str) and "?" in url:
             storage["account_url"] = url.split("?", 1)[0] + "?" + MASK
     return out
+
+
+def masked_fields(config: Mapping[str, Any]) -> list[str]:
+    """The storage secret fields of ``config`` that hold :data:`MASK`: a config copied from
+    what the API showed (``det experiment fork`` builds its config that way); an azure
+    ``account_url`` whose query is masked counts too."""
+    storage = config.get("checkpoint_storage")
+    if not isinstance(storage, Mapping):
+        return []
+    url = storage.get("account_url")
+    return [f for f in SECRET_FIELDS if storage.get(f) == MASK] + (
+        ["account_url"] if isinstance(url, str) and url.endswith("?" + MASK) else [])
+
+
+def _without_query(url: Any) -> Any:
+    return url.split("?", 1)[0] if isinstance(url, str) else url
+
+
+def unmask_from(config: dict[str, Any], source: Mapping[str, Any]) -> list[str]:
+    """Put the source config's secrets back where ``config`` holds :data:`MASK` and names
+    the same store (type, bucket or container, endpoint); the fields still masked."""
+    storage, original = config.get("checkpoint_storage"), source.get("checkpoint_storage")
+    left = masked_fields(config)
+    if not left or not isinstance(storage, dict) or not isinstance(original, Mapping):
+        return left
+    same_store = all(storage.get(k) == original.get(k)
+                     for k in ("type", "bucket", "container", "endpoint_url")) and \
+        _without_query(storage.get("account_url")) == _without_query(original.get("account_url"))
+    if not same_store:
+        return left
+    for field in left:
+        if original.get(field):
+            storage[field] = original[field]
+    return masked_fields(config)

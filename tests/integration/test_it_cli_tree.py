@@ -59,6 +59,9 @@ def _wait_ended(master: LiveMaster, exp_id: int) -> dict[str, Any]:
     return answer
 
 
+# SQLite only: every route behind these commands is unit-tested on both databases
+# (tests/unit/master/test_master_cli_tree_api.py); this is the end-to-end session, ~2 min.
+@pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_a_day_with_the_command_tree(master: LiveMaster, tmp_path: Path) -> None:
     created = master.det("e", "create", str(_config(tmp_path)), str(DIGITS), "--follow",
                          check=True, timeout=600)

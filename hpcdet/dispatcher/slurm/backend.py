@@ -281,6 +281,9 @@ def _directives(spec: JobSpec, user_args: Sequence[SbatchArg],
         "job-name": spec.name, "chdir": spec.job_dir, "partition": spec.partition,
         "nodes": spec.nodes, "ntasks-per-node": per_node, "cpus-per-task": cpus,
         "output": f"{logs}/slurm-%j.out", "error": f"{logs}/slurm-%j.err",
+        # A requeued job keeps its id and so its files: append, or Slurm truncates what the
+        # master already read (and the logs of the earlier run are lost).
+        "open-mode": "append",
         "signal": spec.signal, "requeue": spec.requeue, "no-requeue": not spec.requeue,
         "time": spec.time_limit, "account": spec.account, "qos": spec.qos,
         "wckey": spec.wckey, "comment": spec.comment, "nice": spec.nice,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import yaml
 from flask import Response, current_app, request
 from sqlalchemy import func, select
 
@@ -28,6 +29,7 @@ from hpcdet.master.experiments import continuing, deleting, editing, gc_policy, 
 from hpcdet.master.models import Experiment, Trial
 from hpcdet.master.scheduling.submission import accept, parse_config
 from hpcdet.master.security.workspaces import placement_for
+from hpcdet.storage import masked_fields, unmask_from
 
 
 def _answer(exp: Experiment, **extra: Any) -> dict[str, Any]:
@@ -139,6 +141,7 @@ def fork_experiment(exp_id: int) -> Any:
                        "(YAML text) is needed")
     actor = current_user()
     source = experiment_for(exp_id, actor=actor)
+    config_text = _with_source_secrets(config_text, source, actor)
     where = placement_for(db(), settings(), actor, body.get("workspace"), body.get("project"))
     context = base64.b64encode(_model_def(exp_id)).decode("ascii")
     result = accept(db(), settings(), current_app.config["HPCDET_BACKEND"],
@@ -149,6 +152,27 @@ def fork_experiment(exp_id: int) -> Any:
     forked.parent_id = source.id
     db().commit()
     return _answer(forked, warnings=result.warnings), 201
+
+
+def _with_source_secrets(config_text: str, source: Experiment, actor: str) -> str:
+    """The fork's config with the storage secrets the API masked (``********``) taken from
+    the source, for a caller who may change the source; anyone else must give their own,
+    since the fork's trials (the caller's) would read them."""
+    config = parse_config(config_text)
+    if not masked_fields(config):
+        return config_text
+    try:
+        experiment_for(source.id, CHANGE, actor)
+    except ApiError:
+        fields = ", ".join(masked_fields(config))
+        raise ApiError(400, "bad_request", f"checkpoint_storage.{fields}: the source's secret "
+                       "is masked and not yours to copy; give your own in --config-file"
+                       ) from None
+    left = unmask_from(config, source.config)
+    if left:
+        raise ApiError(400, "bad_request", f"checkpoint_storage.{', '.join(left)}: masked "
+                       "(********) and the fork's store is not the source's; give the secret")
+    return yaml.safe_dump(config, sort_keys=False)
 
 
 def _model_def(exp_id: int) -> bytes:

@@ -9,10 +9,11 @@ the request fails (409) and nothing else is removed, so it can be retried. Job d
 are removed best-effort afterwards (with ``jobs_run_as: owner`` they belong to the user and
 the master may not be able to): what is left is named in the answer.
 
-Checkpoint files are deleted by the master itself, as its checkpoint GC does: in a
-directory it reaches (``shared_fs``, ``directory``) or in an object store (``s3``, ``gcs``,
-``azure``) with the experiment's credentials; for a storage it cannot reach (an object
-store whose client library is not installed) the rows go and the answer says the files stay.
+Checkpoint files are deleted through the storage the master's checkpoint GC uses
+(``shared_fs``, ``directory``, object stores); for a storage the master does not delete
+from, the rows go and the answer says the files stay. A checkpoint a model version names
+(docs/model-registry.md) is never deleted: the request is refused (409) until the version
+is deleted.
 """
 
 from __future__ import annotations
@@ -27,18 +28,14 @@ from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Checkpoint, Experiment, StateChange, Trial
-from hpcdet.master.reports.checkpoint_gc import (
-    ACTIVE,
-    DELETED,
-    STORAGE_TYPES,
-    delete_checkpoint,
-)
+from hpcdet.master.registry.service import pinned_checkpoints
+from hpcdet.master.reports.checkpoint_gc import ACTIVE, DELETED, delete_checkpoint, open_storage
 from hpcdet.master.scheduling.job_dirs import trial_job_dir
-from hpcdet.master.security.storage_roots import StorageError, confined_dir
+from hpcdet.master.security.storage_roots import StorageError
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.states import State
-from hpcdet.storage import OBJECT_STORE_TYPES, SharedFSStorage, StorageManager, manager_for
 from hpcdet.storage import StorageError as ManagerError
+from hpcdet.storage import StorageManager
 
 MAX_UUIDS = 1000
 
@@ -51,23 +48,23 @@ class Deleted:
     left_behind: list[str] = field(default_factory=list)
 
 
-def checkpoint_storage(settings: MasterSettings, exp: Experiment) -> StorageManager | None:
-    """The experiment's checkpoint storage when the master deletes files there itself (a
-    directory it reaches, or an object store whose client library is installed here)."""
-    storage = exp.config.get("checkpoint_storage") or {}
-    kind = storage.get("type")
-    if kind in OBJECT_STORE_TYPES:
-        try:
-            return manager_for(storage)
-        except ManagerError:
-            return None
-    if kind not in STORAGE_TYPES:
-        return None
+def checkpoint_storage(exp: Experiment, settings: MasterSettings) -> StorageManager | None:
+    """The experiment's checkpoint storage when the master deletes there itself (None: a
+    storage it does not delete from); 409 when it cannot be reached."""
     try:
-        return SharedFSStorage(confined_dir(settings, exp.config))
-    except StorageError as exc:
+        return open_storage(settings, exp.config)
+    except (StorageError, ManagerError) as exc:
         raise ApiError(409, "conflict", f"experiment {exp.id}: checkpoint storage {exc}; "
                        "its checkpoints cannot be deleted by this master") from None
+
+
+def refuse_registered(session: Session, uuids: Sequence[str]) -> None:
+    """409 when a model version names one of ``uuids`` (nothing is deleted)."""
+    pinned = sorted(pinned_checkpoints(session, list(uuids)))
+    if pinned:
+        more = f" and {len(pinned) - 1} more" if len(pinned) > 1 else ""
+        raise ApiError(409, "conflict", f"checkpoint {pinned[0]}{more} is registered as a "
+                       "model version (det model list-versions); delete the version first")
 
 
 def delete_experiment(session: Session, settings: MasterSettings, exp: Experiment) -> Deleted:
@@ -76,10 +73,14 @@ def delete_experiment(session: Session, settings: MasterSettings, exp: Experimen
         raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: only an ended "
                        "experiment can be deleted (kill or cancel it first)")
     trials = list(session.scalars(select(Trial).where(Trial.experiment_id == exp.id)))
+    everyone = list(session.scalars(select(Checkpoint.uuid).where(
+        Checkpoint.trial_id.in_([t.id for t in trials]))))
+    refuse_registered(session, everyone)
     uuids = list(session.scalars(select(Checkpoint.uuid).where(
         Checkpoint.trial_id.in_([t.id for t in trials]), Checkpoint.state == ACTIVE)))
-    result = Deleted(checkpoints=_remove_files(settings, exp, uuids))
-    if uuids and checkpoint_storage(settings, exp) is None:
+    storage = checkpoint_storage(exp, settings)
+    result = Deleted(checkpoints=_remove_files(storage, exp, uuids))
+    if uuids and storage is None:
         result.left_behind.append(f"{len(uuids)} checkpoint(s) in "
                                   f"{exp.config['checkpoint_storage'].get('type')} storage")
     job_dirs = {Path(trial_job_dir(settings, exp.id, t.id, exp.owner)).parent for t in trials}
@@ -95,17 +96,16 @@ def delete_experiment(session: Session, settings: MasterSettings, exp: Experimen
     return result
 
 
-def _remove_files(settings: MasterSettings, exp: Experiment, uuids: Sequence[str]) -> list[str]:
-    """Delete the checkpoints' directories; 409 (nothing else done) if one stays."""
-    storage = checkpoint_storage(settings, exp)
+def _remove_files(storage: StorageManager | None, exp: Experiment,
+                  uuids: Sequence[str]) -> list[str]:
+    """Delete the checkpoints' files; 409 (nothing else done) if one stays."""
     if storage is None:
         return []
     failed = [u for u in uuids if not delete_checkpoint(storage, u)]
     if failed:
         raise ApiError(409, "conflict", f"experiment {exp.id}: could not delete checkpoint "
-                       f"{failed[0]} at {storage.location(failed[0])}"
-                       + (f" and {len(failed) - 1} more"
-                                                      if len(failed) > 1 else "")
+                       f"{storage.location(failed[0])}" + (f" and {len(failed) - 1} more"
+                                                           if len(failed) > 1 else "")
                        + " (see the master's log); nothing else was deleted, try again")
     return list(uuids)
 
@@ -128,17 +128,18 @@ def delete_checkpoints(session: Session, settings: MasterSettings,
     result = Deleted()
     for checkpoint, _ in found:
         _check_deletable(session, checkpoint)
+    refuse_registered(session, [checkpoint.uuid for checkpoint, _ in found])
     for checkpoint, exp in found:
         if checkpoint.state == DELETED:
             continue
-        storage = checkpoint_storage(settings, exp)
+        storage = checkpoint_storage(exp, settings)
         if storage is None:
             raise ApiError(409, "conflict", f"checkpoint {checkpoint.uuid} is in "
                            f"{exp.config['checkpoint_storage'].get('type')} storage, which "
-                           "this master cannot delete from")
+                           "this master does not delete from")
         if not delete_checkpoint(storage, checkpoint.uuid):
-            raise ApiError(409, "conflict", f"could not delete checkpoint {checkpoint.uuid} "
-                           f"at {storage.location(checkpoint.uuid)} (see the master's log); "
+            raise ApiError(409, "conflict", "could not delete checkpoint "
+                           f"{storage.location(checkpoint.uuid)} (see the master's log); "
                            "try again")
         session.execute(update(Checkpoint).where(Checkpoint.uuid == checkpoint.uuid)
                         .values(state=DELETED))

@@ -293,16 +293,22 @@ def storage_manager(settings: MasterSettings, config: Mapping[str, Any],
                     exp_id: int) -> StorageManager | None:
     """The experiment's checkpoint storage as the master reaches it; None (logged) when the
     master must not or cannot touch it."""
-    storage = config.get("checkpoint_storage") or {}
-    if storage.get("type") not in COLLECTED_TYPES:
-        return None
     try:
-        directory = (confined_dir(settings, config) if storage.get("type") in DIRECTORY_TYPES
-                     else None)
-        return manager_for(storage, directory=directory)
+        return open_storage(settings, config)
     except (StorageError, ManagerError) as exc:
         log.error("experiment %d: checkpoint storage %s; nothing deleted", exp_id, exc)
         return None
+
+
+def open_storage(settings: MasterSettings, config: Mapping[str, Any]) -> StorageManager | None:
+    """The experiment's checkpoint storage, if it is one the master deletes from (None: it
+    is not); raises StorageError (outside the storage roots) or the manager's error."""
+    storage = config.get("checkpoint_storage") or {}
+    if storage.get("type") not in COLLECTED_TYPES:
+        return None
+    directory = (confined_dir(settings, config) if storage.get("type") in DIRECTORY_TYPES
+                 else None)
+    return manager_for(storage, directory=directory)
 
 
 def _pinned_by_model_versions(session: Session, exp_id: int) -> set[str]:

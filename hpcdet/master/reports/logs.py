@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -112,6 +113,8 @@ def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[st
 def _read_new(path: Path, offset: int, final: bool) -> tuple[str, int]:
     try:
         with open_regular(path) as handle:
+            if os.fstat(handle.fileno()).st_size < offset:
+                offset = 0  # truncated under us (a site template without --open-mode=append)
             handle.seek(offset)
             data = handle.read(MAX_BYTES_PER_CYCLE)
     except FileNotFoundError:

@@ -318,3 +318,26 @@ def test_bad_overrides_name_the_argument(det: Det, fake_master: FakeMaster,
     [line] = result.stderr.splitlines()
     assert line.startswith(f"Error: --config {override!r}: ") and message in line
     assert fake_master.requests == []
+
+
+@pytest.mark.parametrize(("final", "code"), [("COMPLETED", 0), ("CANCELED", 1)])
+def test_wait_polls_until_the_end_and_exits_0_only_if_completed(
+        det: Det, fake_master: FakeMaster, final: str, code: int) -> None:
+    fake_master.add("GET", "/experiments/5", {"experiment": _experiment(), "trials": []},
+                    {"experiment": _experiment(final), "trials": []})
+    result = det("e", "wait", "5", "--polling-interval", "0.1")
+    assert result.exit_code == code, result.output
+    assert result.stdout == f"Experiment 5 terminated with state {final}\n"
+    assert len(fake_master.sent("GET", "/experiments/5")) == 2
+
+
+def test_config_prints_the_effective_config_as_yaml_or_json(det: Det,
+                                                            fake_master: FakeMaster) -> None:
+    config = {"name": "mnist", "hyperparameters": {"lr": {"type": "const", "val": 0.1}}}
+    fake_master.add("GET", "/experiments/5", {"experiment": _experiment(config=config)})
+    result = det("e", "config", "5")
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout) == config
+    assert result.stdout.startswith("name: mnist\n")
+    fake_master.add("GET", "/experiments/5", {"experiment": _experiment(config=config)})
+    assert json.loads(det("e", "config", "5", "--json").stdout) == config

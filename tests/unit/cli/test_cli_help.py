@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[3]
 EXPECTED_COMMANDS = {
     (),
     ("experiment",), ("experiment", "create"), ("experiment", "list"),
-    ("experiment", "describe"), ("experiment", "kill"), ("experiment", "logs"),
+    ("experiment", "describe"), ("experiment", "config"), ("experiment", "wait"),
+    ("experiment", "kill"), ("experiment", "logs"),
     ("experiment", "list-trials"), ("experiment", "list-checkpoints"),
     ("experiment", "pause"), ("experiment", "activate"), ("experiment", "cancel"),
     ("experiment", "archive"), ("experiment", "unarchive"),

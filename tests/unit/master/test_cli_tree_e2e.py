@@ -196,7 +196,8 @@ def test_download_model_def_fork_continue_delete(det: Det, client: Any, tmp_path
     fork_id = int(_ok(forked).split()[-1])
     described = json.loads(_ok(det("e", "describe", str(fork_id), "--json")))["experiment"]
     assert described["parent_id"] == exp_id
-    assert described["config"]["hyperparameters"]["lr"] == 0.3
+    # constants made explicit, as Determined stores them (expconf shims)
+    assert described["config"]["hyperparameters"]["lr"] == {"type": "const", "val": 0.3}
     by_trial = int(_ok(det("e", "fork", "--trial", str(trial_id))).split()[-1])
     config = json.loads(_ok(det("e", "describe", str(by_trial), "--json")))["experiment"][
         "config"]

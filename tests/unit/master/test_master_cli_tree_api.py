@@ -361,7 +361,9 @@ def test_fork_makes_a_new_experiment_from_the_stored_model_definition(
     forked = _ok(_api(client, "POST", f"/experiments/{source}/fork",
                       json={"config": config}), 201)["experiment"]
     assert forked["parent_id"] == source and forked["id"] != source
-    assert _experiment_config(client, forked["id"])["hyperparameters"]["lr"] == 0.2
+    # stored as Determined stores it: constants made explicit (expconf shims)
+    lr = _experiment_config(client, forked["id"])["hyperparameters"]["lr"]
+    assert lr == {"type": "const", "val": 0.2}
     tgz = _api(client, "GET", f"/experiments/{forked['id']}/model-def")
     assert tgz.status_code == 200 and tgz.mimetype == "application/gzip"
     with tarfile.open(fileobj=io.BytesIO(tgz.data), mode="r:gz") as tar:

@@ -78,6 +78,22 @@ def test_the_rest_comes_next_time_and_the_unfinished_line_when_final(
         (0, "node1", "one"), (2, "node2", "partial"), (1, "node1", "last, no newline")]
 
 
+def test_a_file_truncated_under_the_reader_is_read_again_from_its_start(
+        app: Flask, tmp_path: Path) -> None:
+    """A site template that lets Slurm truncate the output of a requeued job: the new run's
+    lines are collected, not skipped up to the old run's length."""
+    out = tmp_path / "slurm-101.out"
+    out.write_text("0: first run, a long line of output\n")
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session), job_dir=str(tmp_path))
+        job = add_job(session, trial, nodes="node[1-2]")
+        ingest_job_logs(session, job, trial, TWO_BY_TWO, final=False)
+        out.write_text("0: rerun\n")
+        assert ingest_job_logs(session, job, trial, TWO_BY_TWO, final=False) == 1
+    assert [line for *_, line, _ in _stored(app)] == ["first run, a long line of output",
+                                                      "rerun"]
+
+
 def test_lines_read_before_the_node_list_is_known_have_no_node(app: Flask,
                                                                 tmp_path: Path) -> None:
     (tmp_path / "slurm-101.out").write_text("0: early\nscript\n")

@@ -114,7 +114,8 @@ def test_bad_input_is_a_4xx_in_the_common_shape(client: FlaskClient) -> None:
     assert_error(make_model(client, "m3", labels="x"), 400, "bad_request")
     nan = client.post("/api/v1/models", data='{"name": "m5", "metadata": {"x": [NaN]}}',
                       content_type="application/json", headers=as_user("alice"))
-    assert "metadata.x[0]: nan is not a JSON number" in assert_error(nan, 400, "bad_request")
+    message = assert_error(nan, 400, "bad_request")
+    assert "metadata.x[0]: NaN and Infinity are not JSON numbers" in message
     assert_error(make_model(client, "m4", colour="red"), 400, "bad_request")
     assert_error(client.patch("/api/v1/models/mnist", json={"metadata": "x"},
                               headers=as_user("alice")), 400, "bad_request")
@@ -217,3 +218,26 @@ def test_checkpoint_gc_keeps_a_registered_checkpoint(named_app: Flask, client: F
     deleted, failed = gc.collect_experiment(exp_id)
     assert (deleted, failed) == ([OTHER], [])
     assert (store / GOOD / "state_dict.pth").exists() and not (store / OTHER).exists()
+
+
+def test_a_registered_checkpoint_or_its_experiment_cannot_be_deleted(
+        named_app: Flask, client: FlaskClient, tmp_path: Path) -> None:
+    """409 naming the checkpoint and the way out, and nothing deleted (the version's foreign
+    key would otherwise make the experiment's deletion a 500)."""
+    store = tmp_path / "store"
+    exp_id = seed_checkpoints(named_app, store)
+    for uuid in (GOOD, OTHER):
+        (store / uuid).mkdir(parents=True)
+    assert make_model(client).status_code == 201
+    assert register(client, GOOD).status_code == 201
+    alice = as_user("alice")
+    refused = client.delete("/api/v1/checkpoints", json={"uuids": [OTHER, GOOD]}, headers=alice)
+    assert GOOD in assert_error(refused, 409, "conflict")
+    refused = client.delete(f"/api/v1/experiments/{exp_id}", headers=alice)
+    assert "model version" in assert_error(refused, 409, "conflict")
+    assert (store / GOOD).exists() and (store / OTHER).exists()
+    assert client.get(f"/api/v1/experiments/{exp_id}", headers=alice).status_code == 200
+    assert client.delete("/api/v1/models/mnist/versions/1", headers=alice).status_code in (200,
+                                                                                         204)
+    assert client.delete(f"/api/v1/experiments/{exp_id}", headers=alice).status_code == 200
+    assert not (store / GOOD).exists() and not (store / OTHER).exists()

@@ -91,6 +91,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.experiment_best_validation", "GET"): "token",
     ("api.report_early_exit", "POST"): "token",
     ("api.report_metrics", "POST"): "token",
+    ("api.report_progress", "POST"): "token",
     ("api.report_checkpoint", "POST"): "token",
     ("api.list_experiments", "GET"): "listing",
     ("api.list_tasks", "GET"): "listing",

@@ -11,6 +11,7 @@ import io
 import json
 import tarfile
 import uuid as uuidlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,11 @@ from master_helpers import assert_error, create, job_token
 from sqlalchemy import func, select
 
 from hpcdet.dispatcher import JobPhase
+from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Experiment, Job, Trial
 from hpcdet.master.scheduling.reconciler import Reconciler
+from hpcdet.master.settings.core import MasterSettings
 from hpcdet.storage import S3Storage, StorageError
 
 SECRET = "unit-secret-value"
@@ -116,6 +119,24 @@ def test_gc_deletes_the_objects_of_checkpoints_the_policy_drops(
     with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
         states = {c.uuid: c.state for c in session.scalars(select(Checkpoint))}
     assert states == {old: "DELETED", new: "ACTIVE"}
+
+
+def test_deleting_a_checkpoint_or_the_experiment_deletes_their_objects(
+        client: FlaskClient, app: Flask, fake: FakeSchedulerBackend, reconciler: Reconciler,
+        s3_endpoint: str, bucket: str) -> None:
+    exp_id, trial = start(client, reconciler, s3_endpoint, bucket)
+    save(client, s3_endpoint, bucket, trial, 5)
+    kept = save(client, s3_endpoint, bucket, trial, 10)
+    finish(app, fake, reconciler, trial)  # the GC keeps only the trial's latest
+    other_id, other = start(client, reconciler, s3_endpoint, bucket)
+    lone = save(client, s3_endpoint, bucket, other, 3)
+    finish(app, fake, reconciler, other)
+    assert {k.split("/")[1] for k in keys(s3_endpoint, bucket)} == {kept, lone}
+    assert client.delete(f"/api/v1/experiments/{exp_id}", headers=H).status_code == 200
+    assert {k.split("/")[1] for k in keys(s3_endpoint, bucket)} == {lone}
+    assert client.delete("/api/v1/checkpoints", json={"uuids": [lone]},
+                         headers=H).status_code == 200
+    assert keys(s3_endpoint, bucket) == set(), other_id
 
 
 def test_the_download_route_streams_the_objects_as_a_tar(
@@ -209,3 +230,38 @@ def test_an_unreachable_store_keeps_the_rows_and_is_tried_once_per_pass(
     with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
         assert {c.state for c in session.scalars(select(Checkpoint))} == {"ACTIVE"}
     assert len(keys(s3_endpoint, bucket)) == 6
+
+
+def test_a_fork_of_the_shown_config_gets_the_source_secret_only_for_who_may_change_it(
+        settings: MasterSettings, fake: FakeSchedulerBackend, s3_endpoint: str,
+        bucket: str) -> None:
+    """``det experiment fork`` sends the config the API showed, secret masked: the owner's
+    fork gets the real secret back; a workspace viewer's fork is refused (its trials, the
+    viewer's own, would read the secret)."""
+    app = create_app(replace(settings, require_user=True), backend=fake)
+    client = app.test_client()
+    try:
+        assert client.post("/api/v1/workspaces", json={"name": "team"},
+                           headers=H).status_code == 201
+        member = client.put("/api/v1/workspaces/team/members/bob", json={"role": "viewer"},
+                            headers=H)
+        assert member.status_code in (200, 201), member.get_json()
+        made = create(client, S3_CONFIG.format(bucket=bucket, endpoint=s3_endpoint,
+                                               secret=SECRET), workspace="team")
+        assert made.status_code == 201, made.get_json()
+        exp_id = int(made.get_json()["experiment"]["id"])
+        shown = client.get(f"/api/v1/experiments/{exp_id}", headers=H).get_json()
+        text = json.dumps(shown["experiment"]["config"])  # JSON is YAML
+        bob = {"X-Hpcdet-User": "bob"}
+        refused = client.post(f"/api/v1/experiments/{exp_id}/fork", json={"config": text},
+                              headers=bob)
+        assert "secret_key" in assert_error(refused, 400, "bad_request")
+        fork = client.post(f"/api/v1/experiments/{exp_id}/fork", json={"config": text},
+                           headers=H)
+        assert fork.status_code == 201, fork.get_json()
+        with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+            forked = session.get(Experiment, int(fork.get_json()["experiment"]["id"]))
+            assert forked is not None
+            assert forked.config["checkpoint_storage"]["secret_key"] == SECRET
+    finally:
+        app.config["HPCDET_ENGINE"].dispose()

@@ -200,3 +200,17 @@ def test_importing_the_storage_package_imports_no_client_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["False"] * 6
+
+
+def test_a_masked_sas_in_an_account_url_comes_back_for_the_same_store_only() -> None:
+    from hpcdet.storage import masked_fields, unmask_from
+
+    source = {"checkpoint_storage": {"type": "azure", "container": "c",
+                                     "account_url": "https://a.example/?sv=1&sig=SECRETSIG"}}
+    shown = masked_config(source)
+    assert masked_fields(shown) == ["account_url"]
+    assert unmask_from(shown, source) == []
+    assert shown == source
+    other = masked_config(source)
+    other["checkpoint_storage"]["container"] = "elsewhere"
+    assert unmask_from(other, source) == ["account_url"]
