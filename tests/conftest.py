@@ -195,3 +195,51 @@ def s3_endpoint() -> Iterator[str]:
         server.wait(30)
         if server.stdout is not None:
             server.stdout.close()
+
+
+def run_test_server(script: str, variable: str, what: str) -> Iterator[str]:
+    """Run ``scripts/<script>`` for the session and yield the value of the ``variable=...``
+    line it prints first; fails (whatever the tier rules) when it does not start."""
+    import sys
+
+    server = subprocess.Popen([sys.executable, str(REPO / "scripts" / script)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and server.stderr is not None
+        line = server.stdout.readline().strip()
+        if not line.startswith(f"{variable}="):
+            server.kill()
+            missing(f"scripts/{script} ({what}) did not start: "
+                    f"{server.stderr.read().strip()[-500:]}")
+        yield line.split("=", 1)[1]
+    finally:
+        server.terminate()
+        server.wait(30)
+        for stream in (server.stdout, server.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator() -> Iterator[str]:
+    """``STORAGE_EMULATOR_HOST`` of a local Google Cloud Storage emulator
+    (``scripts/gcs-test-server``: gcp-storage-emulator, a stand-in for GCS), for the
+    session; skips/fails without it."""
+    import importlib.util
+
+    for module in ("gcp_storage_emulator", "google.cloud.storage"):
+        if importlib.util.find_spec(module) is None:
+            missing(f"{module} is not installed (pip install -e '.[dev]')")
+    yield from run_test_server("gcs-test-server", "STORAGE_EMULATOR_HOST", "gcp-storage-emulator")
+
+
+@pytest.fixture(scope="session")
+def azure_connection_string() -> Iterator[str]:
+    """A connection string to a local Azure Blob Storage emulator
+    (``scripts/azure-test-server``: Azurite, a stand-in for Azure, installed with npm on
+    first use), for the session; skips/fails without it."""
+    import importlib.util
+
+    if importlib.util.find_spec("azure.storage.blob") is None:
+        missing("azure-storage-blob is not installed (pip install -e '.[dev]')")
+    yield from run_test_server("azure-test-server", "AZURE_STORAGE_CONNECTION_STRING", "Azurite")

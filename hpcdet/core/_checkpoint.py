@@ -67,8 +67,9 @@ class CheckpointContext:
         storage: StorageManager | None = None,
     ) -> None:
         self.checkpoint_dir = checkpoint_dir
-        # An object store (s3): checkpoints are written in checkpoint_dir, uploaded, and
-        # only their metadata.json stays there (hpcdet.storage, docs/checkpoints.md).
+        # An object store (s3, gcs, azure): checkpoints are written in checkpoint_dir,
+        # uploaded, and only their metadata.json stays there (hpcdet.storage,
+        # docs/checkpoints.md).
         self._storage = storage if storage is not None and storage.remote else None
         self._dist = distributed
         self._info = info

@@ -26,7 +26,7 @@ from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.scheduling.jobspec import checkpoint_dir
 from hpcdet.master.security import authz
 from hpcdet.master.security.storage_roots import StorageError, checkpoint_path
-from hpcdet.storage import S3Storage
+from hpcdet.storage import ObjectStore, object_store_for
 from hpcdet.storage import StorageError as ManagerError
 
 STATES = (ACTIVE, DELETED, "ALL")
@@ -36,11 +36,15 @@ _CHUNK = 1024 * 1024
 
 def storage_dir(config: dict[str, Any]) -> str | None:
     """Where an experiment's checkpoints live: a directory on the master's host, or an
-    ``s3://`` URL (None for anything else)."""
+    object store's URL (``s3://``, ``gs://``, ``azure://``; None for anything else)."""
     storage = config.get("checkpoint_storage") or {}
-    if storage.get("type") == "s3":
-        return S3Storage.from_config(storage).root_location()
-    return checkpoint_dir(config) if storage.get("type") in STORAGE_TYPES else None
+    if storage.get("type") in STORAGE_TYPES:
+        return checkpoint_dir(config)
+    try:
+        store = object_store_for(config)
+    except ManagerError:  # e.g. its client library is no longer installed here
+        return None
+    return store.root_location() if store is not None else None
 
 
 @bp.get("/experiments/<int:exp_id>/checkpoints")
@@ -113,8 +117,13 @@ def download_checkpoint(uuid: str) -> Any:
         raise ApiError(410, "gone", f"checkpoint {uuid} was deleted by checkpoint garbage "
                        "collection")
     storage = exp.config.get("checkpoint_storage") or {}
-    if storage.get("type") == "s3":
-        return object_store_tar(uuid, S3Storage.from_config(storage))
+    if storage.get("type") not in STORAGE_TYPES:
+        try:
+            store = object_store_for(exp.config)
+        except ManagerError as exc:
+            raise ApiError(502, "bad_gateway", f"checkpoint {uuid}: {exc}") from None
+        if store is not None:
+            return object_store_tar(uuid, store)
     if storage_dir(exp.config) is None:
         raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not in a "
                        "directory the master can read")
@@ -189,7 +198,7 @@ def _file_chunks(path: Path, size: int) -> Iterator[bytes]:
         yield b"\0" * left
 
 
-def object_store_tar(uuid: str, manager: S3Storage) -> Response:
+def object_store_tar(uuid: str, manager: ObjectStore) -> Response:
     """The checkpoint's objects as a tar streamed straight from the object store (nothing is
     staged on the master's disk); 404 when the store has none, 502 when it cannot be read."""
     try:
@@ -212,7 +221,7 @@ def object_store_tar(uuid: str, manager: S3Storage) -> Response:
     return response
 
 
-def _stream_objects(manager: S3Storage, uuid: str,
+def _stream_objects(manager: ObjectStore, uuid: str,
                     members: list[tarfile.TarInfo]) -> Iterator[bytes]:
     for info in members:
         yield _header(info)

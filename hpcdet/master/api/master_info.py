@@ -18,9 +18,10 @@ from hpcdet.master.errors import ApiError
 from hpcdet.master.security import authz
 
 MASK = "********"
-# Keys whose values are secrets wherever they appear (S3 keys, passwords, tokens).
-_SECRET_KEY = re.compile(r"password|passwd|secret|token|access_key|credential|private",
-                         re.IGNORECASE)
+# Keys whose values are secrets wherever they appear (S3 keys, an Azure connection string,
+# passwords, tokens).
+_SECRET_KEY = re.compile(r"password|passwd|secret|token|access_key|credential|private"
+                         r"|connection_string", re.IGNORECASE)
 # user:password@ in a URL (the database's).
 _URL_PASSWORD = re.compile(r"(?P<head>://[^/:@]*:)[^@/]*@")
 

@@ -15,9 +15,10 @@ what the policy would keep once the experiment ends; the result is Determined's.
 Files go first and the row is marked ``DELETED`` after (a crash between leaves an ACTIVE row
 whose directory is gone, deleted again next time). The master deletes
 ``<checkpoint_dir>/<uuid>`` itself: on an HPC cluster it sees the shared filesystem the
-trials write to. With ``s3`` storage it deletes the objects under ``<prefix>/<uuid>/`` with
-the experiment's credentials (or its own environment's). A checkpoint it cannot delete is
-logged, its row stays ACTIVE, and the experiment is retried with backoff.
+trials write to. With an object store (``s3``, ``gcs``, ``azure``) it deletes the objects
+under ``<prefix>/<uuid>/`` with the experiment's credentials (or its own environment's).
+A checkpoint it cannot delete is logged, its row stays ACTIVE, and the experiment is
+retried with backoff.
 
 Finding work without extra columns: each cycle reads the state changes to a terminal state
 newer than the last one seen (one indexed query when nothing ended). At start, and then
@@ -53,7 +54,13 @@ from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.security.storage_roots import StorageError, confined_dir, is_uuid
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.states import TERMINAL_STATES
-from hpcdet.storage import DIRECTORY_TYPES, SharedFSStorage, StorageManager, manager_for
+from hpcdet.storage import (
+    DIRECTORY_TYPES,
+    OBJECT_STORE_TYPES,
+    SharedFSStorage,
+    StorageManager,
+    manager_for,
+)
 from hpcdet.storage import StorageError as ManagerError
 
 log = logging.getLogger("hpcdet.checkpoint_gc")
@@ -62,7 +69,7 @@ ACTIVE, DELETED = "ACTIVE", "DELETED"
 # The storages the master can reach as a directory (it deletes those itself).
 STORAGE_TYPES = DIRECTORY_TYPES
 # Every storage whose checkpoints the master deletes.
-COLLECTED_TYPES = (*DIRECTORY_TYPES, "s3")
+COLLECTED_TYPES = (*DIRECTORY_TYPES, *OBJECT_STORE_TYPES)
 SWEEP_INTERVAL = 3600.0
 RETRY_FIRST, RETRY_MAX = 30.0, 3600.0
 _TERMINAL = [s.value for s in TERMINAL_STATES]

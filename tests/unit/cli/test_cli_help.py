@@ -110,7 +110,8 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert "No such command 'experiments'" in result.stderr
 
 
-HEAVY = ("torch", "sqlalchemy", "flask", "httpx", "yaml", "pathspec", "boto3", "botocore")
+HEAVY = ("torch", "sqlalchemy", "flask", "httpx", "yaml", "pathspec", "boto3", "botocore",
+         "google.cloud.storage", "google.api_core", "azure.storage.blob", "azure.core")
 _PROBE = """
 import sys
 from hpcdet.cli import main

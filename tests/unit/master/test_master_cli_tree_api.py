@@ -213,6 +213,9 @@ def test_secrets_are_masked() -> None:
     assert shown["db_url"] == f"postgresql://det:{MASK}@db/det"
     assert shown["checkpoint_storage"] == {"type": "s3", "secret_key": MASK,
                                            "access_key": MASK, "bucket": "b"}
+    azure = masked({"checkpoint_storage": {"type": "azure", "container": "c",
+                                           "connection_string": "AccountKey=k;"}})
+    assert azure["checkpoint_storage"]["connection_string"] == MASK
 
 
 def test_master_logs_tail_and_follow(client: FlaskClient, app: Flask) -> None:

@@ -1,5 +1,6 @@
 """The master with object storage: s3 experiments (GC deletes objects, the download route
-streams them, the secret never leaves the master), gcs/azure refused at submission.
+streams them, the secret never leaves the master), gcs/azure refused at submission on a
+master without their client library.
 
 The object store is the local S3-API server of ``scripts/s3-test-server`` (moto).
 """
@@ -48,6 +49,7 @@ checkpoint_storage:
 """
 CLOUD = {"gcs": "  type: gcs\n  bucket: b\n",
          "azure": "  type: azure\n  container: c\n  account_url: https://a.example\n"}
+CLIENT_MODULE = {"gcs": "google.cloud.storage", "azure": "azure.storage.blob"}
 H = {"X-Hpcdet-User": "alice"}
 
 
@@ -188,7 +190,12 @@ def test_the_secret_key_never_leaves_the_master(
 @pytest.mark.parametrize("kind", ["gcs", "azure"])
 def test_gcs_and_azure_are_refused_at_submission_and_nothing_is_created(
         client: FlaskClient, app: Flask, fake: FakeSchedulerBackend, tmp_path: Path,
-        kind: str) -> None:
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hpcdet.storage as storage
+
+    real = storage._importable  # as on a master without the client library
+    monkeypatch.setattr(storage, "_importable",
+                        lambda module: module != CLIENT_MODULE[kind] and real(module))
     head = S3_CONFIG.format(bucket="b", endpoint="e", secret="s").split("checkpoint_storage:")[0]
     config = head + "checkpoint_storage:\n" + CLOUD[kind]
     for dry_run in (True, False):

@@ -21,6 +21,8 @@ from hpcdet.core._train import DummyTrainContext
 from hpcdet.errors import ConfigError
 from hpcdet.storage import (
     MASK,
+    AzureStorage,
+    GCSStorage,
     S3Storage,
     SharedFSStorage,
     StorageError,
@@ -111,21 +113,35 @@ def test_shared_fs_manager_copies_lists_and_deletes_without_following_links(
         manager.delete("../outside")
 
 
-def test_manager_for_picks_by_type() -> None:
+def without_module(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
+    """Make this process look as if ``missing`` were not installed."""
+    import hpcdet.storage as storage
+
+    real = storage._importable
+    monkeypatch.setattr(storage, "_importable", lambda module: module != missing and real(module))
+
+
+def test_manager_for_picks_by_type(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(manager_for({"type": "shared_fs", "host_path": "/x"}, directory="/x"),
                       SharedFSStorage)
     assert isinstance(manager_for({"type": "s3", "bucket": "b"}), S3Storage)
+    assert isinstance(manager_for({"type": "gcs", "bucket": "b"}), GCSStorage)
+    assert isinstance(manager_for({"type": "azure", "container": "c",
+                                   "account_url": "https://a.example"}), AzureStorage)
     assert object_store_for({"checkpoint_storage": {"type": "shared_fs"}}) is None
     assert isinstance(object_store_for({"checkpoint_storage": {"type": "s3", "bucket": "b"}}),
                       S3Storage)
+    without_module(monkeypatch, "google.cloud.storage")
     with pytest.raises(StorageError, match="gcs is not available on this master"):
         manager_for({"type": "gcs", "bucket": "b"})
 
 
-@pytest.mark.parametrize(("kind", "package"), [("gcs", "google-cloud-storage"),
-                                                ("azure", "azure-storage-blob")])
+@pytest.mark.parametrize(("kind", "module", "package"),
+                         [("gcs", "google.cloud.storage", "google-cloud-storage"),
+                          ("azure", "azure.storage.blob", "azure-storage-blob")])
 def test_gcs_and_azure_are_unavailable_without_their_client_library(
-        kind: str, package: str) -> None:
+        kind: str, module: str, package: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    without_module(monkeypatch, module)
     reason = unavailable_reason(kind)
     assert reason is not None
     assert reason.startswith(f"checkpoint storage type {kind} is not available on this master (")
@@ -135,13 +151,14 @@ def test_gcs_and_azure_are_unavailable_without_their_client_library(
     assert caught.value.errors == [f"<config>.checkpoint_storage.type: {reason}"]
 
 
-def test_a_client_library_alone_does_not_make_gcs_available(
+def test_gcs_and_azure_are_available_with_their_client_library(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import hpcdet.storage as storage
 
     monkeypatch.setattr(storage, "_importable", lambda module: True)
-    assert "hpcdet has no gcs storage manager" in str(unavailable_reason("gcs"))
-    assert unavailable_reason("s3") is None
+    for kind in ("s3", "gcs", "azure"):
+        assert unavailable_reason(kind) is None
+        check_available({"checkpoint_storage": {"type": kind}})
 
 
 def test_s3_is_unavailable_on_a_master_without_boto3(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -161,7 +178,7 @@ def test_s3_and_directories_are_available_here() -> None:
 
 
 def test_secrets_are_masked_in_configs_people_see() -> None:
-    config = {"name": "x", "checkpoint_storage": {"type": "s3", "bucket": "b",
+    config: dict[str, Any] = {"name": "x", "checkpoint_storage": {"type": "s3", "bucket": "b",
                                                   "access_key": "AKID", "secret_key": "s3cr3t"}}
     shown = masked_config(config)
     assert shown["checkpoint_storage"] == {"type": "s3", "bucket": "b", "access_key": "AKID",
@@ -171,11 +188,29 @@ def test_secrets_are_masked_in_configs_people_see() -> None:
                                                   "credential": None}})
     assert azure["checkpoint_storage"] == {"type": "azure", "connection_string": MASK,
                                            "credential": None}
+    sas = masked_config({"checkpoint_storage": {
+        "type": "azure", "account_url": "https://a.blob.example/?sv=1&sig=SECRETSIG"}})
+    assert sas["checkpoint_storage"]["account_url"] == f"https://a.blob.example/?{MASK}"
 
 
-def test_importing_the_storage_package_does_not_import_boto3() -> None:
+def test_importing_the_storage_package_imports_no_client_library() -> None:
     code = ("import sys, hpcdet.storage, hpcdet.core._checkpoint; "
-            "print('boto3' in sys.modules, 'botocore' in sys.modules)")
+            "print(*(m in sys.modules for m in ('boto3', 'botocore', 'google.cloud.storage', "
+            "'google.api_core', 'azure.storage.blob', 'azure.core')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert out.split() == ["False", "False"]
+    assert out.split() == ["False"] * 6
+
+
+def test_a_masked_sas_in_an_account_url_comes_back_for_the_same_store_only() -> None:
+    from hpcdet.storage import masked_fields, unmask_from
+
+    source = {"checkpoint_storage": {"type": "azure", "container": "c",
+                                     "account_url": "https://a.example/?sv=1&sig=SECRETSIG"}}
+    shown = masked_config(source)
+    assert masked_fields(shown) == ["account_url"]
+    assert unmask_from(shown, source) == []
+    assert shown == source
+    other = masked_config(source)
+    other["checkpoint_storage"]["container"] = "elsewhere"
+    assert unmask_from(other, source) == ["account_url"]
