@@ -129,8 +129,12 @@ def test_checkpoints_reach_the_master(compat_master: Any, tmp_path: Path) -> Non
 
 @pytest.mark.slurm
 def test_adaptive_search_completes_on_the_cluster(compat_master: Any, tmp_path: Path) -> None:
-    run = run_on_cluster(compat_master, TUTORIAL, "adaptive.yaml", tmp_path, timeout=1800)
-    assert len(run.trials) == 50
+    # 12 of the tutorial's 50 trials (a submission-time override, the YAML stays
+    # Determined's): the same ASHA code path in a quarter of the CI time. The first trial
+    # to reach a rung has no rival there, so one still trains through every rung.
+    run = run_on_cluster(compat_master, TUTORIAL, "adaptive.yaml", tmp_path, timeout=1800,
+                         overrides=["searcher.max_trials=12"])
+    assert len(run.trials) == 12
     longest = max(run.trials, key=lambda t: len(t.validation))
     assert [row["metrics"]["epochs"] for row in longest.validation] == list(range(1, 21))
 

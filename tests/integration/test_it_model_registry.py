@@ -54,6 +54,9 @@ def run_search(master: LiveMaster, config: Path) -> dict[str, Any]:
     raise AssertionError(f"experiment {exp_id} did not end:\n{master.log.read_text()[-3000:]}")
 
 
+# SQLite only: the registry's routes are unit-tested on both databases
+# (tests/unit/master/test_master_model_registry.py); this is the end-to-end path.
+@pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_register_download_load_and_keep_the_best_of_an_asha_search(
         master: LiveMaster, tmp_path: Path, browser: Any, test_output: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
