@@ -99,20 +99,29 @@ def print_checkpoints(state: CliState, experiment_id: int, *, best: int | None,
                                      answer.get("searcher_metric"), as_csv=as_csv))
 
 
-@checkpoint.command("list")
-@click.argument("experiment_id", type=int)
-@click.option("--best", type=click.IntRange(min=1), metavar="N",
-              help="Only the N best by the searcher metric, best first.")
-@click.option("--all", "show_all", is_flag=True,
-              help="Also those deleted by checkpoint garbage collection.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print as CSV.")
-@JSON_OPTION
-@pass_state
-def list_checkpoints(state: CliState, experiment_id: int, best: int | None, show_all: bool,
-                     as_csv: bool, as_json: bool) -> None:
-    """List an experiment's checkpoints (same as `det experiment list-checkpoints`)."""
-    print_checkpoints(state, experiment_id, best=best, show_all=show_all, as_csv=as_csv,
-                      as_json=as_json)
+def list_command(name: str) -> click.Command:
+    """The checkpoint listing, as ``det checkpoint list`` and ``det experiment
+    list-checkpoints`` (Determined's two names for it)."""
+
+    @click.command(name)
+    @click.argument("experiment_id", type=int)
+    @click.option("--best", type=click.IntRange(min=1), metavar="N",
+                  help="Only the N best by the searcher metric, best first.")
+    @click.option("--all", "show_all", is_flag=True,
+                  help="Also those deleted by checkpoint garbage collection.")
+    @click.option("--csv", "as_csv", is_flag=True, help="Print as CSV.")
+    @JSON_OPTION
+    @pass_state
+    def list_checkpoints(state: CliState, experiment_id: int, best: int | None,
+                         show_all: bool, as_csv: bool, as_json: bool) -> None:
+        """List an experiment's checkpoints by trial and step (ACTIVE ones unless --all)."""
+        print_checkpoints(state, experiment_id, best=best, show_all=show_all, as_csv=as_csv,
+                          as_json=as_json)
+
+    return list_checkpoints
+
+
+checkpoint.add_command(list_command("list"))
 
 
 @checkpoint.command("delete")

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.checkpoint import list_command as checkpoint_list_command
 from hpcdet.cli.main import CliError, CliState, Interrupted, pass_state
 from hpcdet.cli.output import (
     format_size,
@@ -465,22 +466,8 @@ def list_trials(state: CliState, experiment_id: int, as_json: bool) -> None:
     print_trials(state, experiment_id, as_json=as_json)
 
 
-@experiment.command("list-checkpoints")
-@click.argument("experiment_id", type=int)
-@click.option("--best", type=click.IntRange(min=1), metavar="N",
-              help="Only the N best by the searcher metric, best first.")
-@click.option("--all", "show_all", is_flag=True,
-              help="Also those deleted by checkpoint garbage collection.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print as CSV.")
-@JSON_OPTION
-@pass_state
-def list_checkpoints(state: CliState, experiment_id: int, best: int | None, show_all: bool,
-                     as_csv: bool, as_json: bool) -> None:
-    """List an experiment's checkpoints by trial and step (ACTIVE ones unless --all)."""
-    from hpcdet.cli.checkpoint import print_checkpoints
-
-    print_checkpoints(state, experiment_id, best=best, show_all=show_all, as_csv=as_csv,
-                      as_json=as_json)
+# `det experiment list-checkpoints` is `det checkpoint list` under Determined's other name.
+experiment.add_command(checkpoint_list_command("list-checkpoints"))
 
 
 @experiment.command("logs")
