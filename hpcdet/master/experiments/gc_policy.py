@@ -8,26 +8,17 @@ The preview applies the same rules to the same facts without deleting anything.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from hpcdet.master.models import Checkpoint, Experiment, Metric, Trial, as_utc
+from hpcdet.master.models import Checkpoint, Experiment
 from hpcdet.master.reports.checkpoint_gc import (
-    ACTIVE,
     CheckpointCollector,
-    CheckpointFacts,
     GcPolicy,
-    checkpoints_to_keep,
+    doomed_checkpoints,
 )
-from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.settings.core import MasterSettings
-from hpcdet.states import TERMINAL_STATES
-
-_TERMINAL = [s.value for s in TERMINAL_STATES]
 
 
 def current_policy(exp: Experiment) -> dict[str, int]:
@@ -38,46 +29,11 @@ def current_policy(exp: Experiment) -> dict[str, int]:
 
 
 def preview(session: Session, exp: Experiment, policy: Mapping[str, int]) -> list[Checkpoint]:
-    """The ACTIVE checkpoints of ended trials that ``policy`` would delete, by trial and step."""
-    rows = session.execute(
-        select(Checkpoint, Trial.state).join(Trial, Trial.id == Checkpoint.trial_id)
-        .where(Trial.experiment_id == exp.id)
-        .order_by(Checkpoint.trial_id, Checkpoint.steps_completed)).all()
-    metric = SearcherMetric.of(exp.config)
-    checkpoints = [c for c, _ in rows]
-    keep = checkpoints_to_keep(_facts(session, checkpoints, metric.name or ""),
-                               GcPolicy(policy["save_experiment_best"],
-                                        policy["save_trial_best"],
-                                        policy["save_trial_latest"]),
-                               smaller_is_better=metric.smaller_is_better)
-    return [c for c, state in rows
-            if c.state == ACTIVE and state in _TERMINAL and c.uuid not in keep]
-
-
-def _facts(session: Session, checkpoints: list[Checkpoint], metric: str) -> list[CheckpointFacts]:
-    """Each checkpoint's searcher metric: its own validation, else the one at its step."""
-    at_step: dict[tuple[int, int], float] = {}
-    if metric and checkpoints:
-        for trial_id, step, value in session.execute(
-                select(Metric.trial_id, Metric.steps_completed, Metric.value).where(
-                    Metric.trial_id.in_({c.trial_id for c in checkpoints}),
-                    Metric.group == "validation", Metric.name == metric,
-                    Metric.archived.is_(False))):
-            if math.isfinite(value):
-                at_step[(trial_id, step)] = value
-    return [CheckpointFacts(c.uuid, c.trial_id, c.steps_completed,
-                            _own(c.validation_metrics, metric)
-                            if _own(c.validation_metrics, metric) is not None
-                            else at_step.get((c.trial_id, c.steps_completed)),
-                            (as_utc(c.reported_at).timestamp(),))
-            for c in checkpoints]
-
-
-def _own(metrics: Mapping[str, Any] | None, name: str) -> float | None:
-    value = (metrics or {}).get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
+    """The ACTIVE checkpoints of ended trials that ``policy`` would delete, by trial and step
+    (the collector's own choice: registered model versions are kept too)."""
+    return doomed_checkpoints(session, exp.id, exp.config,
+                              GcPolicy(policy["save_experiment_best"], policy["save_trial_best"],
+                                       policy["save_trial_latest"]))
 
 
 def collect_now(sessions: sessionmaker[Session], settings: MasterSettings,

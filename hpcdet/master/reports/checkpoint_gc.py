@@ -275,18 +275,27 @@ def _plan(session: Session, settings: MasterSettings,
     manager = storage_manager(settings, config, exp_id)
     if manager is None:
         return None
+    doomed = [c.uuid for c in doomed_checkpoints(session, exp_id, config,
+                                                 GcPolicy.from_config(config))]
+    return manager, doomed
+
+
+def doomed_checkpoints(session: Session, exp_id: int, config: Mapping[str, Any],
+                       policy: GcPolicy) -> list[Checkpoint]:
+    """The ACTIVE checkpoints of the experiment's ended trials that ``policy`` does not keep
+    and no model version names, by trial and step: what a collection deletes (and what
+    ``det experiment set gc-policy`` shows before it asks)."""
     rows = session.execute(
         select(Checkpoint, Trial.state).join(Trial, Trial.id == Checkpoint.trial_id)
-        .where(Trial.experiment_id == exp_id)).all()
+        .where(Trial.experiment_id == exp_id)
+        .order_by(Checkpoint.trial_id, Checkpoint.steps_completed)).all()
     metric = SearcherMetric.of(config)
     facts = _facts(session, [c for c, _ in rows], metric.name or "")
-    keep = checkpoints_to_keep(facts, GcPolicy.from_config(config),
-                               smaller_is_better=metric.smaller_is_better)
+    keep = checkpoints_to_keep(facts, policy, smaller_is_better=metric.smaller_is_better)
     pinned = _pinned_by_model_versions(session, exp_id)
-    doomed = [c.uuid for c, trial_state in rows
-              if c.state == ACTIVE and trial_state in _TERMINAL and c.uuid not in keep
-              and c.uuid not in pinned]
-    return manager, doomed
+    return [c for c, trial_state in rows
+            if c.state == ACTIVE and trial_state in _TERMINAL and c.uuid not in keep
+            and c.uuid not in pinned]
 
 
 def storage_manager(settings: MasterSettings, config: Mapping[str, Any],

@@ -212,6 +212,11 @@ def test_checkpoint_gc_keeps_a_registered_checkpoint(named_app: Flask, client: F
         (store / uuid / "state_dict.pth").write_bytes(b"w")
     assert make_model(client).status_code == 201
     assert register(client, GOOD).status_code == 201
+    # det e set gc-policy's preview names what the collector will delete: not GOOD
+    preview = client.get(f"/api/v1/experiments/{exp_id}/preview-gc", headers=as_user("alice"))
+    assert preview.status_code == 200, preview.get_json()
+    assert GOOD not in str(preview.get_json())
+    assert OTHER in str(preview.get_json())
     # the store is under the master's state_dir (tmp_path): an allowed storage root
     gc = CheckpointCollector(named_app.config["HPCDET_SESSION_FACTORY"],
                       named_app.config["HPCDET_SETTINGS"])
