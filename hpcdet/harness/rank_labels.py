@@ -40,14 +40,7 @@ class RankLabels:
         self._copies.append((fd, original, thread))
 
     def _copy(self, read_end: int, out: int) -> None:
-        pending = b""
-        while chunk := os.read(read_end, _CHUNK):
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            if lines:
-                _write_all(out, b"".join(self.prefix + line + b"\n" for line in lines))
-        if pending:
-            _write_all(out, self.prefix + pending + b"\n")
+        copy_lines(read_end, out, self.prefix)
         os.close(read_end)
 
     def close(self, timeout: float = 5.0) -> None:
@@ -60,6 +53,19 @@ class RankLabels:
             thread.join(timeout)
             os.close(original)
         self._copies = []
+
+
+def copy_lines(read_end: int, out: int, prefix: bytes) -> None:
+    """Copy whole lines from ``read_end`` to ``out`` until end of file, ``prefix`` before
+    each (a last line without its newline gets one)."""
+    pending = b""
+    while chunk := os.read(read_end, _CHUNK):
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        if lines:
+            _write_all(out, b"".join(prefix + line + b"\n" for line in lines))
+    if pending:
+        _write_all(out, prefix + pending + b"\n")
 
 
 def _write_all(fd: int, data: bytes) -> None:

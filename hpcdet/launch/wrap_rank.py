@@ -21,7 +21,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from typing import BinaryIO
+
+from hpcdet.harness.rank_labels import copy_lines
 
 USAGE = "python3 -m hpcdet.launch.wrap_rank [--no-redirect-stdio] RANK [--] SCRIPT..."
 EXIT_USAGE = 2
@@ -93,7 +94,8 @@ def run_labelled(command: list[str], rank: int) -> int:
     assert child.stdout is not None and child.stderr is not None
     sys.stdout.flush()
     sys.stderr.flush()
-    copies = [threading.Thread(target=_copy_lines, args=(src, fd, rank), daemon=True)
+    prefix = f"[rank={rank}] ".encode()
+    copies = [threading.Thread(target=copy_lines, args=(src.fileno(), fd, prefix), daemon=True)
               for src, fd in ((child.stdout, 1), (child.stderr, 2))]
     for copy in copies:
         copy.start()
@@ -101,12 +103,6 @@ def run_labelled(command: list[str], rank: int) -> int:
     for copy in copies:
         copy.join()
     return 128 - code if code < 0 else code
-
-
-def _copy_lines(src: BinaryIO, fd: int, rank: int) -> None:
-    prefix = f"[rank={rank}] ".encode()
-    for line in iter(src.readline, b""):
-        os.write(fd, prefix + (line if line.endswith(b"\n") else line + b"\n"))
 
 
 if __name__ == "__main__":
