@@ -68,3 +68,4 @@ def master(request: pytest.FixtureRequest, slurm: dict[str, str], tmp_path: Path
         yield live
     finally:
         live.stop()
+        live.cancel_leftover_jobs()

@@ -50,6 +50,19 @@ class LiveMaster:
             self.process.terminate()
             self.process.wait(30)
 
+    def cancel_leftover_jobs(self) -> None:
+        """Cancel the Slurm jobs this master left behind (their working directory is under
+        its job root), and wait until Slurm has let go of them: a trial still running after
+        its test would take the next test's CPUs (fair-share measures whole minutes of them)."""
+        mine = _jobs_under(self.env, self.job_root)
+        if not mine:
+            return
+        subprocess.run(["scancel", *mine], env=self.env, capture_output=True, timeout=60,
+                       check=False)
+        deadline = time.monotonic() + 60
+        while _jobs_under(self.env, self.job_root) and time.monotonic() < deadline:
+            time.sleep(0.5)
+
     def det(self, *args: str, check: bool = False,
             timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """Run the real ``det`` CLI against this master."""
@@ -121,3 +134,11 @@ def write_experiment(directory: Path, config: dict[str, Any], files: dict[str, s
 
 def load_json(text: str) -> Any:
     return json.loads(text)
+
+
+def _jobs_under(env: dict[str, str], root: Path) -> list[str]:
+    """Ids of the Slurm jobs (any user's) whose working directory is under ``root``."""
+    listed = subprocess.run(["squeue", "-h", "-a", "-o", "%i|%Z"], env=env,
+                            capture_output=True, text=True, timeout=60, check=False)
+    jobs = (line.split("|", 1) for line in listed.stdout.splitlines() if "|" in line)
+    return [job for job, work_dir in jobs if Path(work_dir).is_relative_to(root)]

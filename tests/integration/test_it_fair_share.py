@@ -88,6 +88,7 @@ def resource_manager_settings(accounts: Accounts) -> dict[str, Any]:
 def test_two_accounts_weighted_3_to_1_get_3_to_1_of_a_saturated_partition(
         master: LiveMaster, accounts: Accounts, slurm: dict[str, str], tmp_path: Path) -> None:
     started = time.monotonic()
+    _wait_for_idle_partition(slurm)
     _sync_accounts(master, tmp_path / "master.yaml")
     assert _fairshares(accounts, slurm) == {accounts.of(user): (str(weight), {"root"})
                                             for user, weight in WEIGHTS.items()}
@@ -108,6 +109,8 @@ def test_two_accounts_weighted_3_to_1_get_3_to_1_of_a_saturated_partition(
         feeder.result()
     _cancel_jobs(accounts, slurm)
     used = _cpu_seconds(accounts, slurm, window)
+    others = _cpu_seconds_of_others(accounts, slurm, window)
+    assert not others, f"other jobs took the partition's CPUs during the window: {others}"
     ratio = used[accounts.of("alice")] / used[accounts.of("bob")]
     print(f"fair-share: CPU-seconds in the {CALC_PERIODS * calc_period:.0f} s window: {used}, "
           f"alice/bob = {ratio:.2f}; test took {time.monotonic() - started:.0f} s")
@@ -203,6 +206,36 @@ def _cpu_seconds(accounts: Accounts, slurm: dict[str, str],
             continue
         overlap = min(_epoch(end), window[1]) - max(_epoch(start), window[0])
         used[account] += max(0.0, overlap) * int(cpus)
+    return used
+
+
+def _wait_for_idle_partition(slurm: dict[str, str]) -> None:
+    """Wait (a while) until no job runs on the partition's nodes: they are in other
+    partitions too, where an earlier test's job may still be ending."""
+    nodes = _slurm(slurm, "sinfo", "-h", "-p", PARTITION, "-o", "%N").strip()
+    deadline = time.time() + 120
+    while _slurm(slurm, "squeue", "-h", "-w", nodes, "-o", "%i").strip():
+        if time.time() > deadline:
+            raise AssertionError(f"jobs of other tests still run on {nodes}")
+        time.sleep(1)
+
+
+def _cpu_seconds_of_others(accounts: Accounts, slurm: dict[str, str],
+                           window: tuple[float, float]) -> dict[str, float]:
+    """CPU-seconds jobs of any other account were allocated on the partition's nodes in
+    ``window`` (none, on a quiet cluster; the test's ratio means nothing otherwise)."""
+    nodes = _slurm(slurm, "sinfo", "-h", "-p", PARTITION, "-o", "%N").strip()
+    out = _slurm(slurm, "sacct", "-n", "-P", "-X", "-a", "-N", nodes, "-S", "now-2hours",
+                 "--format=jobid,account,start,end,alloccpus")
+    used: dict[str, float] = {}
+    for line in out.splitlines():
+        job, account, start, end, cpus = line.split("|")
+        if account in accounts.names or start in ("Unknown", "None"):
+            continue
+        ended = time.time() if end in ("Unknown", "None") else _epoch(end)  # still running
+        overlap = min(ended, window[1]) - max(_epoch(start), window[0])
+        if overlap > 0:
+            used[f"{job} ({account})"] = overlap * int(cpus)
     return used
 
 
