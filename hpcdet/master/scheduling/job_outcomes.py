@@ -14,6 +14,8 @@ Every end of a run is one of three outcomes:
   ``max_restarts`` ignores them.
 * **failed**: anything else (non-zero exit, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, a TIMEOUT
   without a new checkpoint, a job cancelled behind the master's back, a job Slurm lost).
+  A non-zero exit is a failure even when the chief recorded a preemption: a rank that
+  fails makes srun SIGTERM the others, and the chief checkpoints as if preempted.
   The trial restarts from its latest checkpoint while ``restarts < max_restarts`` and no
   ``cancel_retries`` log policy matched, else it ends ERROR.
 
@@ -71,7 +73,9 @@ def job_ending(status: JobStatus) -> Ending:
 def classify(session: Session, job: Job, trial: Trial, status: JobStatus) -> Outcome:
     """The outcome of the execution of ``job`` that just ended with ``status``."""
     ending = job_ending(status)
-    if _stopped_on_request(job, trial.job_dir, job.requeues):
+    # A job that failed failed, whatever its chief wrote: when one rank exits non-zero, srun
+    # SIGTERMs the others, and the chief checkpoints and records a preemption it never had.
+    if ending is not Ending.FAILED and _stopped_on_request(job, trial.job_dir, job.requeues):
         return Outcome.INTERRUPTED
     if ending is Ending.CANCELLED and job.cancel_requested:
         return Outcome.INTERRUPTED  # the master cancelled it (a pause, a stop): no failure

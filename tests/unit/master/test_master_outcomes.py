@@ -365,3 +365,15 @@ def test_the_pending_reason_is_logged_once_per_change(
     reconciler.cycle()
     assert len(master_lines(app, trial_id)) == 3
     assert client.get(f"/api/v1/trials/{trial_id}").get_json()["trial"]["pending_reason"] is None
+
+
+def test_a_failed_job_whose_chief_recorded_a_preemption_is_a_failure(
+        client: FlaskClient, app: Flask, reconciler: Reconciler,
+        fake: FakeSchedulerBackend) -> None:
+    # One rank exited 1; srun SIGTERMed the chief, which checkpointed and wrote "preempted".
+    exp_id, trial_id = start(client, reconciler, fake)
+    _preempted(app, trial_id)
+    end_job(app, fake, reconciler, trial_id, JobPhase.FAILED)
+    trial = trial_of(app, exp_id)
+    assert (trial.state, trial.interruptions, trial.restarts) == ("QUEUED", 0, 1)
+    assert "failed; restart 1 of" in causes(app, trial_id)[-1]
