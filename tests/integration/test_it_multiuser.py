@@ -303,6 +303,7 @@ def test_det_sbatch_runs_as_its_user_from_a_private_home(owner_master: OwnerMast
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@pytest.mark.parametrize("owner_master", ["sqlite"], indirect=True)  # CI time
 def test_killing_user_as_experiment_cancels_its_job_as_user_a(owner_master: OwnerMaster) -> None:
     directory = _experiment(f"exp-{secrets.token_hex(4)}")
     config = yaml.safe_load((directory / "config.yaml").read_text())
@@ -357,6 +358,7 @@ def _pending_experiment(master: OwnerMaster, directory: Path) -> tuple[int, str]
     return exp_id, _wait_for_job(master, exp_id)
 
 
+@pytest.mark.parametrize("owner_master", ["sqlite"], indirect=True)  # CI time
 def test_job_update_moves_user_as_pending_job_as_user_a(owner_master: OwnerMaster) -> None:
     directory = _experiment(f"exp-{secrets.token_hex(4)}")
     try:

@@ -35,7 +35,10 @@ def created_id(output: str) -> int:
     return int(line.split()[-1])
 
 
-@pytest.mark.parametrize(("slots_per_node", "nodes"), [(2, 1), (1, 2)])
+# CI time: the two-node placement runs on SQLite only (the database plays no part in it).
+@pytest.mark.parametrize(("master", "slots_per_node", "nodes"), [
+    ("sqlite", 2, 1), ("sqlite", 1, 2),
+    pytest.param("postgresql", 2, 1, marks=pytest.mark.postgres)], indirect=["master"])
 def test_digits_runs_to_completed(master: LiveMaster, tmp_path: Path, slots_per_node: int,
                                   nodes: int) -> None:
     result = master.det("experiment", "create", str(digits_config(tmp_path, slots_per_node)),
@@ -97,6 +100,37 @@ def test_a_failing_job_ends_in_error_with_its_log_tail(master: LiveMaster,
     assert sacct_state(exp["trials"][0]["job_ids"][0], master.env) == "FAILED"
 
 
+# Rank 1 fails; srun (--kill-on-bad-exit) then ends the step, and rank 0, which (like a
+# trial that checkpoints on SIGTERM) would exit 0, must not turn the failure into a
+# preemption. (Here Slurm's step cancel leaves no preemption record; the master's rule
+# for a FAILED job whose chief did record one is unit-tested in test_master_outcomes.)
+FAILING_RANK_SCRIPT = """\
+import os, signal, sys, time
+if os.environ["SLURM_PROCID"] != "0":
+    time.sleep(2)
+    print("fatal: rank 1 lost its shard", file=sys.stderr, flush=True)
+    sys.exit(3)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("master", ["sqlite"], indirect=True)
+def test_one_failing_rank_fails_the_trial(master: LiveMaster, tmp_path: Path) -> None:
+    config = {"name": "one rank fails", "entrypoint": "python3 fail.py",
+              "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
+              "resources": {"slots_per_trial": 2}, "slurm": {"slots_per_node": 2},
+              "max_restarts": 0}
+    path = write_experiment(tmp_path / "ctx", config, {"fail.py": FAILING_RANK_SCRIPT})
+    result = master.det("experiment", "create", str(path), str(tmp_path / "ctx"), "--follow",
+                        timeout=300)
+    exp = describe(master, created_id(result.stdout))
+    trial = exp["trials"][0]
+    assert (exp["experiment"]["state"], len(trial["job_ids"])) == ("ERROR", 1), trial
+    assert sacct_state(trial["job_ids"][0], master.env) == "FAILED"
+
+
+@pytest.mark.parametrize("master", ["sqlite"], indirect=True)  # scancel: no database part
 def test_kill_cancels_the_slurm_job(master: LiveMaster, tmp_path: Path) -> None:
     config = {"name": "sleeps", "entrypoint": "python3 sleep.py",
               "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
@@ -142,6 +176,7 @@ def test_bad_input_leaves_nothing_behind(master: LiveMaster, tmp_path: Path) -> 
     shutil.rmtree(tmp_path / "ctx")
 
 
+@pytest.mark.parametrize("master", ["sqlite"], indirect=True)  # writes nothing to the database
 def test_dry_run_prints_a_script_sbatch_accepts(master: LiveMaster, tmp_path: Path) -> None:
     import subprocess
 
