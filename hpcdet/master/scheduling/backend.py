@@ -23,6 +23,8 @@ def make_backend(settings: MasterSettings) -> Backend:
     transport (``resource_manager.transport``: local, or one SSH connection)."""
     rm = settings.resource_manager
     transport = make_transport(rm.transport)
-    return get_backend(rm.type, template_dir=rm.template_dir,
-                       runas=make_runas(settings.runas, transport.runner),
+    runas = make_runas(settings.runas, transport.runner)
+    if runas is not None and rm.transport is not None:
+        runas.service_user = rm.transport.login_user  # sudo runs as the SSH login user
+    return get_backend(rm.type, template_dir=rm.template_dir, runas=runas,
                        gpu_request=gpu_request(settings), transport=transport)

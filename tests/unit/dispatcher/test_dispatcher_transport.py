@@ -229,3 +229,41 @@ def test_bad_ssh_settings_name_their_keys(tmp_path: Path) -> None:
                    "insecure_accept_new_host_key": True})
     assert f"{where}.type: must be one of local, ssh" in errors(tmp_path, {"type": "rsh"})
     assert f"{where}.host: unknown key" in errors(tmp_path, {"type": "local", "host": "x"})
+
+
+# ---- the SSH connection's refusals and backoff (no server needed) ------------------------
+
+
+def test_an_unreachable_login_node_is_retried_with_backoff(tmp_path: Path) -> None:
+    from hpcdet.dispatcher.transport import SshSettings, TransportUnavailableError
+    from hpcdet.dispatcher.transport.ssh import SshConnection
+
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    now = [100.0]
+    # Port 1 on 127.0.0.1: nothing listens, the connection is refused at once.
+    connection = SshConnection(SshSettings(host="127.0.0.1", port=1, user="u",
+                                           known_hosts=str(known), connect_timeout=2),
+                               clock=lambda: now[0])
+    waits = []
+    for _ in range(7):
+        with pytest.raises(TransportUnavailableError, match="cannot reach the login node "
+                           r"u@127.0.0.1:1") as first:
+            connection.transport()
+        assert "next try" not in str(first.value)  # a real try
+        with pytest.raises(TransportUnavailableError, match="next try in") as early:
+            connection.transport()  # within the backoff: fails at once, nothing tried
+        waits.append(int(str(early.value).rsplit("next try in ", 1)[1].rstrip("s)")))
+        now[0] += 100  # past any backoff
+    assert waits == [1, 2, 4, 8, 16, 30, 30] and connection.connects == 0
+
+
+def test_a_missing_known_hosts_file_is_refused_before_connecting(tmp_path: Path) -> None:
+    from hpcdet.dispatcher.transport import HostKeyError, SshSettings
+    from hpcdet.dispatcher.transport.ssh import SshConnection
+
+    absent = tmp_path / "known_hosts"
+    connection = SshConnection(SshSettings(host="127.0.0.1", port=1, known_hosts=str(absent)))
+    with pytest.raises(HostKeyError, match=f"{absent} does not exist; add the login node's"):
+        connection.transport()
+    assert not absent.exists()
