@@ -11,6 +11,7 @@ only if root owns it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import posixpath
 import secrets
@@ -52,8 +53,8 @@ class SshTransport(Transport):
         def op(sftp: paramiko.SFTPClient) -> None:
             missing: list[str] = []
             current = posixpath.normpath(path)
-            while not _exists(sftp, current):
-                missing.append(current)
+            while current not in ("", "/", ".") and not _exists(sftp, current):
+                missing.append(current)  # a relative path is under the login's home
                 current = posixpath.dirname(current)
             for directory in reversed(missing):
                 try:
@@ -79,8 +80,9 @@ class SshTransport(Transport):
                 if atomic:
                     sftp.posix_rename(target, path)
             except BaseException:
-                if atomic and _exists(sftp, target):
-                    sftp.remove(target)
+                if atomic:
+                    with contextlib.suppress(*CONNECTION_ERRORS):  # the error that matters
+                        sftp.remove(target)                         # is the one raised
                 raise
         self._do("write", path, op)
 
@@ -90,11 +92,13 @@ class SshTransport(Transport):
             with sftp.open(path, "rb") as handle:
                 if not stat.S_ISREG(handle.stat().st_mode or 0):
                     raise UnsafeFileError(errno.EINVAL, "is not a regular file; not read", path)
+                end = handle.stat().st_size or 0
+                if limit is not None:
+                    end = min(end, offset + limit)
                 handle.seek(offset)
-                size = (handle.stat().st_size or 0) - offset if limit is None else limit
-                if size > 65536:
-                    handle.prefetch(offset + size)
-                return bytes(handle.read(max(size, 0)))
+                if end - offset > 65536:
+                    handle.prefetch(end)  # pipelined reads up to ``end``
+                return bytes(handle.read(max(end - offset, 0)))
         return self._do("read", path, op)
 
     def file_size(self, path: str) -> int | None:
@@ -107,8 +111,7 @@ class SshTransport(Transport):
 
     def is_dir(self, path: str) -> bool:
         def op(sftp: paramiko.SFTPClient) -> bool:
-            info = _lstat(sftp, path)
-            return info is not None and stat.S_ISDIR(info.st_mode or 0)
+            return _real_dir(sftp, path)
         return self._do("stat", path, op)
 
     def exists(self, path: str) -> bool:
@@ -116,8 +119,7 @@ class SshTransport(Transport):
 
     def list_dir(self, path: str) -> list[Entry]:
         def op(sftp: paramiko.SFTPClient) -> list[Entry]:
-            info = _lstat(sftp, path)
-            if info is None or not stat.S_ISDIR(info.st_mode or 0):
+            if not _real_dir(sftp, path):
                 return []
             return [_entry(item) for item in sftp.listdir_attr(path)]
         return self._do("list", path, op)
@@ -216,10 +218,27 @@ def _check_regular(sftp: paramiko.SFTPClient, path: str) -> paramiko.SFTPAttribu
                               "in job directories", path)
     if not stat.S_ISREG(mode):
         raise UnsafeFileError(errno.EINVAL, "is not a regular file; not read", path)
-    parent = posixpath.dirname(posixpath.normpath(path))
-    if sftp.normalize(parent) != parent:
-        _check_links(sftp, path, parent)
+    _check_parents(sftp, path)
     return info
+
+
+def _real_dir(sftp: paramiko.SFTPClient, path: str) -> bool:
+    """A directory, not a link, reached through no link a user made (else False)."""
+    info = _lstat(sftp, path)
+    if info is None or not stat.S_ISDIR(info.st_mode or 0):
+        return False
+    try:
+        _check_parents(sftp, path)
+    except (UnsafeFileError, FileNotFoundError):
+        return False
+    return True
+
+
+def _check_parents(sftp: paramiko.SFTPClient, path: str) -> None:
+    """One ``realpath`` of the parent; the walk below only when it resolved elsewhere."""
+    parent = posixpath.dirname(posixpath.normpath(path))
+    if parent and sftp.normalize(parent) != parent:
+        _check_links(sftp, path, parent)
 
 
 def _check_links(sftp: paramiko.SFTPClient, path: str, parent: str) -> None:

@@ -196,6 +196,10 @@ class SshExecutor:
             transport = self.connection.transport()
             try:
                 return transport.open_session(timeout=self.connection.settings.connect_timeout)
+            except paramiko.ChannelException as exc:  # the server said no; the connection is fine
+                raise TransportUnavailableError(argv, (
+                    f"{self.connection.settings.where} refused a channel for {argv[0]} "
+                    f"({exc}): more commands at once than its MaxSessions?")) from None
             except CONNECTION_ERRORS as exc:
                 self.connection.broken(transport)
                 if attempt == 2:

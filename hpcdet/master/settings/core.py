@@ -225,6 +225,12 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     unknown_keys(doc, _RM_KEYS, where, errors)
     get = Getter(doc, where, errors)
     default = ResourceManagerSettings()
+    transport = build_transport(get.section("transport"), f"{where}.transport", errors)
+    root = environ.get("HPCDET_JOB_STORAGE_ROOT") or doc.get("job_storage_root")
+    if transport is not None and not (isinstance(root, str) and root.startswith("/")):
+        errors.append(f"{where}.job_storage_root: with transport type ssh, give an absolute "
+                      f"path on the login node (the default would be the master's home), "
+                      f"got {root!r}")
     return ResourceManagerSettings(
         type=get.choice("type", "slurm", ("slurm", "pbs")),
         cluster_name=get.text("cluster_name", default.cluster_name),
@@ -254,7 +260,7 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
                                             f"{where}.resource_pools", errors),
         priority=build_priority(get.section("priority"), f"{where}.priority", errors),
         fair_share=build_fair_share(doc.get("fair_share"), f"{where}.fair_share", errors),
-        transport=build_transport(get.section("transport"), f"{where}.transport", errors),
+        transport=transport,
     )
 
 

@@ -179,17 +179,20 @@ def test_a_remote_context_cannot_write_outside_its_directory(tmp_path: Path, nam
 # ---- resource_manager.transport ---------------------------------------------------------
 
 
-def load(tmp_path: Path, transport: dict[str, Any]) -> Any:
+def load(tmp_path: Path, transport: dict[str, Any], root: str | None = "/shared/jobs") -> Any:
     import yaml
 
     path = tmp_path / "master.yaml"
-    path.write_text(yaml.safe_dump({"resource_manager": {"transport": transport}}))
+    rm: dict[str, Any] = {"transport": transport}
+    if root is not None:
+        rm["job_storage_root"] = root
+    path.write_text(yaml.safe_dump({"resource_manager": rm}))
     return load_settings(path, environ={})
 
 
-def errors(tmp_path: Path, transport: dict[str, Any]) -> str:
+def errors(tmp_path: Path, transport: dict[str, Any], root: str | None = "/shared/jobs") -> str:
     with pytest.raises(ConfigError) as caught:
-        load(tmp_path, transport)
+        load(tmp_path, transport, root)
     return str(caught.value)
 
 
@@ -228,6 +231,11 @@ def test_bad_ssh_settings_name_their_keys(tmp_path: Path) -> None:
         tmp_path, {"type": "ssh", "known_hosts": str(tmp_path / "none"),
                    "insecure_accept_new_host_key": True})
     assert f"{where}.type: must be one of local, ssh" in errors(tmp_path, {"type": "rsh"})
+    fine = {"type": "ssh", "host": "login1", "known_hosts": str(tmp_path / "none"),
+            "insecure_accept_new_host_key": True}
+    for root in (None, "~/jobs", "jobs"):  # a path of the login node's, never the master's
+        assert ("<master.yaml>.resource_manager.job_storage_root: with transport type ssh, give "
+                "an absolute path on the login node") in errors(tmp_path, fine, root)
     assert f"{where}.host: unknown key" in errors(tmp_path, {"type": "local", "host": "x"})
 
 
