@@ -30,9 +30,13 @@ class TransportUnavailableError(SchedulerError):
     again next cycle. ``args[0]`` is one line saying what failed and where.
     """
 
-    def __init__(self, argv: Sequence[str], message: str) -> None:
+    def __init__(self, argv: Sequence[str], message: str,
+                 retry_in: float | None = None) -> None:
         super().__init__(list(argv) or ["ssh"], 255, "", message)
         self.args = (message,)
+        #: Seconds until the next real try, when this is the last failure repeated at once
+        #: (within the backoff: nothing was tried); None when a try just failed.
+        self.retry_in = retry_in
 
 
 class HostKeyError(TransportUnavailableError):

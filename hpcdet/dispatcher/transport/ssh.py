@@ -92,7 +92,8 @@ class SshConnection:
         now = self._clock()
         if now < self._retry_at:
             kind = HostKeyError if self._host_key_refused else TransportUnavailableError
-            raise kind((), f"{self._last_error} (next try in {self._retry_at - now:.0f}s)")
+            wait = self._retry_at - now
+            raise kind((), f"{self._last_error} (next try in {wait:.0f}s)", retry_in=wait)
         try:
             client = self._open()
         except HostKeyError as exc:
@@ -104,8 +105,9 @@ class SshConnection:
         except paramiko.BadHostKeyException as exc:
             raise self._failed(self._changed_key_message(exc), HostKeyError) from None
         except CONNECTION_ERRORS as exc:
+            reason = str(exc).replace("[Errno None] ", "") or type(exc).__name__
             raise self._failed(f"cannot reach the login node {self.settings.where}: "
-                               f"{exc or type(exc).__name__}") from None
+                               f"{reason}") from None
         self._failures, self._retry_at = 0, 0.0
         self._client = client
         self.connects += 1

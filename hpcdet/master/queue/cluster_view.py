@@ -55,7 +55,8 @@ class ClusterView:
         try:
             data = reader(self.backend, self.settings)
         except TransportUnavailableError as exc:  # a login node away: one line, no traceback
-            log.warning("reading the %s failed, the cluster is unreachable: %s", kind, exc)
+            log.log(logging.DEBUG if exc.retry_in else logging.WARNING,
+                    "reading the %s failed, the cluster is unreachable: %s", kind, exc)
             return
         except Exception:  # the old snapshot stays; the next refresh tries again
             log.exception("reading the %s from Slurm failed", kind)

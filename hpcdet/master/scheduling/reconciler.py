@@ -97,7 +97,10 @@ class Reconciler:
                 self.cluster_view.maybe_refresh()
                 self.cycle()
             except TransportUnavailableError as exc:  # the next cycle tries again
-                log.warning("reconcile cycle skipped, the cluster is unreachable: %s", exc)
+                # A failed try is a warning; the same failure repeated within the backoff
+                # (nothing tried) is not worth a line per cycle.
+                log.log(logging.DEBUG if exc.retry_in else logging.WARNING,
+                        "reconcile cycle skipped, the cluster is unreachable: %s", exc)
             except Exception:  # one bad cycle must not kill the loop
                 log.exception("reconcile cycle failed")
             stop.wait(self.settings.reconcile_interval)

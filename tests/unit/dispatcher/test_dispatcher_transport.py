@@ -258,9 +258,10 @@ def test_an_unreachable_login_node_is_retried_with_backoff(tmp_path: Path) -> No
         with pytest.raises(TransportUnavailableError, match="cannot reach the login node "
                            r"u@127.0.0.1:1") as first:
             connection.transport()
-        assert "next try" not in str(first.value)  # a real try
+        assert "next try" not in str(first.value) and first.value.retry_in is None  # tried
         with pytest.raises(TransportUnavailableError, match="next try in") as early:
             connection.transport()  # within the backoff: fails at once, nothing tried
+        assert early.value.retry_in is not None and early.value.retry_in > 0
         waits.append(int(str(early.value).rsplit("next try in ", 1)[1].rstrip("s)")))
         now[0] += 100  # past any backoff
     assert waits == [1, 2, 4, 8, 16, 30, 30] and connection.connects == 0
