@@ -137,3 +137,17 @@ def test_job_files_out_of_reach_leave_an_ended_job_for_the_next_cycle(
     assert trial_history(app, trial_id) == ["QUEUED", "RUNNING", "COMPLETED"]
     logs = client.get(f"/api/v1/trials/{trial_id}/logs").get_json()["logs"]
     assert [e["line"] for e in logs if e["stream"] == "stdout"] == ["last words"]
+
+
+def test_a_request_that_needs_the_cluster_answers_503_with_why(
+        client: FlaskClient, app: Flask) -> None:
+    """A dry run writes a scratch job directory: with the login node away, 503 and the
+    transport's one-line reason, no 500 and no traceback."""
+    down = SwitchedTransport()
+    down.down = True
+    app.config["HPCDET_BACKEND"].transport = down
+    answer = create(client, dry_run=True)
+    body = answer.get_json()
+    assert answer.status_code == 503, body
+    assert body["error"]["code"] == "cluster_unreachable"
+    assert body["error"]["message"] == "cannot reach the login node test:22"
