@@ -20,6 +20,7 @@ What is measured
 How to reproduce
     scripts/dev-cluster up && eval "$(scripts/dev-cluster env)"
     .venv/bin/python bench/poll.py --scheduler pbs  # OpenPBS instead (bench/poll_pbs.py)
+    .venv/bin/python bench/poll.py --transport ssh  # local and SSH side by side (poll_ssh.py)
     .venv/bin/python bench/poll.py                 # human table
     .venv/bin/python bench/poll.py --json          # one JSON object on stdout
 
@@ -51,6 +52,7 @@ from _common import log, run_script, terminate_as_interrupt  # noqa: E402
 from hpcdet.dispatcher.base import JobPhase, JobRef, JobStatus  # noqa: E402
 from hpcdet.dispatcher.commands import CommandRunner  # noqa: E402
 from hpcdet.dispatcher.slurm.backend import SlurmBackend  # noqa: E402
+from hpcdet.dispatcher.transport import LocalTransport, Transport  # noqa: E402
 from hpcdet.errors import SchedulerError  # noqa: E402
 
 JOB_NAME = "hpcdet-bench-poll"
@@ -76,6 +78,9 @@ class CycleStats:
     phases: dict[str, int]
     checks_ok: bool
     check_detail: str = ""
+    # The transport the backend used, and its job-file operations per cycle (exit files).
+    transport: str = "local"
+    file_ops_per_cycle: list[int] = field(default_factory=list)
 
     @property
     def max_commands(self) -> int:
@@ -200,28 +205,34 @@ def cancel_ours(attempts: int = 3) -> None:
 
 
 def measure_poll(scenario: str, refs: Sequence[JobRef], cycles: int,
-                 check: Callable[[dict[str, JobStatus]], str]) -> CycleStats:
-    """Run ``poll(refs)`` ``cycles`` times with a counting runner; ``check`` returns problems."""
-    runner = CommandRunner()
-    backend = SlurmBackend(runner=runner)
+                 check: Callable[[dict[str, JobStatus]], str],
+                 transport: Transport | None = None) -> CycleStats:
+    """Run ``poll(refs)`` ``cycles`` times with a counting runner; ``check`` returns problems.
+    ``transport``: how the backend reaches the cluster (default: a local one of its own)."""
+    transport = transport or LocalTransport()
+    runner = transport.runner
+    backend = SlurmBackend(transport=transport)
     counts: list[int] = []
+    file_ops: list[int] = []
     walls: list[float] = []
     problems: list[str] = []
     used: dict[str, None] = {}
     statuses: dict[str, JobStatus] = {}
     for _ in range(cycles):
-        before = runner.count
+        before, ops_before = runner.count, transport.file_ops
         started = time.perf_counter()
         statuses = backend.poll(refs)
         walls.append(time.perf_counter() - started)
         counts.append(runner.count - before)
+        file_ops.append(transport.file_ops - ops_before)
         used.update(dict.fromkeys(argv[0] for argv in
                                   list(runner.calls)[len(runner.calls) - counts[-1]:]))
         problems.append(check(statuses))
     phases = Counter(s.phase.value for s in statuses.values())
     detail = "; ".join(sorted({p for p in problems if p}))
     return CycleStats(scenario, len(refs), cycles, counts, list(used), walls, dict(phases),
-                      checks_ok=not detail, check_detail=detail)
+                      checks_ok=not detail, check_detail=detail, transport=transport.name,
+                      file_ops_per_cycle=file_ops)
 
 
 def expect(wanted: dict[str, JobPhase]) -> Callable[[dict[str, JobStatus]], str]:
@@ -276,21 +287,22 @@ def submit_jobs(setup: CommandRunner, jobs: int, ended: int) -> tuple[list[str],
 
 
 def measure_scenarios(held: list[str], ended: list[str], cycles: int,
-                      job_dir: str) -> list[CycleStats]:
+                      job_dir: str, transport: Transport | None = None) -> list[CycleStats]:
     def refs(ids: list[str]) -> list[JobRef]:
         return [JobRef(job_id, job_dir) for job_id in ids]
 
+    def measure(scenario: str, ids: list[str], wanted: dict[str, JobPhase]) -> CycleStats:
+        return measure_poll(scenario, refs(ids), cycles, expect(wanted), transport)
+
     pending = {i: JobPhase.PENDING for i in held}
-    results = [measure_poll("pending", refs(held), cycles, expect(pending))]
+    results = [measure("pending", held, pending)]
     half = held[: len(held) // 2]
     forgotten = [str(FORGOTTEN_BASE + i) for i in range(len(held) - len(half))]
     wanted = {**{i: JobPhase.PENDING for i in half}, **{i: JobPhase.MISSING for i in forgotten}}
-    results.append(measure_poll("half-forgotten", refs(half + forgotten), cycles,
-                                expect(wanted)))
+    results.append(measure("half-forgotten", half + forgotten, wanted))
     if ended:
         wanted = {**pending, **{i: JobPhase.COMPLETED for i in ended}}
-        results.append(measure_poll("recently-ended", refs(held + ended), cycles,
-                                    expect(wanted)))
+        results.append(measure("recently-ended", held + ended, wanted))
     return results
 
 
@@ -397,6 +409,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from poll_pbs import main as pbs_main  # the PBS mode lives in its own module
 
         return pbs_main(rest)
+    if "--transport=ssh" in rest or " ".join(rest).find("--transport ssh") >= 0:
+        from poll_ssh import main as ssh_main  # local vs SSH, side by side
+
+        return ssh_main([a for a in rest if a not in ("--transport=ssh", "--transport", "ssh")])
     args = parse_args(rest)
     ensure_slurm_conf()
     log(f"# reproduce: {reproduce_command(args)}")

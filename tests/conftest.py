@@ -243,3 +243,20 @@ def azure_connection_string() -> Iterator[str]:
     if importlib.util.find_spec("azure.storage.blob") is None:
         missing("azure-storage-blob is not installed (pip install -e '.[dev]')")
     yield from run_test_server("azure-test-server", "AZURE_STORAGE_CONNECTION_STRING", "Azurite")
+
+
+@pytest.fixture(scope="session")
+def sshd() -> dict[str, str]:
+    """The dev sshd on 127.0.0.1 (``scripts/dev-sshd``, a stand-in for a login node): its
+    ``HPCDET_SSHD_*`` variables (host, port, user, key, known_hosts, dir). Started here if
+    it is not running (with SLURM_CONF for its sessions when set); skips/fails without sshd."""
+    script = str(REPO / "scripts" / "dev-sshd")
+    if shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"):
+        missing("openssh-server is not installed (scripts/dev-sshd up installs it)")
+    env = {**os.environ, **({"SLURM_CONF": slurm_env()["SLURM_CONF"]}
+                            if "SLURM_CONF" in slurm_env() else {})}
+    up = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=120)
+    if up.returncode != 0:
+        missing(f"scripts/dev-sshd up failed: {up.stderr.strip()[-500:]}")
+    out = subprocess.run([script, "env"], capture_output=True, text=True, check=True).stdout
+    return dict(word.split("=", 1) for line in out.splitlines() for word in line.split()[1:])

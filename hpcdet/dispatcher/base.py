@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.pools import PartitionInfo
 from hpcdet.dispatcher.queue import JobUpdate, QueueEntry
+from hpcdet.dispatcher.transport.base import Transport
 from hpcdet.errors import HpcdetError
 
 
@@ -174,6 +175,8 @@ class Backend(abc.ABC):
     name: ClassVar[str]
     # Runs every scheduler command of this backend (hpcdet.dispatcher.commands).
     runner: Runner
+    # Reaches the job directories (and, through its runner, the scheduler): local or SSH.
+    transport: Transport
 
     @abc.abstractmethod
     def render(self, spec: JobSpec) -> Submission:

@@ -2,8 +2,12 @@
 
 Backends never call :mod:`subprocess` themselves; they are handed a :class:`Runner` (by
 default a :class:`CommandRunner`), which tests replace with a fake that returns recorded
-output. The child inherits this process's environment unchanged, so ``SLURM_CONF`` (and
-``PATH``) set for the master reach the Slurm commands.
+output. A :class:`CommandRunner` starts each command through its *executor*: by default
+:func:`run_locally` (a child process that inherits this process's environment unchanged,
+so ``SLURM_CONF`` and ``PATH`` set for the master reach the Slurm commands); the SSH
+transport (:mod:`hpcdet.dispatcher.transport.ssh`) hands it one that runs the command on a
+login node instead. Either way the runner counts the command and raises
+:class:`SchedulerError` the same way.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import collections
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from hpcdet.errors import SchedulerError
@@ -27,17 +32,35 @@ class Runner(Protocol):
     def __call__(self, argv: Sequence[str], *, timeout: float = 60) -> str: ...
 
 
+@dataclass(frozen=True)
+class Completed:
+    """How one command ended: its exit status and its captured output, as text."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class Executor(Protocol):
+    """Starts one command and waits for it; raises :class:`SchedulerError` if it cannot."""
+
+    def __call__(self, argv: tuple[str, ...], timeout: float,
+                 stdin: bytes | None) -> Completed: ...
+
+
 class CommandRunner:
     """Run scheduler commands, raising :class:`SchedulerError` on any failure.
 
     ``count`` is the number of commands started so far and ``calls`` the most recent argv
     (bounded, since the master runs for weeks), so a benchmark can report the commands
-    issued per poll cycle by comparing ``count`` before and after.
+    issued per poll cycle by comparing ``count`` before and after. ``executor`` starts
+    each command (default :func:`run_locally`).
     """
 
-    def __init__(self, *, history: int = 1000) -> None:
+    def __init__(self, *, history: int = 1000, executor: Executor | None = None) -> None:
         self.count = 0
         self.calls: collections.deque[tuple[str, ...]] = collections.deque(maxlen=history)
+        self.executor: Executor = executor if executor is not None else run_locally
 
     def __call__(self, argv: Sequence[str], *, timeout: float = 60,
                  stdin: bytes | None = None) -> str:
@@ -48,17 +71,24 @@ class CommandRunner:
         args = tuple(argv)
         self.count += 1
         self.calls.append(args)
-        try:
-            proc = _run(args, timeout, stdin)
-        except OSError as exc:
-            raise _start_error(args, exc) from exc
-        except subprocess.TimeoutExpired as exc:
-            raise SchedulerError(
-                args, TIMED_OUT, _text(exc.stdout), f"timed out after {timeout:g}s"
-            ) from exc
+        proc = self.executor(args, timeout, stdin)
         if proc.returncode != 0:
             raise SchedulerError(args, proc.returncode, proc.stdout, proc.stderr)
         return proc.stdout
+
+
+def run_locally(argv: tuple[str, ...], timeout: float, stdin: bytes | None) -> Completed:
+    """Run ``argv`` as a child process of this one (no shell)."""
+    args = argv
+    try:
+        proc = _run(args, timeout, stdin)
+    except OSError as exc:
+        raise _start_error(args, exc) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise SchedulerError(
+            args, TIMED_OUT, _text(exc.stdout), f"timed out after {timeout:g}s"
+        ) from exc
+    return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
 def _run(args: tuple[str, ...], timeout: float,

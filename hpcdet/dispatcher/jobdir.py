@@ -1,15 +1,24 @@
-"""Prepare a trial's job directory on the shared filesystem (see docs/job-directory.md)."""
+"""Prepare a trial's job directory on the shared filesystem (see docs/job-directory.md).
+
+Every file operation goes through a :class:`~hpcdet.dispatcher.transport.Transport`: this
+host's filesystem by default, SFTP on a login node with the SSH transport. The context
+tarball is checked here, on the master, either way: ``tarfile``'s "data" filter refuses
+absolute paths, ``..`` and links out of the directory, then the SSH transport writes the
+members one by one (regular files and directories only).
+"""
 
 from __future__ import annotations
 
 import io
 import json
-import os
+import posixpath
 import tarfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from hpcdet.dispatcher.transport.base import Transport
+from hpcdet.dispatcher.transport.local import LOCAL, LocalTransport
 from hpcdet.errors import ValidationError
 
 TRIAL_INFO = "trial.json"
@@ -29,26 +38,28 @@ TASK_ERROR_LOG = "error.log"
 
 def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,
                     trial_info: Mapping[str, Any], token: str | None,
-                    master_cert: str | None = None) -> Path:
+                    master_cert: str | None = None, files: Transport | None = None) -> Path:
     """Create ``job_dir``, unpack the context (once) and write trial.json and the token.
 
     Everything is for the job's user only (0700 directories, 0600 files): ``trial.json``
     holds the experiment's ``environment_variables``, where people put API keys.
     ``master_cert``: the PEM text of a TLS master's certificate, written to
     ``master-cert.pem`` for the job to verify the master with (``DET_MASTER_CERT_FILE``).
+    ``files``: where the directory is (default: this host's filesystem).
     """
-    root = Path(job_dir)
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    root.chmod(0o700)
-    context = root / CONTEXT_DIR
-    if context_tar is not None and not context.exists():
-        _unpack(context_tar, context)
-    _write_atomic(root / TRIAL_INFO, json.dumps(dict(trial_info), indent=2, sort_keys=True), 0o600)
+    files = files or LOCAL
+    root = str(job_dir)
+    files.make_dirs(root, 0o700)
+    context = posixpath.join(root, CONTEXT_DIR)
+    if context_tar is not None and not files.exists(context):
+        unpack_context(context_tar, context, files)
+    info = json.dumps(dict(trial_info), indent=2, sort_keys=True)
+    files.write_file(posixpath.join(root, TRIAL_INFO), info.encode(), 0o600)
     if token is not None:
-        _write_atomic(root / TOKEN_FILE, token, 0o600)
+        files.write_file(posixpath.join(root, TOKEN_FILE), token.encode(), 0o600)
     if master_cert is not None:
-        _write_atomic(root / MASTER_CERT_FILE, master_cert, 0o644)
-    return root
+        files.write_file(posixpath.join(root, MASTER_CERT_FILE), master_cert.encode(), 0o644)
+    return Path(root)
 
 
 def job_dir_archive(*, context_tar: bytes | None, trial_info: Mapping[str, Any],
@@ -93,6 +104,49 @@ def _add_context(tar: tarfile.TarFile, context_tar: bytes) -> None:
         raise ValidationError(f"the experiment context is not a valid tar archive: {exc}") from exc
 
 
+def unpack_context(context_tar: bytes, dest: str, files: Transport) -> None:
+    """Unpack the context tarball into ``dest`` through ``.partial`` and a rename."""
+    if isinstance(files, LocalTransport):
+        _unpack(context_tar, Path(dest))
+        return
+    partial = dest + ".partial"
+    files.remove_tree(partial)  # a crash's leftovers
+    files.make_dirs(partial, 0o700)
+    made = {partial}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(context_tar), mode="r:*") as tar:
+            for member in tar.getmembers():
+                _put_member(tar, _private(member, _CHECK_ROOT), partial, files, made)
+    except (tarfile.TarError, OSError) as exc:
+        raise ValidationError(f"the experiment context is not a valid tar archive: {exc}") from exc
+    files.rename(partial, dest)
+
+
+# Where the "data" filter pretends a remote context is unpacked (its path checks are lexical
+# for a directory that does not exist here).
+_CHECK_ROOT = "/nonexistent/hpcdet-context"
+
+
+def _put_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: str, files: Transport,
+                made: set[str]) -> None:
+    """Write one checked member under ``root``: a directory or a regular file; links and
+    devices are left out (as the run-as helper leaves them out)."""
+    target = posixpath.join(root, member.name)
+    if member.isdir():  # the filter leaves a directory's mode unset: the owner's rwx
+        files.make_dirs(target, member.mode if member.mode is not None else 0o700)
+        made.add(target)
+        return
+    source = tar.extractfile(member) if member.isfile() else None
+    if source is None:
+        return
+    parent = posixpath.dirname(target)
+    if parent not in made:
+        files.make_dirs(parent, 0o700)
+        made.add(parent)
+    files.write_file(target, source.read(), member.mode if member.mode is not None else 0o600,
+                     atomic=False)
+
+
 def _unpack(context_tar: bytes, dest: Path) -> None:
     partial = dest.with_name(dest.name + ".partial")
     partial.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -116,15 +170,6 @@ def _private(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
     return safe.replace(mode=owner, deep=False)
 
 
-def _write_atomic(path: Path, text: str, mode: int) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.chmod(tmp, mode)
-    tmp.replace(path)
-
-
 def context_size(context_tar: bytes) -> int:
     """Total bytes of the regular files in a context tarball."""
     try:
@@ -134,11 +179,13 @@ def context_size(context_tar: bytes) -> int:
         raise ValidationError(f"the experiment context is not a valid tar archive: {exc}") from exc
 
 
-def job_log_path(job_dir: str | Path, job_id: str, stream: str) -> Path:
+def job_log_path(job_dir: str | Path, job_id: str, stream: str,
+                 files: Transport | None = None) -> Path:
     """The file holding a trial job's ``stream`` (``out`` or ``err``), whichever scheduler
     wrote it: the first of :data:`JOB_LOG_NAMES` that exists (Slurm's name when none does
     yet). Job ids tell the names apart (PBS ids carry the server, ``12.pbs01``)."""
     names = [pattern.format(job_id=job_id, stream=stream, pbs_stream=_PBS_STREAMS[stream])
              for pattern in JOB_LOG_NAMES]
     paths = [Path(job_dir) / name for name in names]
-    return next((path for path in paths if path.exists()), paths[0])
+    files = files or LOCAL
+    return next((path for path in paths if files.exists(str(path))), paths[0])

@@ -3,14 +3,15 @@ and the exit file every job script writes: shared by the Slurm and PBS packages.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 from hpcdet.dispatcher.base import ContainerSpec, JobPhase, JobRef, JobSpec, JobStatus
 from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.transport.base import Transport
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ValidationError
-from hpcdet.jobfiles import open_regular
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TEXT_FIELDS = ("name", "job_dir", "partition", "time_limit", "account", "qos", "wckey",
@@ -68,20 +69,22 @@ def check_shape(spec: JobSpec) -> None:
         raise ValidationError(f"spec.gpus_per_node must be a non-negative integer, not {gpus!r}")
 
 
-def read_exit_file(job: JobRef) -> int | None:
+def read_exit_file(job: JobRef, files: Transport | None = None) -> int | None:
     """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any (the caller
-    has checked ``job.job_id`` is one of its scheduler's ids)."""
-    path = Path(job.job_dir) / f"exit-{job.job_id}"
-    try:
-        with open_regular(path) as handle:  # never a link the job put there
-            return int(handle.read(64).decode("utf-8").strip())
+    has checked ``job.job_id`` is one of its scheduler's ids). Read through ``files``
+    (default: this host's filesystem); an unreachable cluster raises
+    :class:`~hpcdet.dispatcher.transport.TransportUnavailableError`, never "no file"."""
+    path = posixpath.join(job.job_dir, f"exit-{job.job_id}")
+    try:  # never a link the job put there
+        data = (files or LOCAL).read_file(path, 0, 64)
+        return int(data.decode("utf-8").strip())
     except (OSError, ValueError):
         return None
 
 
-def status_from_exit_file(job: JobRef) -> JobStatus:
+def status_from_exit_file(job: JobRef, files: Transport | None = None) -> JobStatus:
     """A job the scheduler no longer knows: what its exit file says, else MISSING."""
-    code = read_exit_file(job)
+    code = read_exit_file(job, files)
     if code is None:
         return JobStatus(job.job_id, JobPhase.MISSING, "", source="none")
     phase = JobPhase.COMPLETED if code == 0 else JobPhase.FAILED

@@ -24,7 +24,6 @@ import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from hpcdet.dispatcher.base import (
     Backend,
@@ -34,7 +33,7 @@ from hpcdet.dispatcher.base import (
     Submission,
     UnsupportedError,
 )
-from hpcdet.dispatcher.commands import CommandRunner, Runner, UnparseableOutputError
+from hpcdet.dispatcher.commands import Runner, UnparseableOutputError
 from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.pbs import queue as pbs_queue
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args
@@ -46,8 +45,8 @@ from hpcdet.dispatcher.render import make_environment
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.spec_values import read_exit_file, status_from_exit_file
+from hpcdet.dispatcher.transport import LocalTransport, Transport
 from hpcdet.errors import SchedulerError, ValidationError
-from hpcdet.jobfiles import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +74,16 @@ class PbsBackend(Backend):
         template_dir: str | None = None,
         template_name: str = TEMPLATE_NAME,
         runas: RunAs | None = None,
+        transport: Transport | None = None,
         rsh_agent: str = "/opt/pbs/bin/pbs_tmrsh",
         gpu_type_resource: str = "gpu_model",
         bin_dir: str = "",
         poll_by_id_max: int = POLL_BY_ID_MAX,
         gpu_request: str = "tres",
     ) -> None:
-        self.runner: Runner = runner if runner is not None else CommandRunner()
+        # Job files go through the transport; commands through its runner (or ``runner``).
+        self.transport: Transport = transport if transport is not None else LocalTransport()
+        self.runner: Runner = runner if runner is not None else self.transport.runner
         self.runas = runas
         self.template_name = template_name
         self.rsh_agent = check_safe(rsh_agent, "pbs rsh_agent")
@@ -112,8 +114,9 @@ class PbsBackend(Backend):
         """Write the script (0700) and ``qsub`` it; through the helper as its owner."""
         if self.runas is not None and submission.owner:
             return submit_as(self.runas, submission.owner, submission)
-        write_atomically(Path(submission.script_path), submission.script.encode("utf-8"),
-                         mode=0o700, durable=False)
+        # Owner-only: the script holds the experiment's environment_variables (secrets).
+        self.transport.write_file(submission.script_path, submission.script.encode("utf-8"),
+                                  0o700)
         return parse_qsub_output(submission.argv, self.runner(submission.argv))
 
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
@@ -131,7 +134,8 @@ class PbsBackend(Backend):
                 raise
             stdout = exc.stdout  # qstat exits 153 but still lists the jobs it knows
         records = _by_number(parse_dsv(stdout))
-        return {job.job_id: _resolve(records.get(_number(job.job_id)), job) for job in jobs}
+        return {job.job_id: _resolve(records.get(_number(job.job_id)), job, self.transport)
+                for job in jobs}
 
     def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
         """``qdel`` all of ``job_ids`` at once; jobs already finished or gone are fine."""
@@ -253,13 +257,13 @@ def _by_number(records: dict[str, dict[str, str]]) -> dict[int, dict[str, str]]:
     return {_number(job_id): record for job_id, record in records.items()}
 
 
-def _resolve(record: dict[str, str] | None, job: JobRef) -> JobStatus:
+def _resolve(record: dict[str, str] | None, job: JobRef, files: Transport) -> JobStatus:
     """qstat's answer, with the exit file where qstat says nothing (or no exit status)."""
     if record is None:
-        return status_from_exit_file(job)
+        return status_from_exit_file(job, files)
     status = job_status(job.job_id, record)
     if status.phase.is_terminal and status.exit_code is None:
-        return replace(status, exit_code=read_exit_file(job))
+        return replace(status, exit_code=read_exit_file(job, files))
     return status
 
 

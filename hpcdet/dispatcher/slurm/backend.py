@@ -23,7 +23,6 @@ import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from hpcdet.dispatcher.base import (
     Backend,
@@ -34,7 +33,7 @@ from hpcdet.dispatcher.base import (
     JobStatus,
     Submission,
 )
-from hpcdet.dispatcher.commands import CommandRunner, Runner, UnparseableOutputError
+from hpcdet.dispatcher.commands import Runner, UnparseableOutputError
 from hpcdet.dispatcher.containers import launch_lines
 from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
@@ -49,8 +48,8 @@ from hpcdet.dispatcher.spec_values import (
     read_exit_file,
     status_from_exit_file,
 )
+from hpcdet.dispatcher.transport import LocalTransport, Transport
 from hpcdet.errors import SchedulerError, ValidationError
-from hpcdet.jobfiles import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +100,12 @@ class SlurmBackend(SlurmClusterMixin, Backend):
         sinfo: str = "sinfo",
         scontrol: str = "scontrol",
         runas: RunAs | None = None,
+        transport: Transport | None = None,
         gpu_request: str = "tres",
     ) -> None:
-        self.runner: Runner = runner if runner is not None else CommandRunner()
+        # Job files go through the transport; commands through its runner (or ``runner``).
+        self.transport: Transport = transport if transport is not None else LocalTransport()
+        self.runner: Runner = runner if runner is not None else self.transport.runner
         # Set in run-as-owner mode: jobs with an owner are submitted/cancelled through it.
         self.runas = runas
         self.template_name = template_name
@@ -132,7 +134,7 @@ class SlurmBackend(SlurmClusterMixin, Backend):
         """
         if self.runas is not None and submission.owner:
             return submit_as(self.runas, submission.owner, submission)
-        write_script(Path(submission.script_path), submission.script)
+        write_script(submission.script_path, submission.script, self.transport)
         stdout = self.runner(submission.argv)
         return parse_sbatch_output(submission.argv, stdout)
 
@@ -145,7 +147,8 @@ class SlurmBackend(SlurmClusterMixin, Backend):
         unknown = [job_id for job_id in ids if job_id not in found]
         if unknown:
             found.update(self._sacct(unknown))
-        return {job.job_id: _resolve(found.get(job.job_id), job) for job in jobs}
+        return {job.job_id: _resolve(found.get(job.job_id), job, self.transport)
+                for job in jobs}
 
     def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
         """``scancel`` all of ``job_ids`` at once; jobs already gone are not an error."""
@@ -350,12 +353,12 @@ def _effective_container(spec: JobSpec) -> ContainerSpec:
 # ---- submitting --------------------------------------------------------------------------
 
 
-def write_script(path: Path, text: str) -> None:
+def write_script(path: str, text: str, files: Transport) -> None:
     """Write ``text`` to ``path`` with mode 0700 via a temporary file and a rename.
 
     Owner-only: the script holds the experiment's ``environment_variables`` (secrets).
     """
-    write_atomically(path, text.encode("utf-8"), mode=0o700, durable=False)
+    files.write_file(path, text.encode("utf-8"), 0o700)
 
 
 def submit_as(runas: RunAs, owner: str, submission: Submission) -> str:
@@ -466,12 +469,12 @@ def _none_if(value: str, placeholder: str) -> str | None:
     return None if value in ("", placeholder) else value
 
 
-def _resolve(status: JobStatus | None, job: JobRef) -> JobStatus:
+def _resolve(status: JobStatus | None, job: JobRef, files: Transport) -> JobStatus:
     """Fill in what the scheduler did not say from the job's exit file."""
     if status is None:
-        return status_from_exit_file(job)
+        return status_from_exit_file(job, files)
     if status.phase.is_terminal and status.exit_code is None:
-        return replace(status, exit_code=read_exit_file(job))
+        return replace(status, exit_code=read_exit_file(job, files))
     return status
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.errors import ConfigError, ValidationError
 from hpcdet.master.errors import ApiError
 
@@ -48,6 +49,11 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(ValidationError)
     def _validation_error(exc: ValidationError) -> Response:
         return _respond(400, "bad_request", str(exc))
+
+    @app.errorhandler(TransportUnavailableError)
+    def _cluster_unreachable(exc: TransportUnavailableError) -> Response:
+        # The login node (resource_manager.transport: ssh) is away: try again later.
+        return _respond(503, "cluster_unreachable", str(exc))
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:

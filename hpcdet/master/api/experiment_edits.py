@@ -101,7 +101,8 @@ def move_experiment(exp_id: int) -> Any:
 def delete_experiment(exp_id: int) -> Any:
     """Delete an ended experiment with its checkpoint files (experiments/deleting.py)."""
     exp = experiment_for(exp_id, CHANGE)
-    result = deleting.delete_experiment(db(), settings(), exp)
+    result = deleting.delete_experiment(db(), settings(), exp,
+                                        files=current_app.config["HPCDET_BACKEND"].transport)
     db().commit()
     return {"deleted": exp_id, "checkpoints_deleted": len(result.checkpoints),
             "left_behind": result.left_behind}

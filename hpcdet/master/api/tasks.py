@@ -43,7 +43,7 @@ def create_task() -> Any:
     body = json_body()
     workspace_id, _ = placement_for(db(), settings(), owner, body.get("workspace"), None)
     parsed = task_submission.parse_request(body, _backend().name)
-    plan = task_submission.plan_task(db(), settings(), parsed, owner)
+    plan = task_submission.plan_task(db(), settings(), parsed, owner, _backend().transport)
     if parsed.test_only:
         preview = task_submission.preview(settings(), _backend(), plan)
         return {"test_only": True, "script": preview.script, "argv": list(preview.argv),
@@ -108,4 +108,5 @@ def task_logs(task_id: int) -> Any:
                           offset=int_arg("offset", 0, hi=2**62),
                           limit=int_arg("limit", tasks.MAX_LOG_CHUNK, lo=1,
                                         hi=tasks.MAX_LOG_CHUNK),
-                          tail_lines=None if tail is None else int_arg("tail", 0, hi=10**6))
+                          tail_lines=None if tail is None else int_arg("tail", 0, hi=10**6),
+                          files=_backend().transport)

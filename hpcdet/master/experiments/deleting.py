@@ -18,7 +18,6 @@ is deleted.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,8 @@ from pathlib import Path
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from hpcdet.dispatcher.transport import Transport
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Checkpoint, Experiment, StateChange, Trial
 from hpcdet.master.registry.service import pinned_checkpoints
@@ -67,8 +68,10 @@ def refuse_registered(session: Session, uuids: Sequence[str]) -> None:
                        "model version (det model list-versions); delete the version first")
 
 
-def delete_experiment(session: Session, settings: MasterSettings, exp: Experiment) -> Deleted:
-    """Delete an ended experiment, its checkpoint files and its job directories."""
+def delete_experiment(session: Session, settings: MasterSettings, exp: Experiment, *,
+                      files: Transport | None = None) -> Deleted:
+    """Delete an ended experiment, its checkpoint files and its job directories (reached
+    through ``files``; default: this host's filesystem)."""
     if not State(exp.state).is_terminal:
         raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: only an ended "
                        "experiment can be deleted (kill or cancel it first)")
@@ -92,7 +95,8 @@ def delete_experiment(session: Session, settings: MasterSettings, exp: Experimen
     # trials, metrics, logs, checkpoints, jobs, searcher events: ON DELETE CASCADE
     session.execute(delete(Experiment).where(Experiment.id == exp.id))
     session.expunge(exp)
-    result.left_behind += [str(d) for d in sorted(job_dirs) if not _remove_tree(d)]
+    result.left_behind += [str(d) for d in sorted(job_dirs)
+                           if not _remove_tree(d, files or LOCAL)]
     return result
 
 
@@ -110,13 +114,10 @@ def _remove_files(storage: StorageManager | None, exp: Experiment,
     return list(uuids)
 
 
-def _remove_tree(path: Path) -> bool:
+def _remove_tree(path: Path, files: Transport) -> bool:
     """Remove a job directory; True once it is gone. Never follows a link."""
-    if path.is_symlink():
-        path.unlink(missing_ok=True)
-    elif path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    return not path.exists() and not path.is_symlink()
+    files.remove_tree(str(path))
+    return not files.exists(str(path))
 
 
 def delete_checkpoints(session: Session, settings: MasterSettings,

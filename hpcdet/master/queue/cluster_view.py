@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend
+from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.master.db import session_scope
 from hpcdet.master.queue.fair_share import AccountSync
 from hpcdet.master.queue.snapshots import POOLS, QUEUE, store_snapshot
@@ -53,6 +54,10 @@ class ClusterView:
     def _store(self, kind: str, reader: Reader) -> None:
         try:
             data = reader(self.backend, self.settings)
+        except TransportUnavailableError as exc:  # a login node away: one line, no traceback
+            log.log(logging.DEBUG if exc.retry_in else logging.WARNING,
+                    "reading the %s failed, the cluster is unreachable: %s", kind, exc)
+            return
         except Exception:  # the old snapshot stays; the next refresh tries again
             log.exception("reading the %s from Slurm failed", kind)
             return

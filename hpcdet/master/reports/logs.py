@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,9 +26,11 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher.jobdir import job_log_path
+from hpcdet.dispatcher.transport import Transport
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
 from hpcdet.hostlist import expand_nodelist
-from hpcdet.jobfiles import UnsafeFileError, open_regular
+from hpcdet.jobfiles import UnsafeFileError
 from hpcdet.master.models import Job, Trial, TrialLog, utcnow
 from hpcdet.master.reports.log_policies import apply_hit, find_hits, policies_of
 from hpcdet.master.scheduling.jobspec import slot_layout
@@ -41,9 +42,9 @@ MAX_BYTES_PER_CYCLE = 4 * 1024 * 1024
 HITS_KEY = "policy_hits"
 
 
-def log_path(job_dir: str, job_id: str, suffix: str) -> Path:
+def log_path(job_dir: str, job_id: str, suffix: str, files: Transport | None = None) -> Path:
     """The job's ``out``/``err`` file, as its scheduler named it (:func:`job_log_path`)."""
-    return job_log_path(job_dir, job_id, suffix)
+    return job_log_path(job_dir, job_id, suffix, files)
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,13 @@ def _ranks_per_node(config: Mapping[str, Any], hosts: int) -> int | None:
 
 
 def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[str, Any], *,
-                    final: bool) -> int:
+                    final: bool, files: Transport | None = None) -> int:
     """Store the lines added to the job's log files since the last call; return how many.
 
     ``config`` is the experiment's effective config (slot layout, ``log_policies``).
     Without ``final`` an unterminated last line waits for its newline. Policy hits update
     ``trial`` (``cancel_retries``, ``excluded_nodes``) and add one master line each.
+    ``files`` reaches the job directory (default: this host's filesystem).
     """
     if not job.job_id:
         return 0
@@ -99,8 +101,8 @@ def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[st
     placement = RankPlacement.of(job.nodes, config)
     rows: list[dict[str, Any]] = []
     for suffix, stream in _STREAMS.items():
-        text, offsets[suffix] = _read_new(log_path(trial.job_dir, job.job_id, suffix),
-                                          int(offsets.get(suffix, 0)), final)
+        text, offsets[suffix] = _read_new(log_path(trial.job_dir, job.job_id, suffix, files),
+                                          int(offsets.get(suffix, 0)), final, files or LOCAL)
         rows += [_row(job, stream, line, placement) for line in text.splitlines()]
     if rows:
         session.execute(insert(TrialLog), rows)
@@ -110,13 +112,14 @@ def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[st
     return len(rows)
 
 
-def _read_new(path: Path, offset: int, final: bool) -> tuple[str, int]:
+def _read_new(path: Path, offset: int, final: bool, files: Transport) -> tuple[str, int]:
     try:
-        with open_regular(path) as handle:
-            if os.fstat(handle.fileno()).st_size < offset:
-                offset = 0  # truncated under us (a site template without --open-mode=append)
-            handle.seek(offset)
-            data = handle.read(MAX_BYTES_PER_CYCLE)
+        size = files.file_size(str(path))
+        if size is None:
+            return "", offset
+        if size < offset:
+            offset = 0  # truncated under us (a site template without --open-mode=append)
+        data = files.read_file(str(path), offset, MAX_BYTES_PER_CYCLE) if size > offset else b""
     except FileNotFoundError:
         return "", offset
     except UnsafeFileError as exc:

@@ -25,7 +25,6 @@ resumed from (read from its ``stream.json``). The segment files are removed once
 from __future__ import annotations
 
 import heapq
-import io
 import json
 import logging
 import re
@@ -36,7 +35,8 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from hpcdet.jobfiles import is_real_dir, open_regular
+from hpcdet.dispatcher.transport import Transport
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.errors import ApiError
 from hpcdet.master.reports.ingest import (
     Execution,
@@ -75,46 +75,49 @@ class SpooledStream:
     def execution(self) -> Execution:
         return (self.run_id, self.requeue)
 
-    def segments(self) -> list[Path]:
-        return sorted(p for p in self.path.iterdir()
-                      if _SEGMENT.match(p.name) and p.is_file() and not p.is_symlink())
+    def segments(self, files: Transport | None = None) -> list[Path]:
+        return sorted(self.path / e.name for e in (files or LOCAL).list_dir(str(self.path))
+                      if _SEGMENT.match(e.name) and not e.is_dir and not e.is_link)
 
 
 def ingest_spooled_reports(sessions: sessionmaker[Session], writer: MetricWriter | None,
-                           trial_id: int, job_dir: str) -> int:
+                           trial_id: int, job_dir: str, *, files: Transport | None = None) -> int:
     """Apply every report spooled under ``<job_dir>/spool/`` and remove the files applied.
 
     Call it when none of the trial's jobs is running (a running reporter may still be
     appending). ``writer`` is the process's :class:`MetricWriter` if it has one; without,
     one is made on ``sessions``' engine. Returns how many reports were stored (reports the
     master already had are not counted). Lines that cannot be read are logged and skipped;
-    a database error propagates and leaves the files for the next call.
+    a database error propagates and leaves the files for the next call. ``files`` reaches
+    the job directory (default: this host's filesystem).
     """
-    streams = spooled_streams(Path(job_dir) / SPOOL_DIR)
+    files = files or LOCAL
+    streams = spooled_streams(Path(job_dir) / SPOOL_DIR, files)
     if not streams:
         return 0
     writer = writer or MetricWriter(_engine(sessions))
     points = {s.execution: s.resumed_steps for s in streams if s.resumed_steps is not None}
-    return sum(_ingest_stream(writer, trial_id, s, points) for s in streams)
+    return sum(_ingest_stream(writer, trial_id, s, points, files) for s in streams)
 
 
-def spooled_streams(root: Path) -> list[SpooledStream]:
+def spooled_streams(root: Path, files: Transport | None = None) -> list[SpooledStream]:
     """The spool directories under ``root``, oldest execution first."""
-    if not is_real_dir(root):  # a link would lead the master (which deletes what it
-        return []              # applied) into another directory
+    files = files or LOCAL
+    if not files.is_dir(str(root)):  # a link would lead the master (which deletes what it
+        return []                    # applied) into another directory
     found = []
-    for path in root.iterdir():
-        match = _STREAM_DIR.match(path.name)
-        if match and is_real_dir(path):
+    for entry in files.list_dir(str(root)):
+        match = _STREAM_DIR.match(entry.name)
+        if match and entry.is_dir and not entry.is_link:
+            path = root / entry.name
             run_id, requeue, rank = (int(g) for g in match.groups())
-            found.append(SpooledStream(path, run_id, requeue, rank, _resumed(path)))
+            found.append(SpooledStream(path, run_id, requeue, rank, _resumed(path, files)))
     return sorted(found, key=lambda s: (s.run_id, s.requeue, s.rank))
 
 
-def _resumed(path: Path) -> int | None:
+def _resumed(path: Path, files: Transport) -> int | None:
     try:
-        with open_regular(path / STREAM_FILE) as handle:
-            meta = json.loads(handle.read().decode("utf-8"))
+        meta = json.loads(files.read_file(str(path / STREAM_FILE)).decode("utf-8"))
         return resumed_steps(meta.get("resumed_from") if isinstance(meta, dict) else None)
     except (OSError, ValueError, ApiError) as exc:
         log.warning("%s: no readable %s (%s); its stream rolls nothing back", path,
@@ -123,41 +126,41 @@ def _resumed(path: Path) -> int | None:
 
 
 def _ingest_stream(writer: MetricWriter, trial_id: int, spooled: SpooledStream,
-                   points: dict[Execution, int]) -> int:
-    segments = spooled.segments()
+                   points: dict[Execution, int], files: Transport) -> int:
+    segments = spooled.segments(files)
     if not segments:
         return 0
     key = StreamKey(trial_id, spooled.run_id, spooled.requeue, spooled.rank)
     stream = Stream(key, spooled.resumed_steps, resume_points=points)
     stored = 0
-    for chunk in _chunks(_in_seq_order(segments), CHUNK):
+    for chunk in _chunks(_in_seq_order(segments, files), CHUNK):
         batch = _without_foreign_checkpoints(writer, ReportBatch(trial_id, chunk, stream))
         stored += len(apply_reports(writer, batch, now=True).stored)
     for segment in segments:
-        segment.unlink()
+        files.remove_tree(str(segment))
     log.info("trial %d: applied %d spooled report(s) from %s", trial_id, stored, spooled.path)
     return stored
 
 
-def _in_seq_order(segments: list[Path]) -> Iterator[Report]:
+def _in_seq_order(segments: list[Path], files: Transport) -> Iterator[Report]:
     """Every report of the segments by seq, each seq once (segments may overlap)."""
     last = -1
-    for report in heapq.merge(*(_read_segment(s) for s in segments),
+    for report in heapq.merge(*(_read_segment(s, files) for s in segments),
                               key=lambda r: r.seq or 0):
         if report.seq is not None and report.seq > last:
             last = report.seq
             yield report
 
 
-def _read_segment(path: Path) -> Iterator[Report]:
-    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                yield spooled_report(json.loads(line))
-            except (ValueError, ApiError) as exc:  # a torn last line, or a bad report
-                log.warning("%s:%d: skipped an unreadable report: %s", path, number, exc)
+def _read_segment(path: Path, files: Transport) -> Iterator[Report]:
+    lines = files.read_file(str(path)).decode("utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield spooled_report(json.loads(line))
+        except (ValueError, ApiError) as exc:  # a torn last line, or a bad report
+            log.warning("%s:%d: skipped an unreadable report: %s", path, number, exc)
 
 
 def _chunks(reports: Iterable[Report], size: int) -> Iterator[list[Report]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hpcdet.dispatcher import Backend, get_backend
+from hpcdet.dispatcher.transport import make_transport
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.settings.runas import make_runas
 
@@ -18,7 +19,12 @@ def gpu_request(settings: MasterSettings) -> str:
 
 
 def make_backend(settings: MasterSettings) -> Backend:
-    """The backend ``resource_manager.type`` names, with its template folder and run-as."""
+    """The backend ``resource_manager.type`` names, with its template folder, run-as and
+    transport (``resource_manager.transport``: local, or one SSH connection)."""
     rm = settings.resource_manager
-    return get_backend(rm.type, template_dir=rm.template_dir, runas=make_runas(settings.runas),
-                       gpu_request=gpu_request(settings))
+    transport = make_transport(rm.transport)
+    runas = make_runas(settings.runas, transport.runner)
+    if runas is not None and rm.transport is not None:
+        runas.service_user = rm.transport.login_user  # sudo runs as the SSH login user
+    return get_backend(rm.type, template_dir=rm.template_dir, runas=runas,
+                       gpu_request=gpu_request(settings), transport=transport)

@@ -27,12 +27,15 @@ trial back to QUEUED until the job runs again.
 from __future__ import annotations
 
 import enum
+import json
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher import JobPhase, JobStatus
-from hpcdet.jobfiles import PREEMPTED, read_exit_reason
+from hpcdet.dispatcher.transport import Transport
+from hpcdet.dispatcher.transport.local import LOCAL
+from hpcdet.jobfiles import PREEMPTED, exit_reason_path
 from hpcdet.master.models import Checkpoint, Job, Trial, as_utc
 from hpcdet.master.reports.logs import add_system_line
 from hpcdet.master.transitions import transition
@@ -70,12 +73,15 @@ def job_ending(status: JobStatus) -> Ending:
     return _ENDINGS.get(status.phase, Ending.FAILED)
 
 
-def classify(session: Session, job: Job, trial: Trial, status: JobStatus) -> Outcome:
-    """The outcome of the execution of ``job`` that just ended with ``status``."""
+def classify(session: Session, job: Job, trial: Trial, status: JobStatus, *,
+             files: Transport | None = None) -> Outcome:
+    """The outcome of the execution of ``job`` that just ended with ``status``; ``files``
+    reaches the job directory (default: this host's filesystem)."""
     ending = job_ending(status)
     # A job that failed failed, whatever its chief wrote: when one rank exits non-zero, srun
     # SIGTERMs the others, and the chief checkpoints and records a preemption it never had.
-    if ending is not Ending.FAILED and _stopped_on_request(job, trial.job_dir, job.requeues):
+    if ending is not Ending.FAILED and _stopped_on_request(job, trial.job_dir, job.requeues,
+                                                           files):
         return Outcome.INTERRUPTED
     if ending is Ending.CANCELLED and job.cancel_requested:
         return Outcome.INTERRUPTED  # the master cancelled it (a pause, a stop): no failure
@@ -88,8 +94,18 @@ def classify(session: Session, job: Job, trial: Trial, status: JobStatus) -> Out
     return Outcome.FAILED
 
 
-def _stopped_on_request(job: Job, job_dir: str, execution: int) -> bool:
-    return bool(job.job_id) and read_exit_reason(job_dir, str(job.job_id), execution) == PREEMPTED
+def _stopped_on_request(job: Job, job_dir: str, execution: int,
+                        files: Transport | None) -> bool:
+    """Whether that execution recorded that it stopped because it was asked to
+    (:mod:`hpcdet.jobfiles`); an unreachable cluster raises rather than answer no."""
+    if not job.job_id:
+        return False
+    path = str(exit_reason_path(job_dir, str(job.job_id), execution))
+    try:
+        data = json.loads((files or LOCAL).read_file(path).decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("reason") == PREEMPTED
 
 
 def _checkpointed_during(session: Session, job: Job, trial: Trial) -> bool:
@@ -100,13 +116,13 @@ def _checkpointed_during(session: Session, job: Job, trial: Trial) -> bool:
 
 
 def job_ended(session: Session, job: Job, trial: Trial, status: JobStatus,
-              max_restarts: int) -> None:
+              max_restarts: int, *, files: Transport | None = None) -> None:
     """Apply the end of ``job``'s last execution to ``trial`` (the one place that does)."""
     cause = f"job {job.job_id} ended {ended_words(status)} (exit code {status.exit_code})"
     current = State(trial.state)
     if current.is_terminal:
         return
-    outcome = classify(session, job, trial, status)
+    outcome = classify(session, job, trial, status, files=files)
     if current.is_stopping:
         _end_stopping(session, trial, current, status, outcome, cause)
     elif current is State.PAUSED:
@@ -177,7 +193,7 @@ def _resume_point(trial: Trial) -> str:
 
 
 def adopt_requeues(session: Session, job: Job, trial: Trial, status: JobStatus,
-                   max_restarts: int) -> None:
+                   max_restarts: int, *, files: Transport | None = None) -> None:
     """The scheduler requeued ``job`` (its restart count went up): count each ended execution.
 
     A trial still RUNNING goes back to QUEUED (the caller moves it to RUNNING again if the
@@ -186,7 +202,8 @@ def adopt_requeues(session: Session, job: Job, trial: Trial, status: JobStatus,
     """
     restarts = status.restarts or 0
     for execution in range(job.requeues, restarts):
-        outcome = (Outcome.INTERRUPTED if _stopped_on_request(job, trial.job_dir, execution)
+        outcome = (Outcome.INTERRUPTED
+                   if _stopped_on_request(job, trial.job_dir, execution, files)
                    else Outcome.FAILED)
         job.requeues = execution + 1
         cause = f"the scheduler requeued job {job.job_id} (execution {execution + 1} ended)"

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import job_dir_archive, prepare_job_dir
+from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.errors import HpcdetError
 from hpcdet.master.db import session_scope
 from hpcdet.master.experiments.ending import end_stopped_experiments
@@ -95,6 +96,11 @@ class Reconciler:
             try:
                 self.cluster_view.maybe_refresh()
                 self.cycle()
+            except TransportUnavailableError as exc:  # the next cycle tries again
+                # A failed try is a warning; the same failure repeated within the backoff
+                # (nothing tried) is not worth a line per cycle.
+                log.log(logging.DEBUG if exc.retry_in else logging.WARNING,
+                        "reconcile cycle skipped, the cluster is unreachable: %s", exc)
             except Exception:  # one bad cycle must not kill the loop
                 log.exception("reconcile cycle failed")
             stop.wait(self.settings.reconcile_interval)
@@ -144,6 +150,10 @@ class Reconciler:
             return 0
         try:
             job_id, script_path = self._render_and_submit(plan)
+        except TransportUnavailableError:
+            # The login node dropped: the intent stays, and the next cycle's
+            # _recover_intents adopts the job (if sbatch ran) or submits it again.
+            raise
         except (HpcdetError, OSError) as exc:  # OSError: e.g. job_storage_root unwritable
             with session_scope(self.sessions) as session:
                 self._submission_failed(session, plan.job_pk, exc)
@@ -184,7 +194,7 @@ class Reconciler:
                 master_cert=cert))
         else:
             prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
-                            token=plan.token, master_cert=cert)
+                            token=plan.token, master_cert=cert, files=self.backend.transport)
         pool = pool_for_config(self.sessions, self.settings, plan.config)
         spec = build_job_spec(self.settings, plan.config, plan.run, pool)
         submission = self.backend.render(spec)
@@ -318,7 +328,7 @@ class Reconciler:
                 continue  # a running reporter may still be appending
             try:
                 stored = ingest_spooled_reports(self.sessions, self._writer(), trial_id,
-                                                ref.job_dir)
+                                                ref.job_dir, files=self.backend.transport)
             except Exception:  # the files stay; the next cycle tries again
                 log.exception("collecting the spooled reports of job %s failed", ref.job_id)
                 continue
@@ -338,13 +348,14 @@ class Reconciler:
         if status.exit_code is not None:
             job.exit_code = status.exit_code
         final = status.phase.is_terminal
-        ingest_job_logs(session, job, trial, config, final=final)
+        files = self.backend.transport
+        ingest_job_logs(session, job, trial, config, final=final, files=files)
         max_restarts = _max_restarts(config)
         if status.restarts is not None and status.restarts > job.requeues:
-            job_outcomes.adopt_requeues(session, job, trial, status, max_restarts)
+            job_outcomes.adopt_requeues(session, job, trial, status, max_restarts, files=files)
         if final:
             job.active, job.ended_at = False, utcnow()
-            job_outcomes.job_ended(session, job, trial, status, max_restarts)
+            job_outcomes.job_ended(session, job, trial, status, max_restarts, files=files)
         elif status.phase is JobPhase.RUNNING and trial.state == State.QUEUED.value:
             transition(session, trial, State.RUNNING,
                        cause=f"job {job.job_id} running on {status.nodes or '?'}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
-import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from hpcdet import expconf, safe_yaml, storage
 from hpcdet.dispatcher import Backend, Submission
 from hpcdet.dispatcher.batch_args import check_args
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job_dir
+from hpcdet.dispatcher.transport import Transport
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Template
@@ -211,8 +212,9 @@ def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, A
     to 95 MiB), and scratch directories older than :data:`DRY_RUN_MAX_AGE` seconds that a
     crash left are removed too.
     """
+    files = backend.transport
     scratch = Path(settings.resource_manager.job_storage_root).expanduser() / DRY_RUN_DIR
-    expire_dry_runs(scratch)
+    expire_dry_runs(scratch, files=files)
     job_dir = str(scratch / secrets.token_hex(6))
     run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir, owner=owner)
     submission = backend.render(build_job_spec(settings, config, run, pool))
@@ -221,26 +223,21 @@ def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, A
                       latest_checkpoint=None, unmanaged=True)
     try:
         prepare_job_dir(job_dir, context_tar=context, trial_info=info, token=None,
-                        master_cert=job_cert_pem(settings.tls))
+                        master_cert=job_cert_pem(settings.tls), files=files)
     finally:
-        shutil.rmtree(job_dir, ignore_errors=True)
+        files.remove_tree(job_dir)
     return submission
 
 
-def expire_dry_runs(scratch: Path, max_age: float = DRY_RUN_MAX_AGE) -> None:
-    """Remove the entries of ``scratch`` last changed more than ``max_age`` seconds ago."""
-    if not scratch.is_dir() or scratch.is_symlink():
-        return
+def expire_dry_runs(scratch: Path, max_age: float = DRY_RUN_MAX_AGE, *,
+                    files: Transport | None = None) -> None:
+    """Remove the entries of ``scratch`` last changed more than ``max_age`` seconds ago
+    (never following a link; ``files``: where they are, default this host)."""
+    files = files or LOCAL
     cutoff = time.time() - max_age
-    for entry in scratch.iterdir():
-        try:
-            old = entry.lstat().st_mtime < cutoff
-        except FileNotFoundError:
-            continue
-        if old and (entry.is_symlink() or not entry.is_dir()):
-            entry.unlink(missing_ok=True)
-        elif old:
-            shutil.rmtree(entry, ignore_errors=True)
+    for entry in files.list_dir(str(scratch)):  # nothing for a link or a missing directory
+        if entry.mtime < cutoff:
+            files.remove_tree(str(scratch / entry.name))
 
 
 def first_trial(config: Mapping[str, Any]) -> TrialRequest:

@@ -18,7 +18,6 @@ import functools
 import logging
 import os
 import posixpath
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,8 +41,9 @@ from hpcdet.dispatcher.tasks import (
     TaskSpec,
     task_dialect,
 )
+from hpcdet.dispatcher.transport import Transport
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError, SchedulerError, ValidationError
-from hpcdet.jobfiles import write_atomically
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import CommandTask
 from hpcdet.master.queue.fair_share import ensure_account
@@ -209,8 +209,9 @@ def check_options(raw: Any, dialect: TaskDialect) -> tuple[Setting, ...]:
 
 
 def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
-              owner: str) -> TaskPlan:
-    """Name, working directory, pool, account and output files of the task."""
+              owner: str, files: Transport | None = None) -> TaskPlan:
+    """Name, working directory, pool, account and output files of the task (the working
+    directory is looked for through ``files``: on a login node with the SSH transport)."""
     dialect = request.dialect
     fields = _fields(dialect, request.options, ())
     pool = _pool(session, settings, fields.pool, dialect)
@@ -218,7 +219,7 @@ def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
         fields = _fields(dialect, request.options, pool.sbatch_args)
     spec = TaskSpec(
         task_id=0, name=_job_name(request, fields), job_dir="",
-        workdir=_workdir(request, fields, settings.runas.owner_mode),
+        workdir=_workdir(request, fields, settings.runas.owner_mode, files),
         submit_dir=request.cwd, comment="", args=request.args, options=fields.passed,
         partition=pool.partition,
         account=fields.account or account_for_task(settings, owner), output=fields.output,
@@ -244,16 +245,23 @@ def _job_name(request: TaskRequest, fields: TaskFields) -> str:
     return name
 
 
-def _workdir(request: TaskRequest, fields: TaskFields, owner_mode: bool = False) -> str:
+def _workdir(request: TaskRequest, fields: TaskFields, owner_mode: bool = False,
+             files: Transport | None = None) -> str:
     """--chdir (relative to where the client ran) or that directory; it must exist here.
 
     In run-as-owner mode a directory the master may not look into (a user's 0700 home) is
     taken on trust: the job runs as its owner, who can."""
     client = request.dialect.client
     workdir = posixpath.normpath(posixpath.join(request.cwd, fields.chdir or "."))
-    if not _is_dir(workdir, trust_hidden=owner_mode):
+    remote = files is not None and files.name != "local"
+    if remote:
+        found = files is not None and files.exists(workdir)  # where the command runs
+    else:
+        found = _is_dir(workdir, trust_hidden=owner_mode)
+    if not found:
         flag = "--chdir" if fields.chdir else f"the directory {client} ran in"
-        raise _bad(f"{flag}: {workdir} does not exist on the master's host, which runs "
+        host = "the login node" if remote else "the master's host"
+        raise _bad(f"{flag}: {workdir} does not exist on {host}, which runs "
                    f"{request.dialect.submit_command} for you; run {client} from a directory "
                    "on a filesystem the master and the compute nodes share")
     return workdir
@@ -328,20 +336,24 @@ def submit(session: Session, settings: MasterSettings, backend: Backend,
     runas: RunAs | None = getattr(backend, "runas", None)
     owner = plan.owner if runas is not None else None
     try:
-        _write_job_dir(spec, plan.request, runas, owner)
+        _write_job_dir(spec, plan.request, runas, owner, files=backend.transport)
         # A new owner's fair-share account must exist before sbatch names it.
         ensure_account(session, backend.runner, settings, spec.account)
         task.job_id = backend.submit(replace(submission, owner=owner))
     except SchedulerError as exc:
-        _remove_job_dir(task.job_dir, runas, owner)
+        _remove_job_dir(task.job_dir, runas, owner, backend.transport)
         raise sbatch_refused(exc, dialect.submit_command) from exc
     return task
 
 
-def _remove_job_dir(job_dir: str, runas: RunAs | None, owner: str | None) -> None:
+def _remove_job_dir(job_dir: str, runas: RunAs | None, owner: str | None,
+                    files: Transport) -> None:
     """Nothing half-done: a refused submission leaves no job directory."""
     if runas is None or owner is None:
-        shutil.rmtree(job_dir, ignore_errors=True)
+        try:
+            files.remove_tree(job_dir)
+        except (OSError, SchedulerError) as exc:  # the refusal is what the caller reports
+            log.warning("could not remove %s after a refused submission: %s", job_dir, exc)
         return
     try:
         runas.remove(owner, job_dir)
@@ -361,22 +373,20 @@ def _new_task(plan: TaskPlan) -> CommandTask:
 
 
 def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = None,
-                   owner: str | None = None) -> None:
-    files = request.dialect.task_files(spec, request.script, request.environment)
+                   owner: str | None = None, *, files: Transport | None = None) -> None:
+    task_files = request.dialect.task_files(spec, request.script, request.environment)
     if runas is not None and owner is not None:
         # The owner's helper unpacks them: owned by the owner, private to them.
         prefix = spec.job_dir.rstrip("/") + "/"
         runas.prepare(owner, spec.job_dir, tar_of({
             path[len(prefix):]: (text.encode("utf-8", "surrogateescape"), mode)
-            for path, (text, mode) in files.items()}))
+            for path, (text, mode) in task_files.items()}))
         return
-    root = Path(spec.job_dir)
-    if root.exists():  # left by a task id this database no longer knows
-        shutil.rmtree(root)
-    root.mkdir(mode=0o700, parents=True)
-    for path, (text, mode) in files.items():
-        write_atomically(Path(path), text.encode("utf-8", "surrogateescape"), mode=mode,
-                         durable=False)
+    where = files or LOCAL
+    where.remove_tree(spec.job_dir)  # left by a task id this database no longer knows
+    where.make_dirs(spec.job_dir, 0o700)
+    for path, (text, mode) in task_files.items():
+        where.write_file(path, text.encode("utf-8", "surrogateescape"), mode)
 
 
 def sbatch_refused(exc: SchedulerError, command: str = "sbatch") -> ApiError:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
+from hpcdet.dispatcher.transport import Transport
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import SchedulerError
-from hpcdet.jobfiles import UnsafeFileError, open_regular
+from hpcdet.jobfiles import UnsafeFileError
 from hpcdet.master.db import session_scope
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import CommandTask, utcnow
@@ -185,42 +186,41 @@ def _time(value: dt.datetime | None) -> str | None:
 
 
 def read_log(task: CommandTask, stream: str, *, offset: int = 0,
-             limit: int = MAX_LOG_CHUNK, tail_lines: int | None = None) -> dict[str, Any]:
+             limit: int = MAX_LOG_CHUNK, tail_lines: int | None = None,
+             files: Transport | None = None) -> dict[str, Any]:
     """Bytes ``offset..offset+limit`` of one of the task's log files, as text.
 
     With ``tail_lines`` the read starts at the beginning of the last ``tail_lines`` lines.
     The text never ends inside a UTF-8 character: ``next_offset`` is where to go on from.
+    ``files`` reaches the job directory (default: this host's filesystem).
     """
+    files = files or LOCAL
     name = LOG_STREAMS.get(stream)
     if name is None:
         raise ApiError(400, "bad_request", f"stream: must be one of {', '.join(LOG_STREAMS)}")
     path = Path(task.job_dir) / name
-    size = _size(path)
+    size = _size(path, files)
     if tail_lines is not None:
-        offset = tail_offset(path, size, tail_lines)
+        offset = tail_offset(path, size, tail_lines, files=files)
     offset = min(offset, size)
-    data = _read_bytes(path, offset, min(limit, MAX_LOG_CHUNK)) if size > offset else b""
+    data = (_read_bytes(path, offset, min(limit, MAX_LOG_CHUNK), files) if size > offset
+            else b"")
     data = _whole_characters(data) if offset + len(data) < size else data
     return {"task_id": task.id, "stream": stream, "offset": offset,
             "next_offset": offset + len(data), "size": size,
             "text": data.decode("utf-8", errors="replace"), "state": task.state}
 
 
-def _size(path: Path) -> int:
+def _size(path: Path, files: Transport) -> int:
     """The log's size; 0 before the job wrote it; 409 if it is a link or not a file."""
     try:
-        with open_regular(path) as handle:
-            return os.fstat(handle.fileno()).st_size
-    except FileNotFoundError:
-        return 0
+        return files.file_size(str(path)) or 0
     except UnsafeFileError as exc:
         raise ApiError(409, "conflict", f"the task's log {exc.filename} {exc.strerror}") from None
 
 
-def _read_bytes(path: Path, offset: int, limit: int) -> bytes:
-    with open_regular(path) as handle:  # never a link the job put in its directory
-        handle.seek(offset)
-        return handle.read(limit)
+def _read_bytes(path: Path, offset: int, limit: int, files: Transport) -> bytes:
+    return files.read_file(str(path), offset, limit)  # never a link the job put there
 
 
 def _whole_characters(data: bytes) -> bytes:
@@ -235,12 +235,13 @@ def _whole_characters(data: bytes) -> bytes:
     return data
 
 
-def tail_offset(path: Path, size: int, lines: int, window: int = MAX_LOG_CHUNK) -> int:
+def tail_offset(path: Path, size: int, lines: int, window: int = MAX_LOG_CHUNK, *,
+                files: Transport | None = None) -> int:
     """Where the last ``lines`` lines of the file start (looking back at most ``window``)."""
     if lines <= 0 or size == 0:
         return size
     start = max(0, size - window)
-    data = _read_bytes(path, start, size - start)
+    data = _read_bytes(path, start, size - start, files or LOCAL)
     end = len(data) - 1 if data.endswith(b"\n") else len(data)
     cut = end
     for _ in range(lines):

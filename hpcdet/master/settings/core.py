@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from hpcdet.dispatcher.transport.settings import SshSettings
 from hpcdet.errors import ConfigError
 from hpcdet.master.security.tls import TlsSettings, build_tls
 from hpcdet.master.settings.hardening import HardeningSettings, build_hardening
@@ -35,6 +36,7 @@ from hpcdet.master.settings.pools import (
 )
 from hpcdet.master.settings.read import Getter, unknown_keys
 from hpcdet.master.settings.runas import RunAsSettings, build_runas
+from hpcdet.master.settings.transport import build_transport
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "none")
@@ -71,6 +73,8 @@ class ResourceManagerSettings:
     # Seconds before a job's time limit at which Slurm sends SIGUSR2 (--signal=USR2@N), for
     # the trial to checkpoint and exit; must be well below the shortest partition MaxTime.
     walltime_signal_seconds: int = 120
+    # resource_manager.transport: None is the local transport; else a login node over SSH.
+    transport: SshSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_r
             "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
             "tres_supported", "gres_supported", "default_aux_resource_pool",
             "job_project_source", "pool_refresh_seconds", "task_container_defaults",
-            "partition_overrides", "resource_pools", "priority", "fair_share"}
+            "partition_overrides", "resource_pools", "priority", "fair_share", "transport"}
 
 
 def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> MasterSettings:
@@ -221,6 +225,12 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     unknown_keys(doc, _RM_KEYS, where, errors)
     get = Getter(doc, where, errors)
     default = ResourceManagerSettings()
+    transport = build_transport(get.section("transport"), f"{where}.transport", errors)
+    root = environ.get("HPCDET_JOB_STORAGE_ROOT") or doc.get("job_storage_root")
+    if transport is not None and not (isinstance(root, str) and root.startswith("/")):
+        errors.append(f"{where}.job_storage_root: with transport type ssh, give an absolute "
+                      f"path on the login node (the default would be the master's home), "
+                      f"got {root!r}")
     return ResourceManagerSettings(
         type=get.choice("type", "slurm", ("slurm", "pbs")),
         cluster_name=get.text("cluster_name", default.cluster_name),
@@ -250,6 +260,7 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
                                             f"{where}.resource_pools", errors),
         priority=build_priority(get.section("priority"), f"{where}.priority", errors),
         fair_share=build_fair_share(doc.get("fair_share"), f"{where}.fair_share", errors),
+        transport=transport,
     )
 
 

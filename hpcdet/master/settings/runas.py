@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from hpcdet.master.settings.read import Getter
 
 if TYPE_CHECKING:
+    from hpcdet.dispatcher.commands import CommandRunner
     from hpcdet.dispatcher.runas import RunAs
 
 RUN_AS_CHOICES = ("service", "owner")
@@ -46,13 +47,16 @@ def build_runas(doc: Mapping[str, Any], where: str, errors: list[str]) -> RunAsS
                          runas_helper=helper)
 
 
-def make_runas(settings: RunAsSettings) -> RunAs | None:
-    """The dispatcher's run-as client in owner mode; None in service mode."""
+def make_runas(settings: RunAsSettings, runner: CommandRunner | None = None) -> RunAs | None:
+    """The dispatcher's run-as client in owner mode; None in service mode. ``runner``: the
+    transport's (the helper runs where the scheduler commands do: on a login node over SSH)."""
     if not settings.owner_mode:
         return None
     from hpcdet.dispatcher.runas import RunAs
 
-    return RunAs(helper=settings.runas_helper, service_user=getpass.getuser())
+    if runner is None:
+        return RunAs(helper=settings.runas_helper, service_user=getpass.getuser())
+    return RunAs(helper=settings.runas_helper, service_user=getpass.getuser(), runner=runner)
 
 
 def owner_root(job_storage_root: str, settings: RunAsSettings, owner: str) -> Path:

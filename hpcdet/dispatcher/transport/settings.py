@@ -1,0 +1,42 @@
+"""``resource_manager.transport: {type: ssh, ...}``, as the dispatcher takes it (no paramiko
+needed to read it: the master checks these at start, before any connection)."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+
+
+@dataclass(frozen=True)
+class SshSettings:
+    """``resource_manager.transport`` with ``type: ssh`` (see docs/admin/ssh.md)."""
+
+    host: str
+    port: int = 22
+    user: str | None = None  # None: the master's own user name
+    key_file: str | None = None  # None: the user's default keys (~/.ssh/id_*)
+    known_hosts: str = DEFAULT_KNOWN_HOSTS
+    insecure_accept_new_host_key: bool = False
+    keepalive_seconds: int = 30
+    connect_timeout: float = 10.0
+
+    @property
+    def where(self) -> str:
+        """``user@host:port``, as messages name the login node."""
+        return f"{self.login_user}@{self.host}:{self.port}"
+
+    @property
+    def login_user(self) -> str:
+        return self.user or getpass.getuser()
+
+    @property
+    def known_hosts_path(self) -> str:
+        return os.path.expanduser(self.known_hosts)
+
+    @property
+    def host_key_name(self) -> str:
+        """How ``known_hosts`` names the server (``[host]:port`` off port 22)."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
