@@ -70,12 +70,15 @@ class BindMount:
 class ContainerSpec:
     """How each rank's command is wrapped: a container runtime, or none."""
 
-    run_type: str = "none"  # apptainer | singularity | enroot | podman | none
+    run_type: str = "none"  # apptainer | singularity | enroot | podman | charliecloud | none
     image: str | None = None
     bind_mounts: tuple[BindMount, ...] = ()
     use_gpus: bool = False
     # Variables a runtime that does not inherit the environment (podman) must be given.
     pass_environment: tuple[str, ...] = ()
+    # environment.force_pull_image: fetch the image again for this job (apptainer/singularity
+    # --disable-cache for a URI image, podman --pull=always); nothing to pull otherwise.
+    force_pull: bool = False
 
 
 @dataclass(frozen=True)
