@@ -64,6 +64,9 @@ class BindMount:
     host_path: str
     container_path: str
     read_only: bool = False
+    # hpcdet's own directory (the checkpoint storage) that may not exist yet: the job script
+    # makes it before starting the ranks (podman and apptainer refuse a missing source).
+    create: bool = False
 
 
 @dataclass(frozen=True)

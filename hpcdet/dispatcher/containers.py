@@ -18,7 +18,8 @@ no value here is ever parsed by a shell. Runtime notes:
   memory), GPUs through CDI (``--device nvidia.com/gpu=all``), ``-v src:dst[:ro]`` per
   mount, ``--env NAME`` per variable (only copied when set on the host; ``SLURM_*`` copies
   every Slurm variable), ``-w`` for the cwd. ``--env-host`` is avoided: remote podman
-  clients do not support it.
+  clients do not support it. An absolute image path is a directory image, run with
+  ``--rootfs DIR:O`` (an overlay per container); anything else is an image reference.
 * ``charliecloud``: ``ch-run`` (Charliecloud 0.31, Debian's ``charliecloud-runtime``) on a
   directory image. It passes the host environment through unchanged (``DET_*``, ``SLURM_*``,
   ``CUDA_VISIBLE_DEVICES``), joins no PID namespace and ``exec``\ s the command, so srun's
@@ -131,6 +132,14 @@ def with_job_dir(container: ContainerSpec, job_dir: str,
     return replace(container, bind_mounts=mounts, pass_environment=names)
 
 
+def directories_to_create(container: ContainerSpec) -> list[str]:
+    """The bind sources the job script makes before the ranks start (``BindMount.create``)."""
+    if container.run_type == "none":
+        return []
+    return [check_safe(mount.host_path, "container.bind_mounts.host_path")
+            for mount in container.bind_mounts if mount.create]
+
+
 def _holds(mount: BindMount, path: str) -> bool:
     """Whether ``path`` is inside ``mount`` and at the same path in the container."""
     host, inside = posixpath.normpath(mount.host_path), posixpath.normpath(mount.container_path)
@@ -206,6 +215,10 @@ def _podman(container: ContainerSpec, image: str, command: list[str], cwd: str |
     lines += [["--env", name] for name in _env_names(container, ("SLURM_*",))]
     if cwd:
         lines.append(["-w", cwd])
+    if image.startswith("/"):
+        # A directory image (scripts/build-image's): an overlay (":O") on it per container,
+        # so no rank writes into the shared directory.
+        return [*lines, ["--rootfs", f"{image}:O", *command]]
     return [*lines, [image, *command]]
 
 

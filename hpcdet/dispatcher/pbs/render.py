@@ -35,7 +35,12 @@ import re
 import shlex
 
 from hpcdet.dispatcher.base import ContainerSpec, JobSpec
-from hpcdet.dispatcher.containers import USER_RUNTIMES, launch_lines, with_job_dir
+from hpcdet.dispatcher.containers import (
+    USER_RUNTIMES,
+    directories_to_create,
+    launch_lines,
+    with_job_dir,
+)
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args, render_qsub_args
 from hpcdet.dispatcher.spec_values import check_shape, check_strings_and_names
 from hpcdet.errors import ValidationError
@@ -184,6 +189,7 @@ def template_context(spec: JobSpec, *, rsh_agent: str, gpu_type_resource: str,
         "launch_lines": launch_lines(effective_container(spec), spec.command,
                                      cwd=context_dir),
         "needs_user": spec.container.run_type in USER_RUNTIMES,
+        "create_dirs": directories_to_create(effective_container(spec)),
     }
 
 

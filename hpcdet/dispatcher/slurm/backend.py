@@ -34,7 +34,12 @@ from hpcdet.dispatcher.base import (
     Submission,
 )
 from hpcdet.dispatcher.commands import CommandRunner, Runner, UnparseableOutputError
-from hpcdet.dispatcher.containers import USER_RUNTIMES, launch_lines, with_job_dir
+from hpcdet.dispatcher.containers import (
+    USER_RUNTIMES,
+    directories_to_create,
+    launch_lines,
+    with_job_dir,
+)
 from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
 from hpcdet.dispatcher.runas import RunAs
@@ -257,6 +262,7 @@ def _template_context(spec: JobSpec, gpu_request: str) -> dict[str, object]:
         "launcher": _launcher_argv(spec),
         "launch_lines": launch_lines(container, spec.command, cwd=context_dir),
         "needs_user": container.run_type in USER_RUNTIMES,
+        "create_dirs": directories_to_create(container),
     }
 
 

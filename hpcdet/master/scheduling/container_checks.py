@@ -24,9 +24,12 @@ from typing import Any
 from hpcdet.dispatcher import BindMount
 from hpcdet.errors import ConfigError
 
-# Runtimes whose image is a path on the nodes' file system (enroot: a container name or a
-# .sqsh path; podman: a registry reference), relative to apptainer_image_root if relative.
+# Runtimes whose image is a path on the nodes' file system, relative to apptainer_image_root
+# if relative (enroot: a container name or a .sqsh path, taken as given).
 PATH_IMAGE_RUNTIMES = ("apptainer", "singularity", "charliecloud")
+# Runtimes whose absolute image paths the master checks (podman: a directory image run with
+# --rootfs; its other images are registry references, never absolute).
+CHECKED_IMAGE_RUNTIMES = (*PATH_IMAGE_RUNTIMES, "podman")
 # ch-run --private-tmp mounts a fresh tmpfs at /tmp, where it can make a bind's mount point.
 PRIVATE_TMP = "/tmp"
 
@@ -54,7 +57,7 @@ def check_bind_mounts(config: Mapping[str, Any]) -> None:
 
 def check_image(run_type: str, image: str, resolved_from: str | None) -> None:
     """Refuse an absolute image path (after ``apptainer_image_root``) that does not exist."""
-    if run_type not in PATH_IMAGE_RUNTIMES or "://" in image or not image.startswith("/"):
+    if run_type not in CHECKED_IMAGE_RUNTIMES or "://" in image or not image.startswith("/"):
         return
     if missing(image):
         how = f" (environment.image joined to apptainer_image_root {resolved_from})" \

@@ -247,7 +247,7 @@ def _container(settings: MasterSettings, config: Mapping[str, Any], run: TrialRu
     binds = [_job_dir_bind(settings, run.job_dir)]
     ckpt = checkpoint_dir(config, run.job_dir)
     if not any(_covers(bind, ckpt) for bind in binds):  # e.g. an object store's staging dir
-        binds.append(BindMount(ckpt, ckpt))
+        binds.append(BindMount(ckpt, ckpt, create=True))
     first_user_bind = len(binds)
     binds += [BindMount(b["host_path"], b["container_path"], bool(b.get("read_only")))
               for b in config.get("bind_mounts") or []]
@@ -289,7 +289,9 @@ def _image(settings: MasterSettings, config: Mapping[str, Any], slot_type: str) 
                            f"container_run_type is {rm.container_run_type}"])
     root = rm.apptainer_image_root
     resolved = str(image)
-    if root and "://" not in image and not image.startswith("/"):
+    # Not podman's: a relative name there is a registry reference (docker.io/...).
+    if root and rm.container_run_type != "podman" and "://" not in image \
+            and not image.startswith("/"):
         resolved = str(Path(root) / image)
     if rm.container_path_checks:
         check_image(rm.container_run_type, resolved, root if resolved != image else None)

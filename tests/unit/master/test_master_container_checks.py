@@ -117,9 +117,11 @@ def test_charliecloud_binds_the_job_storage_root_at_its_own_path(tmp_path: Path,
                           run(tmp_path), POOL)
     root = str(tmp_path / "jobs")
     assert spec.container.bind_mounts == (
-        BindMount(root, root), BindMount("/ckpt-elsewhere", "/ckpt-elsewhere"),
+        BindMount(root, root), BindMount("/ckpt-elsewhere", "/ckpt-elsewhere", create=True),
         BindMount(str(tmp_path), "/data"))
     script = SlurmBackend().render(spec).script
+    # The checkpoint directory may not exist before the first checkpoint: the job makes it.
+    assert "mkdir -p -- /ckpt-elsewhere || exit" in script.splitlines()
     # One bind holds the job directory: the backend adds no second one.
     assert script.count(f"-b {root}:{root}") == 1 and run(tmp_path).job_dir + ":" not in script
     assert 'export USER="${USER:-$(id -un)}"' in script
@@ -174,3 +176,17 @@ def test_force_pull_image_reaches_the_runtime(tmp_path: Path) -> None:
     conf["environment"]["force_pull_image"] = True
     spec = build_job_spec(settings(tmp_path, "podman"), conf, run(tmp_path), POOL)
     assert "--pull=always" in SlurmBackend().render(spec).script
+
+
+def test_podman_runs_a_directory_image_as_an_overlaid_rootfs(tmp_path: Path,
+                                                             images: Path) -> None:
+    spec = build_job_spec(settings(tmp_path, "podman"), config(str(images / "hpcdet")),
+                          run(tmp_path), POOL)
+    script = SlurmBackend().render(spec).script
+    assert f"--rootfs {images / 'hpcdet'}:O python3 -m hpcdet.harness" in script
+    with pytest.raises(ConfigError, match="environment.image: '/no/such/dir' does not exist"):
+        build_job_spec(settings(tmp_path, "podman"), config("/no/such/dir"), run(tmp_path), POOL)
+    # A relative name is a registry reference: never joined to apptainer_image_root.
+    named = build_job_spec(settings(tmp_path, "podman"), config("docker.io/library/python"),
+                           run(tmp_path), POOL)
+    assert named.container.image == "docker.io/library/python"
