@@ -126,7 +126,7 @@ def with_job_dir(container: ContainerSpec, job_dir: str,
     if container.run_type == "none":
         return container
     mounts = container.bind_mounts
-    if not any(_holds(mount, job_dir) for mount in mounts):
+    if not any(holds(mount, job_dir) for mount in mounts):
         mounts = (*mounts, BindMount(job_dir, job_dir))
     names = tuple(dict.fromkeys([*container.pass_environment, *environment]))
     return replace(container, bind_mounts=mounts, pass_environment=names)
@@ -140,7 +140,7 @@ def directories_to_create(container: ContainerSpec) -> list[str]:
             for mount in container.bind_mounts if mount.create]
 
 
-def _holds(mount: BindMount, path: str) -> bool:
+def holds(mount: BindMount, path: str) -> bool:
     """Whether ``path`` is inside ``mount`` and at the same path in the container."""
     host, inside = posixpath.normpath(mount.host_path), posixpath.normpath(mount.container_path)
     path = posixpath.normpath(path)

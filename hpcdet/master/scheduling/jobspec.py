@@ -12,6 +12,7 @@ from typing import Any
 from hpcdet.client_tls import CERT_FILE_VAR
 from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec
 from hpcdet.dispatcher.batch_args import split_cpus_per_rank
+from hpcdet.dispatcher.containers import holds
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE
 from hpcdet.dispatcher.tags import trial_tag
 from hpcdet.errors import ConfigError
@@ -246,7 +247,7 @@ def _container(settings: MasterSettings, config: Mapping[str, Any], run: TrialRu
         check_bind_mounts(config)
     binds = [_job_dir_bind(settings, run.job_dir)]
     ckpt = checkpoint_dir(config, run.job_dir)
-    if not any(_covers(bind, ckpt) for bind in binds):  # e.g. an object store's staging dir
+    if not any(holds(bind, ckpt) for bind in binds):  # e.g. an object store's staging dir
         binds.append(BindMount(ckpt, ckpt, create=True))
     first_user_bind = len(binds)
     binds += [BindMount(b["host_path"], b["container_path"], bool(b.get("read_only")))
@@ -271,11 +272,6 @@ def _job_dir_bind(settings: MasterSettings, job_dir: str) -> BindMount:
         root = str(Path(rm.job_storage_root).expanduser())
         return BindMount(root, root)
     return BindMount(job_dir, job_dir)
-
-
-def _covers(bind: BindMount, path: str) -> bool:
-    """Whether ``path`` is visible in the container, at its own path, through ``bind``."""
-    return bind.host_path == bind.container_path and Path(path).is_relative_to(bind.host_path)
 
 
 def _image(settings: MasterSettings, config: Mapping[str, Any], slot_type: str) -> str:
