@@ -220,6 +220,7 @@ def _check_probes(probes: dict[str, dict[str, Any]], *, trial_id: int, job_id: s
         other = "1" if rank == "0" else "0"
         assert f"rank-{rank}" in probe["tmp"] and f"rank-{other}" not in probe["tmp"], probe
         assert not probe["host_marker_seen"], probe
+        assert probe["latest_checkpoint"] is None, probe  # a fresh trial: nothing to resume
 
 
 def _job_script(job_dir: str) -> str:
@@ -261,6 +262,11 @@ def test_digits_completes_in_charliecloud_as_user_a(cluster_users: None, image: 
     home = Path(user.pw_dir) / f"hpcdet-ct-{secrets.token_hex(4)}"
     marker = Path(f"/tmp/hpcdet-ct-marker-{secrets.token_hex(4)}")
     rm = {"container_run_type": "charliecloud", "apptainer_image_root": str(image.parent)}
+    # A fresh master numbers from experiment 1 again, in the same job root as earlier owner-
+    # mode tests: a job directory left there holds their latest_checkpoint.json, which the
+    # harness would resume from.
+    stale = JOB_ROOT / "user_a" / "exp-1"
+    shutil.rmtree(stale, ignore_errors=True)
     try:
         path = _experiment(home / "ctx", home / "data", marker, epochs=2)
         subprocess.run(["chown", "-R", "user_a:user_a", str(home)], check=True)
@@ -282,6 +288,7 @@ def test_digits_completes_in_charliecloud_as_user_a(cluster_users: None, image: 
         assert all(p.stat().st_uid == user.pw_uid for p in (home / "data").glob("probe-*"))
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(stale, ignore_errors=True)
         marker.unlink(missing_ok=True)
 
 
