@@ -65,18 +65,24 @@ class BindMount:
     host_path: str
     container_path: str
     read_only: bool = False
+    # hpcdet's own directory (the checkpoint storage) that may not exist yet: the job script
+    # makes it before starting the ranks (podman and apptainer refuse a missing source).
+    create: bool = False
 
 
 @dataclass(frozen=True)
 class ContainerSpec:
     """How each rank's command is wrapped: a container runtime, or none."""
 
-    run_type: str = "none"  # apptainer | singularity | enroot | podman | none
+    run_type: str = "none"  # apptainer | singularity | enroot | podman | charliecloud | none
     image: str | None = None
     bind_mounts: tuple[BindMount, ...] = ()
     use_gpus: bool = False
     # Variables a runtime that does not inherit the environment (podman) must be given.
     pass_environment: tuple[str, ...] = ()
+    # environment.force_pull_image: fetch the image again for this job (apptainer/singularity
+    # --disable-cache for a URI image, podman --pull=always); nothing to pull otherwise.
+    force_pull: bool = False
 
 
 @dataclass(frozen=True)

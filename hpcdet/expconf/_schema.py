@@ -120,7 +120,7 @@ NOT_YET_ACTED_ON = (
     "resources.agent_label", "resources.slots",
     "checkpoint_storage.propagation",
     "checkpoint_storage.checkpoint_path", "checkpoint_storage.tensorboard_path",
-    "environment.force_pull_image", "environment.registry_auth", "environment.pod_spec",
+    "environment.registry_auth", "environment.pod_spec",
     "environment.add_capabilities", "environment.drop_capabilities", "environment.ports",
     "environment.proxy_ports",
 )

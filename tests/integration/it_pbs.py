@@ -22,19 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
-from it_helpers import BIN, REPO, LiveMaster
+from it_helpers import BIN, REPO, LiveMaster, missing
 
 PBS_BIN = "/opt/pbs/bin"
 USER = "user_a"
-
-
-def missing(reason: str) -> None:
-    """Skip locally, fail in CI (the rule of tests/conftest.py's ``missing``)."""
-    if os.environ.get("CI") == "true" or os.environ.get("HPCDET_REQUIRE_ALL") == "1":
-        pytest.fail(f"required test component missing: {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 def pbs_env() -> dict[str, str]:

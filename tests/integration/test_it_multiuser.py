@@ -87,8 +87,10 @@ def owner_master(request: pytest.FixtureRequest, users: None) -> Iterator[OwnerM
 
 
 @contextlib.contextmanager
-def _owner_master(db_url: str | None, helper: str = HELPER) -> Iterator[OwnerMaster]:
-    """det-master as ``hpcdet`` with ``jobs_run_as: owner``; SQLite unless ``db_url``."""
+def _owner_master(db_url: str | None, helper: str = HELPER,
+                  resource_manager: dict[str, Any] | None = None) -> Iterator[OwnerMaster]:
+    """det-master as ``hpcdet`` with ``jobs_run_as: owner``; SQLite unless ``db_url``;
+    ``resource_manager``: more keys of its section (test_it_containers' runtime)."""
     state = Path(f"/var/lib/{SERVICE}/it-{secrets.token_hex(4)}")
     state.mkdir(mode=0o700)
     shutil.chown(state, SERVICE, SERVICE)
@@ -101,7 +103,8 @@ def _owner_master(db_url: str | None, helper: str = HELPER) -> Iterator[OwnerMas
         "auth": {"mode": "munge"},
         "security": {"jobs_run_as": "owner", "runas_helper": helper},
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "it-multiuser",
-                             "job_storage_root": str(JOB_ROOT), "slot_type": "cpu"},
+                             "job_storage_root": str(JOB_ROOT), "slot_type": "cpu",
+                             **(resource_manager or {})},
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(JOB_ROOT / "user_a"),
                                "storage_path": "checkpoints"},
     }

@@ -33,10 +33,14 @@ import math
 import posixpath
 import re
 import shlex
-from dataclasses import replace
 
-from hpcdet.dispatcher.base import BindMount, ContainerSpec, JobSpec
-from hpcdet.dispatcher.containers import launch_lines
+from hpcdet.dispatcher.base import ContainerSpec, JobSpec
+from hpcdet.dispatcher.containers import (
+    USER_RUNTIMES,
+    directories_to_create,
+    launch_lines,
+    with_job_dir,
+)
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args, render_qsub_args
 from hpcdet.dispatcher.spec_values import check_shape, check_strings_and_names
 from hpcdet.errors import ValidationError
@@ -184,6 +188,8 @@ def template_context(spec: JobSpec, *, rsh_agent: str, gpu_type_resource: str,
                                            attached=wrapper is not None),
         "launch_lines": launch_lines(effective_container(spec), spec.command,
                                      cwd=context_dir),
+        "needs_user": spec.container.run_type in USER_RUNTIMES,
+        "create_dirs": directories_to_create(effective_container(spec)),
     }
 
 
@@ -221,6 +227,8 @@ def mpiexec_options(spec: JobSpec, agent: str, *, attached: bool) -> list[str]:
     environment the sister mom builds.
     """
     names = [*spec.environment, "PBS_JOBID", "PBS_NODEFILE", "HPCDET_RESTART_COUNT"]
+    if spec.container.run_type == "charliecloud":
+        names.append("USER")  # ch-run refuses to start without it (the template sets it)
     if spec.comment is not None:
         names.append(TAG_VARIABLE)
     # The template adds --hostfile "$PBS_NODEFILE" (a variable the shell must expand).
@@ -236,11 +244,4 @@ def mpiexec_options(spec: JobSpec, agent: str, *, attached: bool) -> list[str]:
 
 def effective_container(spec: JobSpec) -> ContainerSpec:
     """The container with the job directory bound in and the job's variables passed on."""
-    container = spec.container
-    if container.run_type == "none":
-        return container
-    mounts = container.bind_mounts
-    if not any(mount.container_path.rstrip("/") == spec.job_dir.rstrip("/") for mount in mounts):
-        mounts = (*mounts, BindMount(spec.job_dir, spec.job_dir))
-    names = tuple(dict.fromkeys([*container.pass_environment, *spec.environment]))
-    return replace(container, bind_mounts=mounts, pass_environment=names)
+    return with_job_dir(spec.container, spec.job_dir, list(spec.environment))

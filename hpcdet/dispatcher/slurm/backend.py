@@ -26,7 +26,6 @@ from dataclasses import replace
 
 from hpcdet.dispatcher.base import (
     Backend,
-    BindMount,
     ContainerSpec,
     JobRef,
     JobSpec,
@@ -34,7 +33,12 @@ from hpcdet.dispatcher.base import (
     Submission,
 )
 from hpcdet.dispatcher.commands import Runner, UnparseableOutputError
-from hpcdet.dispatcher.containers import launch_lines
+from hpcdet.dispatcher.containers import (
+    USER_RUNTIMES,
+    directories_to_create,
+    launch_lines,
+    with_job_dir,
+)
 from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
 from hpcdet.dispatcher.runas import RunAs
@@ -260,6 +264,8 @@ def _template_context(spec: JobSpec, gpu_request: str) -> dict[str, object]:
         "context_dir": context_dir,
         "launcher": _launcher_argv(spec),
         "launch_lines": launch_lines(container, spec.command, cwd=context_dir),
+        "needs_user": container.run_type in USER_RUNTIMES,
+        "create_dirs": directories_to_create(container),
     }
 
 
@@ -335,19 +341,9 @@ def _srun_options(spec: JobSpec) -> list[str]:
 
 
 def _effective_container(spec: JobSpec) -> ContainerSpec:
-    """The container with the job directory bound in and the job's variables passed on.
-
-    The job directory is bound at its own path because ``DET_JOB_DIR``/``DET_TRIAL_INFO``
-    hold host paths; runtimes that do not inherit the environment get every exported name.
-    """
-    container = spec.container
-    if container.run_type == "none":
-        return container
-    mounts = container.bind_mounts
-    if not any(mount.container_path.rstrip("/") == spec.job_dir.rstrip("/") for mount in mounts):
-        mounts = (*mounts, BindMount(spec.job_dir, spec.job_dir))
-    names = tuple(dict.fromkeys([*container.pass_environment, *spec.environment]))
-    return replace(container, bind_mounts=mounts, pass_environment=names)
+    """The container with the job directory bound in and the job's variables passed on
+    (:func:`hpcdet.dispatcher.containers.with_job_dir`)."""
+    return with_job_dir(spec.container, spec.job_dir, list(spec.environment))
 
 
 # ---- submitting --------------------------------------------------------------------------

@@ -12,11 +12,17 @@ from typing import Any
 from hpcdet.client_tls import CERT_FILE_VAR
 from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec
 from hpcdet.dispatcher.batch_args import split_cpus_per_rank
+from hpcdet.dispatcher.containers import holds
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE
 from hpcdet.dispatcher.tags import trial_tag
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import environment_variables
 from hpcdet.master.queue.pools import GPU_SLOT_TYPES, Pool, settings_pool
+from hpcdet.master.scheduling.container_checks import (
+    check_bind_mounts,
+    check_charliecloud,
+    check_image,
+)
 from hpcdet.master.scheduling.placement import JobOwner, Placement, place
 from hpcdet.master.settings.core import MasterSettings
 
@@ -224,6 +230,11 @@ def _environment(settings: MasterSettings, config: Mapping[str, Any], run: Trial
     })
     if settings.tls is not None:
         env[CERT_FILE_VAR] = str(Path(run.job_dir) / MASTER_CERT_FILE)
+    cache = settings.resource_manager.image_cache_dir
+    if cache and settings.resource_manager.container_run_type in ("apptainer", "singularity"):
+        # Where `apptainer exec docker://...` keeps what it pulled (both names: Singularity
+        # 3.x reads only its own, Apptainer reads both).
+        env.update({"APPTAINER_CACHEDIR": cache, "SINGULARITY_CACHEDIR": cache})
     return env
 
 
@@ -232,17 +243,35 @@ def _container(settings: MasterSettings, config: Mapping[str, Any], run: TrialRu
     rm = settings.resource_manager
     if rm.container_run_type == "none":
         return ContainerSpec()
-    binds = [BindMount(run.job_dir, run.job_dir)]
+    if rm.container_path_checks:
+        check_bind_mounts(config)
+    binds = [_job_dir_bind(settings, run.job_dir)]
     ckpt = checkpoint_dir(config, run.job_dir)
-    if not Path(ckpt).is_relative_to(run.job_dir):  # an object store stages in the job dir
-        binds.append(BindMount(ckpt, ckpt))
+    if not any(holds(bind, ckpt) for bind in binds):  # e.g. an object store's staging dir
+        binds.append(BindMount(ckpt, ckpt, create=True))
+    first_user_bind = len(binds)
     binds += [BindMount(b["host_path"], b["container_path"], bool(b.get("read_only")))
               for b in config.get("bind_mounts") or []]
+    image = _image(settings, config, slot_type)
+    if rm.container_run_type == "charliecloud":
+        check_charliecloud(image, binds, first_user_bind, look=rm.container_path_checks)
     environment = _environment(settings, config, run, slot_type)
-    return ContainerSpec(run_type=rm.container_run_type,
-                         image=_image(settings, config, slot_type), bind_mounts=tuple(binds),
+    return ContainerSpec(run_type=rm.container_run_type, image=image, bind_mounts=tuple(binds),
                          use_gpus=slot_type in GPU_SLOT_TYPES,
-                         pass_environment=tuple(sorted(environment)))
+                         pass_environment=tuple(sorted(environment)),
+                         force_pull=bool((config.get("environment") or {}).get(
+                             "force_pull_image")))
+
+
+def _job_dir_bind(settings: MasterSettings, job_dir: str) -> BindMount:
+    """The job directory at its own path; for Charliecloud the whole job storage root, which
+    holds every job directory (:mod:`.job_dirs`): ch-run binds only onto a directory the
+    image already has, so the image needs one mount point, the root, not one per job."""
+    rm = settings.resource_manager
+    if rm.container_run_type == "charliecloud":
+        root = str(Path(rm.job_storage_root).expanduser())
+        return BindMount(root, root)
+    return BindMount(job_dir, job_dir)
 
 
 def _image(settings: MasterSettings, config: Mapping[str, Any], slot_type: str) -> str:
@@ -250,10 +279,16 @@ def _image(settings: MasterSettings, config: Mapping[str, Any], slot_type: str) 
     if isinstance(image, Mapping):
         slot = "gpu" if slot_type in GPU_SLOT_TYPES else "cpu"
         image = image.get(slot) or image.get("cuda") or image.get("cpu")
+    rm = settings.resource_manager
     if not image:
         raise ConfigError(["<config>.environment.image: is required when the master's "
-                           f"container_run_type is {settings.resource_manager.container_run_type}"])
-    root = settings.resource_manager.apptainer_image_root
-    if root and "://" not in image and not image.startswith("/"):
-        return str(Path(root) / image)
-    return str(image)
+                           f"container_run_type is {rm.container_run_type}"])
+    root = rm.apptainer_image_root
+    resolved = str(image)
+    # Not podman's: a relative name there is a registry reference (docker.io/...).
+    if root and rm.container_run_type != "podman" and "://" not in image \
+            and not image.startswith("/"):
+        resolved = str(Path(root) / image)
+    if rm.container_path_checks:
+        check_image(rm.container_run_type, resolved, root if resolved != image else None)
+    return resolved

@@ -39,7 +39,7 @@ from hpcdet.master.settings.runas import RunAsSettings, build_runas
 from hpcdet.master.settings.transport import build_transport
 from hpcdet.yaml_errors import yaml_error_line
 
-CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "none")
+CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "charliecloud", "none")
 
 ROOT = "<master.yaml>"
 
@@ -55,6 +55,13 @@ class ResourceManagerSettings:
     job_storage_root: str = str(Path.home() / ".hpcdet" / "jobs")
     container_run_type: str = "none"
     apptainer_image_root: str | None = None
+    # Where apptainer/singularity keep the images they pull (APPTAINER_CACHEDIR in the job);
+    # None: the runtime's default, ~/.apptainer/cache of the job's user.
+    image_cache_dir: str | None = None
+    # Check bind mounts' host paths and image paths on the master's own file system at
+    # submission (hpcdet.master.scheduling.container_checks); false where the master does not
+    # see the cluster's file systems.
+    container_path_checks: bool = True
     # None: per partition, cuda where its nodes have GPUs and cpu elsewhere (Determined's rule).
     slot_type: str | None = None
     tres_supported: bool = True
@@ -152,6 +159,7 @@ _TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoin
              "resource_manager", "state_dir", "security"}
 _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
             "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
+            "image_cache_dir", "container_path_checks",
             "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
             "tres_supported", "gres_supported", "default_aux_resource_pool",
             "job_project_source", "pool_refresh_seconds", "task_container_defaults",
@@ -241,6 +249,8 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         container_run_type=get.choice("container_run_type", "none", CONTAINER_RUN_TYPES),
         apptainer_image_root=get.opt_text("apptainer_image_root")
         or get.opt_text("singularity_image_root"),
+        image_cache_dir=get.opt_text("image_cache_dir"),
+        container_path_checks=get.flag("container_path_checks", True),
         slot_type=get.opt_choice("slot_type", SLOT_TYPES),
         tres_supported=get.flag("tres_supported", True),
         gres_supported=get.flag("gres_supported", True),

@@ -52,6 +52,7 @@ IMAGES: dict[str, str | None] = {
     "singularity": "/shared/images/pytorch-24.01.sif",
     "enroot": "pytorch+24.01-py3",
     "podman": "docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+    "charliecloud": "/shared/images/hpcdet-bookworm",
 }
 
 
@@ -59,7 +60,10 @@ def golden_spec(run_type: str) -> JobSpec:
     """The fixed job the golden scripts are rendered from: 2 nodes x 4 GPUs, as the master
     asks for it: one task per node holding its ranks' CPUs, and a step of 4 ranks per node."""
     job_dir = "/shared/hpcdet/exp-7/trial-42"
-    mounts = () if run_type == "none" else (BindMount("/shared/datasets", "/datasets", True),)
+    # Charliecloud cannot bind read-only (ch-run has no such option): its dataset is read-write.
+    read_only = run_type != "charliecloud"
+    mounts = () if run_type == "none" else (
+        BindMount("/shared/datasets", "/datasets", read_only),)
     return JobSpec(
         name="det-exp-7-trial-42",
         job_dir=job_dir,

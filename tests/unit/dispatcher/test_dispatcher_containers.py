@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from hpcdet.dispatcher.base import BindMount, ContainerSpec
-from hpcdet.dispatcher.containers import RUN_TYPES, SLURM_TASK_VARIABLES, launch_argv
+from hpcdet.dispatcher.containers import (
+    RUN_TYPES,
+    SLURM_TASK_VARIABLES,
+    launch_argv,
+    with_job_dir,
+)
 from hpcdet.errors import ValidationError
 
 COMMAND = ("python3", "-m", "hpcdet.harness")
@@ -92,6 +97,8 @@ def test_image_is_required(runtime: str) -> None:
         ("podman", BindMount("data", "/data"), "absolute"),
         ("apptainer", BindMount("/data", "data"), "absolute"),
         ("enroot", BindMount("/data\n", "/data"), "newline"),
+        ("charliecloud", BindMount("/a:b", "/a"), "contains"),
+        ("charliecloud", BindMount("/a", "b"), "absolute"),
     ],
 )
 def test_bind_paths_the_runtime_cannot_express_are_refused(
@@ -111,3 +118,53 @@ def test_apptainer_takes_spaces_in_bind_paths() -> None:
 def test_bad_variable_names_are_refused(name: str) -> None:
     with pytest.raises(ValidationError, match="pass_environment"):
         launch_argv(ContainerSpec("podman", "img", pass_environment=(name,)), COMMAND)
+
+
+def test_charliecloud_runs_ch_run_with_a_private_tmp_and_read_write_binds() -> None:
+    spec = ContainerSpec("charliecloud", "/images/hpcdet", MOUNTS[1:], use_gpus=True,
+                         pass_environment=("DET_MASTER",))
+    # No environment options: ch-run passes the host's through (CUDA_VISIBLE_DEVICES too),
+    # and no GPU flag: the driver's libraries are in the image (ch-fromhost --nvidia).
+    assert launch_argv(spec, COMMAND, cwd="/job/context") == [
+        "ch-run", "--private-tmp", "-b", "/scratch/u:/scratch", "--cd", "/job/context",
+        "/images/hpcdet", "--", *COMMAND,
+    ]  # fmt: skip
+
+
+def test_charliecloud_refuses_a_read_only_bind_it_cannot_make() -> None:
+    with pytest.raises(ValidationError, match=r"bind_mounts\[0\] \(/data\) is read-only") as info:
+        launch_argv(ContainerSpec("charliecloud", "/images/hpcdet", MOUNTS), COMMAND)
+    assert "read-write" in str(info.value)
+
+
+@pytest.mark.parametrize(("runtime", "image", "flag"), [
+    ("podman", "docker.io/library/python:3.11", "--pull=always"),
+    ("apptainer", "docker://python:3.11", "--disable-cache"),
+    ("singularity", "oras://example.org/hpcdet:1", "--disable-cache"),
+])
+def test_force_pull_fetches_the_image_again(runtime: str, image: str, flag: str) -> None:
+    assert flag in launch_argv(ContainerSpec(runtime, image, force_pull=True), COMMAND)
+    assert flag not in launch_argv(ContainerSpec(runtime, image), COMMAND)
+
+
+@pytest.mark.parametrize("runtime", ["apptainer", "charliecloud", "enroot"])
+def test_force_pull_of_a_local_image_changes_nothing(runtime: str) -> None:
+    spec = ContainerSpec(runtime, "/images/local", force_pull=True)
+    assert launch_argv(spec, COMMAND) == launch_argv(ContainerSpec(runtime, "/images/local"),
+                                                     COMMAND)
+
+
+@pytest.mark.parametrize(("mounts", "added"), [
+    ((), True),
+    ((BindMount("/jobs/exp-1/trial-2", "/jobs/exp-1/trial-2"),), False),
+    ((BindMount("/jobs", "/jobs"),), False),  # the job storage root (Charliecloud's bind)
+    ((BindMount("/jobs", "/elsewhere"),), True),  # not at its own path
+    ((BindMount("/jobs/exp-1/trial-20", "/jobs/exp-1/trial-20"),), True),  # a sibling
+])
+def test_the_job_directory_is_bound_unless_a_bind_at_its_own_path_holds_it(
+        mounts: tuple[BindMount, ...], added: bool) -> None:
+    spec = with_job_dir(ContainerSpec("charliecloud", "/i", mounts), "/jobs/exp-1/trial-2",
+                        ["DET_MASTER"])
+    job = BindMount("/jobs/exp-1/trial-2", "/jobs/exp-1/trial-2")
+    assert (spec.bind_mounts[-1] == job and len(spec.bind_mounts) > len(mounts)) is added
+    assert spec.pass_environment == ("DET_MASTER",)

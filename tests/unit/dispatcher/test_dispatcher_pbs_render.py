@@ -20,8 +20,11 @@ JOB_DIR = "/shared/hpcdet/exp-7/trial-42"
 
 def pbs_spec(run_type: str = "none") -> JobSpec:
     """2 nodes x 4 ranks of 8 CPUs with 4 GPUs each, as the master asks for it."""
-    mounts = () if run_type == "none" else (BindMount("/shared/datasets", "/datasets", True),)
-    image = None if run_type == "none" else "/shared/images/pytorch-24.01.sif"
+    read_only = run_type != "charliecloud"  # ch-run binds read-write only
+    mounts = () if run_type == "none" else (
+        BindMount("/shared/datasets", "/datasets", read_only),)
+    image = {"none": None, "charliecloud": "/shared/images/hpcdet-bookworm"}.get(
+        run_type, "/shared/images/pytorch-24.01.sif")
     return JobSpec(
         name="det-exp-7-trial-42", job_dir=JOB_DIR, nodes=2, ranks_per_node=4,
         command=("python3", "-m", "hpcdet.harness"), partition="gpu", cpus_per_rank=8,
@@ -35,7 +38,7 @@ def pbs_spec(run_type: str = "none") -> JobSpec:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("run_type", ["none", "apptainer"])
+@pytest.mark.parametrize("run_type", ["none", "apptainer", "charliecloud"])
 def test_golden_script(run_type: str, golden_check: Callable[[str, str], None]) -> None:
     submission = PbsBackend().render(pbs_spec(run_type))
     golden_check(f"pbs_{run_type}.pbs", submission.script)

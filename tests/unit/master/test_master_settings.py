@@ -38,7 +38,7 @@ def test_every_bad_key_is_named(tmp_path: Path) -> None:
         "reconciler, resource_manager, security, state_dir, webserver)",
         "<master.yaml>.port: must be an integer from 1 to 65535, got 'http'",
         "<master.yaml>.resource_manager.container_run_type: must be one of apptainer, "
-        "singularity, enroot, podman, none, got 'docker'",
+        "singularity, enroot, podman, charliecloud, none, got 'docker'",
         "<master.yaml>.resource_manager.slot_type: must be one of cpu, cuda, rocm, got 'gpu'",
     ]
 
