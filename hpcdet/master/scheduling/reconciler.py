@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import job_dir_archive, prepare_job_dir
+from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.errors import HpcdetError
 from hpcdet.master.db import session_scope
@@ -187,7 +188,10 @@ class Reconciler:
     def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
         runas = getattr(self.backend, "runas", None)
         cert = job_cert_pem(self.settings.tls)
-        if runas is not None and self.settings.runas.owner_mode:
+        owner_mode = runas is not None and self.settings.runas.owner_mode
+        if plan.run.run_id == 1:
+            self._clear_stale_job_dir(plan.run, runas if owner_mode else None)
+        if runas is not None and owner_mode:
             # The owner's helper writes the files: owned by the owner, private to them.
             runas.prepare(plan.run.owner, plan.run.job_dir, job_dir_archive(
                 context_tar=plan.context, trial_info=plan.info, token=plan.token,
@@ -200,6 +204,20 @@ class Reconciler:
         submission = self.backend.render(spec)
         self.cluster_view.ensure_account(spec.account)
         return self.backend.submit(submission), submission.script_path
+
+    def _clear_stale_job_dir(self, run: TrialRun, runas: RunAs | None) -> None:
+        """Remove what a trial's first run finds in its job directory: left by an earlier
+        database under the same job root (its context would be run instead of this
+        experiment's, its latest_checkpoint.json resumed from)."""
+        files = self.backend.transport
+        if not files.exists(run.job_dir):
+            return
+        log.warning("trial %s: removing %s, left by a trial this database does not know",
+                    run.trial_id, run.job_dir)
+        if runas is not None:
+            runas.remove(run.owner, run.job_dir)
+        else:
+            files.remove_tree(run.job_dir)
 
     def _submission_failed(self, session: Session, job_pk: int, exc: Exception) -> None:
         job = session.get_one(Job, job_pk)
