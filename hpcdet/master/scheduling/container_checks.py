@@ -8,9 +8,10 @@ what ``ch-run`` cannot express (docs/admin/containers.md).
 The master checks paths with its own permissions. When jobs run as their owner
 (``security.jobs_run_as: owner``) the master's service account may not be allowed to look
 into the owner's directories: a path the master cannot reach (``EACCES``) is taken on
-trust, and a path it can prove missing (``ENOENT``, ``ENOTDIR``) is refused. Where the
-master does not see the cluster's file systems at all, ``resource_manager.
-container_path_checks: false`` turns the path checks off.
+trust, and a path it can prove missing (``ENOENT``, ``ENOTDIR``) is refused. A master that
+reaches the cluster over SSH (``resource_manager.transport``) looks on the login node,
+through its SFTP connection. ``resource_manager.container_path_checks: false`` turns the
+path checks off (paths that only the compute nodes have).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hpcdet.dispatcher import BindMount
+from hpcdet.dispatcher.transport import LocalTransport, Transport
 from hpcdet.errors import ConfigError
 
 # Runtimes whose image is a path on the nodes' file system, relative to apptainer_image_root
@@ -34,9 +36,14 @@ CHECKED_IMAGE_RUNTIMES = (*PATH_IMAGE_RUNTIMES, "podman")
 PRIVATE_TMP = "/tmp"
 
 
-def missing(path: str) -> bool:
-    """True when ``path`` provably does not exist; False when it exists or the master may not
-    look (see the module docstring)."""
+def missing(path: str, files: Transport | None = None) -> bool:
+    """True when ``path`` provably does not exist where ``files`` reaches (default: this
+    host); False when it exists or the master may not look (see the module docstring)."""
+    if files is not None and files.name != LocalTransport.name:
+        try:
+            return not files.exists(path)
+        except PermissionError:
+            return False
     try:
         os.stat(path)
     except OSError as exc:
@@ -44,29 +51,30 @@ def missing(path: str) -> bool:
     return False
 
 
-def check_bind_mounts(config: Mapping[str, Any]) -> None:
+def check_bind_mounts(config: Mapping[str, Any], files: Transport | None = None) -> None:
     """Refuse a ``bind_mounts`` entry whose ``host_path`` does not exist."""
     problems = [
         f"<config>.bind_mounts[{index}].host_path: {mount.get('host_path')!r} does not exist "
         "on the master's host (bind mounts must exist before the trial starts)"
         for index, mount in enumerate(config.get("bind_mounts") or [])
-        if isinstance(mount.get("host_path"), str) and missing(mount["host_path"])]
+        if isinstance(mount.get("host_path"), str) and missing(mount["host_path"], files)]
     if problems:
         raise ConfigError(problems)
 
 
-def check_image(run_type: str, image: str, resolved_from: str | None) -> None:
+def check_image(run_type: str, image: str, resolved_from: str | None,
+                files: Transport | None = None) -> None:
     """Refuse an absolute image path (after ``apptainer_image_root``) that does not exist."""
     if run_type not in CHECKED_IMAGE_RUNTIMES or "://" in image or not image.startswith("/"):
         return
-    if missing(image):
+    if missing(image, files):
         how = f" (environment.image joined to apptainer_image_root {resolved_from})" \
             if resolved_from else ""
         raise ConfigError([f"<config>.environment.image: {image!r} does not exist{how}"])
 
 
 def check_charliecloud(image: str, binds: Sequence[BindMount], first_user_bind: int, *,
-                       look: bool = True) -> None:
+                       look: bool = True, files: Transport | None = None) -> None:
     """Refuse what ``ch-run`` cannot do: a read-only bind, or a bind onto a directory the
     (read-only) image does not have.
 
@@ -83,7 +91,7 @@ def check_charliecloud(image: str, binds: Sequence[BindMount], first_user_bind: 
             problems.append(f"{where}.read_only: charliecloud cannot mount read-only (ch-run's "
                             "-b binds are read-write); make the host path read-only instead, "
                             "or drop read_only")
-        elif look and not _has_mount_point(image, mount.container_path):
+        elif look and not _has_mount_point(image, mount.container_path, files):
             problems.append(
                 f"{where}: the image {image} has no directory {mount.container_path} to bind "
                 "onto (ch-run binds only onto directories a read-only image has, or under "
@@ -92,10 +100,12 @@ def check_charliecloud(image: str, binds: Sequence[BindMount], first_user_bind: 
         raise ConfigError(problems)
 
 
-def _has_mount_point(image: str, container_path: str) -> bool:
+def _has_mount_point(image: str, container_path: str, files: Transport | None) -> bool:
     path = posixpath.normpath(container_path)
     if path == PRIVATE_TMP or path.startswith(PRIVATE_TMP + "/"):
         return True
-    if "://" in image or not image.startswith("/") or not os.path.isdir(image):
+    is_dir = os.path.isdir if files is None or files.name == LocalTransport.name \
+        else files.is_dir
+    if "://" in image or not image.startswith("/") or not is_dir(image):
         return True  # a SquashFS file or a storage name: the master cannot look inside
-    return os.path.isdir(os.path.join(image, path.lstrip("/")))
+    return is_dir(os.path.join(image, path.lstrip("/")))

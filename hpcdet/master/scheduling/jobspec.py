@@ -15,6 +15,7 @@ from hpcdet.dispatcher.batch_args import split_cpus_per_rank
 from hpcdet.dispatcher.containers import holds
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE
 from hpcdet.dispatcher.tags import trial_tag
+from hpcdet.dispatcher.transport import Transport
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import environment_variables
 from hpcdet.master.queue.pools import GPU_SLOT_TYPES, Pool, settings_pool
@@ -155,11 +156,12 @@ def checkpoint_dir(config: Mapping[str, Any], job_dir: str | None = None) -> str
 
 
 def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: TrialRun,
-                   pool: Pool | None = None) -> JobSpec:
+                   pool: Pool | None = None, *, files: Transport | None = None) -> JobSpec:
     """The JobSpec for ``run`` of a trial of an experiment with effective ``config``.
 
     ``pool`` is the trial's resource pool (:func:`hpcdet.master.queue.pools.pool_for_config`);
-    None means the pool as master.yaml alone describes it.
+    None means the pool as master.yaml alone describes it. ``files``: where the container
+    paths are checked (the backend's transport; default this host).
     """
     rm = settings.resource_manager
     if pool is None:
@@ -192,7 +194,7 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
         requeue=True,
         sbatch_args=user_args,
         environment=_environment(settings, config, run, pool.slot_type),
-        container=_container(settings, config, run, pool.slot_type),
+        container=_container(settings, config, run, pool.slot_type, files),
         script_name=f"job-{run.run_id}.sh",
         owner=run.owner if settings.runas.owner_mode else None,
         launcher=batch_section(config, rm.type)[1].get("launcher") or "default",
@@ -239,12 +241,12 @@ def _environment(settings: MasterSettings, config: Mapping[str, Any], run: Trial
 
 
 def _container(settings: MasterSettings, config: Mapping[str, Any], run: TrialRun,
-               slot_type: str) -> ContainerSpec:
+               slot_type: str, files: Transport | None = None) -> ContainerSpec:
     rm = settings.resource_manager
     if rm.container_run_type == "none":
         return ContainerSpec()
     if rm.container_path_checks:
-        check_bind_mounts(config)
+        check_bind_mounts(config, files)
     binds = [_job_dir_bind(settings, run.job_dir)]
     ckpt = checkpoint_dir(config, run.job_dir)
     if not any(holds(bind, ckpt) for bind in binds):  # e.g. an object store's staging dir
@@ -252,9 +254,10 @@ def _container(settings: MasterSettings, config: Mapping[str, Any], run: TrialRu
     first_user_bind = len(binds)
     binds += [BindMount(b["host_path"], b["container_path"], bool(b.get("read_only")))
               for b in config.get("bind_mounts") or []]
-    image = _image(settings, config, slot_type)
+    image = _image(settings, config, slot_type, files)
     if rm.container_run_type == "charliecloud":
-        check_charliecloud(image, binds, first_user_bind, look=rm.container_path_checks)
+        check_charliecloud(image, binds, first_user_bind, look=rm.container_path_checks,
+                           files=files)
     environment = _environment(settings, config, run, slot_type)
     return ContainerSpec(run_type=rm.container_run_type, image=image, bind_mounts=tuple(binds),
                          use_gpus=slot_type in GPU_SLOT_TYPES,
@@ -274,7 +277,8 @@ def _job_dir_bind(settings: MasterSettings, job_dir: str) -> BindMount:
     return BindMount(job_dir, job_dir)
 
 
-def _image(settings: MasterSettings, config: Mapping[str, Any], slot_type: str) -> str:
+def _image(settings: MasterSettings, config: Mapping[str, Any], slot_type: str,
+           files: Transport | None = None) -> str:
     image = (config.get("environment") or {}).get("image")
     if isinstance(image, Mapping):
         slot = "gpu" if slot_type in GPU_SLOT_TYPES else "cpu"
@@ -290,5 +294,5 @@ def _image(settings: MasterSettings, config: Mapping[str, Any], slot_type: str) 
             and not image.startswith("/"):
         resolved = str(Path(root) / image)
     if rm.container_path_checks:
-        check_image(rm.container_run_type, resolved, root if resolved != image else None)
+        check_image(rm.container_run_type, resolved, root if resolved != image else None, files)
     return resolved

@@ -200,7 +200,8 @@ class Reconciler:
             prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
                             token=plan.token, master_cert=cert, files=self.backend.transport)
         pool = pool_for_config(self.sessions, self.settings, plan.config)
-        spec = build_job_spec(self.settings, plan.config, plan.run, pool)
+        spec = build_job_spec(self.settings, plan.config, plan.run, pool,
+                              files=self.backend.transport)
         submission = self.backend.render(spec)
         self.cluster_view.ensure_account(spec.account)
         return self.backend.submit(submission), submission.script_path

@@ -176,7 +176,7 @@ def accept(session: Session, settings: MasterSettings, backend: Backend, *, conf
                                                              context, pool, owner)])
     pool = pool_for_config(session, settings, config)
     probe = TrialRun(0, 0, 1, "/nonexistent", owner=owner)
-    backend.render(build_job_spec(settings, config, probe, pool))
+    backend.render(build_job_spec(settings, config, probe, pool, files=backend.transport))
     cause = f"experiment created from template {template.name}" if template else None
     experiment = _store(session, config, config_text, context, owner,
                         cause=cause or "experiment created")
@@ -217,7 +217,8 @@ def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, A
     expire_dry_runs(scratch, files=files)
     job_dir = str(scratch / secrets.token_hex(6))
     run = TrialRun(experiment_id=0, trial_id=0, run_id=1, job_dir=job_dir, owner=owner)
-    submission = backend.render(build_job_spec(settings, config, run, pool))
+    submission = backend.render(build_job_spec(settings, config, run, pool,
+                                               files=backend.transport))
     first = first_trial(config)
     info = trial_info(settings, config, run, hparams=first.hparams, seed=first.seed,
                       latest_checkpoint=None, unmanaged=True)

@@ -15,6 +15,7 @@ import pytest
 
 from hpcdet.dispatcher import BindMount
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.transport import LocalTransport
 from hpcdet.errors import ConfigError
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.scheduling import container_checks
@@ -190,3 +191,33 @@ def test_podman_runs_a_directory_image_as_an_overlaid_rootfs(tmp_path: Path,
     named = build_job_spec(settings(tmp_path, "podman"), config("docker.io/library/python"),
                            run(tmp_path), POOL)
     assert named.container.image == "docker.io/library/python"
+
+
+class _LoginNodeFiles(LocalTransport):
+    """A fake SSH transport: the login node's file system is a directory of this host."""
+
+    name = "ssh"
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+
+    def exists(self, path: str) -> bool:
+        return super().exists(str(self.root) + path)
+
+    def is_dir(self, path: str) -> bool:
+        return super().is_dir(str(self.root) + path)
+
+
+def test_over_ssh_the_paths_are_looked_up_on_the_login_node(tmp_path: Path) -> None:
+    login = tmp_path / "login"
+    data = tmp_path / "data"  # on this host only
+    (login / str(tmp_path / "shared").lstrip("/")).mkdir(parents=True)
+    data.mkdir()
+    files = _LoginNodeFiles(login)
+    on_login_node = config(binds=[{"host_path": str(tmp_path / "shared"),
+                                   "container_path": "/shared"}])
+    build_job_spec(settings(tmp_path, "podman"), on_login_node, run(tmp_path), POOL, files=files)
+    only_here = config(binds=[{"host_path": str(data), "container_path": "/data"}])
+    with pytest.raises(ConfigError, match=r"bind_mounts\[0\]\.host_path"):
+        build_job_spec(settings(tmp_path, "podman"), only_here, run(tmp_path), POOL, files=files)
