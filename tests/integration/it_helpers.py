@@ -54,14 +54,19 @@ class LiveMaster:
     def cancel_leftover_jobs(self) -> None:
         """Cancel the Slurm jobs this master left behind (their working directory is under
         its job root), and wait until Slurm has let go of them: a trial still running after
-        its test would take the next test's CPUs (fair-share measures whole minutes of them)."""
-        mine = _jobs_under(self.env, self.job_root)
+        its test would take the next test's CPUs (fair-share measures whole minutes of them).
+
+        The Slurm commands run in this process's environment (the ``slurm`` fixture put
+        SLURM_CONF there): a master's own may have none (the SSH transport's tests give it a
+        PATH without them)."""
+        slurm = dict(os.environ)
+        mine = _jobs_under(slurm, self.job_root)
         if not mine:
             return
-        subprocess.run(["scancel", *mine], env=self.env, capture_output=True, timeout=60,
+        subprocess.run(["scancel", *mine], env=slurm, capture_output=True, timeout=60,
                        check=False)
         deadline = time.monotonic() + 60
-        while _jobs_under(self.env, self.job_root) and time.monotonic() < deadline:
+        while _jobs_under(slurm, self.job_root) and time.monotonic() < deadline:
             time.sleep(0.5)
 
     def det(self, *args: str, check: bool = False,
