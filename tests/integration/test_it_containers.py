@@ -44,6 +44,8 @@ from test_it_faults import (
 )
 from test_it_multiuser import JOB_ROOT, _owner_master
 
+from hpcdet.jobfiles import write_latest_checkpoint
+
 pytestmark = [pytest.mark.container, pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
 # The job storage root of the owner-mode master must be a directory of the image: ch-run
@@ -263,10 +265,13 @@ def test_digits_completes_in_charliecloud_as_user_a(cluster_users: None, image: 
     marker = Path(f"/tmp/hpcdet-ct-marker-{secrets.token_hex(4)}")
     rm = {"container_run_type": "charliecloud", "apptainer_image_root": str(image.parent)}
     # A fresh master numbers from experiment 1 again, in the same job root as earlier owner-
-    # mode tests: a job directory left there holds their latest_checkpoint.json, which the
-    # harness would resume from.
+    # mode tests: it must remove what a directory left there holds (here a checkpoint to
+    # resume from, which the probes would show) before the trial's first job.
     stale = JOB_ROOT / "user_a" / "exp-1"
     shutil.rmtree(stale, ignore_errors=True)
+    (stale / "trial-1").mkdir(parents=True)
+    write_latest_checkpoint(stale / "trial-1", "0b7f6a52-1111-4222-8333-944455556666", 40)
+    subprocess.run(["chown", "-R", "user_a:user_a", str(stale)], check=True)
     try:
         path = _experiment(home / "ctx", home / "data", marker, epochs=2)
         subprocess.run(["chown", "-R", "user_a:user_a", str(home)], check=True)
