@@ -45,13 +45,15 @@ _SUBCOMMANDS = {
     "sbatch": "hpcdet.cli.sbatch:sbatch",
     "qsub": "hpcdet.cli.qsub:qsub",
     "task": "hpcdet.cli.task:task",
+    "cmd": "hpcdet.cli.command:cmd",
     "user": "hpcdet.cli.user:user",
     "workspace": "hpcdet.cli.workspace:workspace",
     "project": "hpcdet.cli.workspace:project",
     "model": "hpcdet.cli.model:model",
 }
 _ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint",
-            "rp": "resource-pool", "j": "job", "w": "workspace", "p": "project", "m": "model"}
+            "rp": "resource-pool", "j": "job", "w": "workspace", "p": "project", "m": "model",
+            "command": "cmd"}
 
 
 @dataclasses.dataclass

@@ -120,6 +120,11 @@ def logs(state: CliState, task_id: int, follow: bool, tail: int | None) -> None:
     When the job's standard error went to its own file (--error), it is printed on
     standard error.
     """
+    print_logs(state, task_id, follow=follow, tail=tail)
+
+
+def print_logs(state: CliState, task_id: int, *, follow: bool, tail: int | None) -> None:
+    """Print a task's output (and error file), following it to the task's end."""
     client = state.client()
     first = client.get(f"/tasks/{task_id}")["task"]
     streams = [LogStream(client, task_id, name, tail=tail)

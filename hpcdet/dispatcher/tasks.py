@@ -100,6 +100,20 @@ class TaskFields:
     joined: bool | None = None
 
 
+@dataclass(frozen=True)
+class TaskResources:
+    """A command's slots and queue placement (``det cmd run``), in neutral terms: one task
+    per slot, ``ranks_per_node`` of them on each of ``nodes`` nodes, with the pool's GPUs."""
+
+    nodes: int = 1
+    ranks_per_node: int = 1
+    cpus_per_rank: int = 1
+    gpus_per_node: int = 0
+    gpu_type: str | None = None
+    qos: str | None = None
+    nice: int = 0
+
+
 class TaskDialect(abc.ABC):
     """One scheduler's command tasks; the master reaches them through :func:`task_dialect`."""
 
@@ -110,6 +124,9 @@ class TaskDialect(abc.ABC):
     default_script_name: str  # the name of a script read from standard input
     takes_args: bool  # whether the script gets arguments
     environment_source: str  # what sent the environment, in environment.sh's comment
+    # A command's options that leave the user's copy of the output out (the master keeps
+    # its own in the job directory) and send standard error with the output.
+    command_output: tuple[Setting, ...] = ()
 
     def check_options(self, raw: Sequence[Any]) -> tuple[Setting, ...]:
         """``[[option, value or null], ...]`` checked against the submit command's options
@@ -147,6 +164,17 @@ class TaskDialect(abc.ABC):
     def render(self, spec: TaskSpec, templates: jinja2.Environment,
                backend: Backend) -> Submission:
         """The wrapper script and submit argv for ``spec``; no side effects."""
+
+    @abc.abstractmethod
+    def resource_settings(self, resources: TaskResources,
+                          backend: Backend) -> tuple[Setting, ...]:
+        """A command's slots and placement as native options (nodes, tasks, GPUs the way
+        ``backend``'s cluster takes them, QOS/priority)."""
+
+    @abc.abstractmethod
+    def batch_arg_settings(self, args: Sequence[str], path: str) -> tuple[Setting, ...]:
+        """A command config's ``sbatch_args``/``pbsbatch_args`` as checked native options;
+        ConfigError naming ``path[i]`` for each refused item."""
 
     def task_files(self, spec: TaskSpec, script: str,
                    environment: Mapping[str, str] | None) -> dict[str, tuple[str, int]]:

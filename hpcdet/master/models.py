@@ -330,6 +330,11 @@ class CommandTask(Base):
     submitted_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    # "batch": the user's own script (det sbatch, det qsub); "command": a script the master
+    # wrote from a command config (det cmd run), which is kept in ``config``.
+    kind: Mapped[str] = mapped_column(String(16), default="batch", server_default="batch",
+                                      index=True)
+    config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
 
 
 class AuthToken(Base):

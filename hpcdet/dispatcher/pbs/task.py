@@ -36,8 +36,8 @@ from hpcdet.dispatcher.pbs.qsub_options import (
     render_setting,
 )
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS, check_safe
-from hpcdet.dispatcher.tasks import Setting, TaskFields, TaskSpec, value_of
-from hpcdet.errors import ValidationError
+from hpcdet.dispatcher.tasks import Setting, TaskFields, TaskResources, TaskSpec, value_of
+from hpcdet.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:  # det's commands import this module; they need no templates
     import jinja2
@@ -144,6 +144,7 @@ class PbsTaskDialect(tasks.TaskDialect):
     default_script_name = "STDIN"
     takes_args = False
     environment_source = ENVIRONMENT_SOURCE
+    command_output = (("o", "/dev/null"), ("j", "oe"))
 
     def option_problem(self, item: Any) -> str | None:
         """What is wrong with one ``[option, value]`` item (see :func:`option_problem`)."""
@@ -172,6 +173,39 @@ class PbsTaskDialect(tasks.TaskDialect):
         bin_dir = getattr(backend, "bin_dir", "") or ""
         qsub = posixpath.join(bin_dir, "qsub") if bin_dir else "qsub"
         return render_task(spec, templates, qsub=qsub)
+
+    def resource_settings(self, resources: TaskResources,
+                          backend: Backend) -> tuple[Setting, ...]:
+        """``-l select=`` with one MPI process per slot and the pool's GPUs (as the PBS
+        backend asks for a trial's), ``-l place``, and ``-p`` from the priority band."""
+        from hpcdet.dispatcher.pbs.render import priority
+
+        r = resources
+        chunk = [str(r.nodes), f"ncpus={r.ranks_per_node * r.cpus_per_rank}",
+                 f"mpiprocs={r.ranks_per_node}"]
+        if r.gpus_per_node and getattr(backend, "ask_for_gpus", True):
+            chunk.append(f"ngpus={r.gpus_per_node}")
+            if r.gpu_type:
+                chunk.append(f"{getattr(backend, 'gpu_type_resource', 'gpu_model')}="
+                             f"{r.gpu_type}")
+        settings: list[Setting] = [("l", f"select={':'.join(chunk)}"),
+                                   ("l", f"place={'scatter' if r.nodes > 1 else 'pack'}")]
+        if r.nice:
+            settings.append(("p", str(priority(r.nice))))
+        return tuple(settings)
+
+    def batch_arg_settings(self, args: Sequence[str], path: str) -> tuple[Setting, ...]:
+        """``pbs.pbsbatch_args``, refused as an experiment's are, then as det qsub's."""
+        from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args
+
+        parse_qsub_args(args, path=path)
+        words = [Word(word, path) for item in args for word in item.split(None, 1)]
+        settings = parse_words(words).settings
+        errors = [f"{path}: {problem}" for problem in
+                  (option_problem([key, value]) for key, value in settings) if problem]
+        if errors:
+            raise ConfigError(errors, title="invalid pbsbatch_args")
+        return tuple(settings)
 
 
 def option_problem(item: Any) -> str | None:

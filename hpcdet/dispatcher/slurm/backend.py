@@ -46,6 +46,7 @@ from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.dispatcher.slurm.states import phase_of
+from hpcdet.dispatcher.slurm.task import gpu_options
 from hpcdet.dispatcher.spec_values import (
     check_shape,
     check_strings_and_names,
@@ -302,18 +303,8 @@ def _directives(spec: JobSpec, user_args: Sequence[SbatchArg],
 
 
 def gpu_directives(spec: JobSpec, gpu_request: str) -> dict[str, DirectiveValue]:
-    """Determined's slots as Slurm GPUs: with TRES ``--gpus=[type:]N`` on one node and
-    ``--gpus-per-node=[type:]n`` on several (always an exact node count: Slurm 22.05 refuses
-    ``--gpus=N`` over a node range when N exceeds one node's GPUs); with GRES only
-    ``--gres=gpu[:type]:n``; without either nothing (the site guarantees GPUs otherwise)."""
-    if spec.gpus_per_node == 0 or gpu_request == "none":
-        return {}
-    typed = f"{spec.gpu_type}:" if spec.gpu_type else ""
-    if gpu_request == "gres":
-        return {"gres": f"gpu:{typed}{spec.gpus_per_node}"}
-    if spec.nodes == 1:
-        return {"gpus": f"{typed}{spec.gpus_per_node}"}
-    return {"gpus-per-node": f"{typed}{spec.gpus_per_node}"}
+    """Determined's slots as Slurm GPUs (:func:`hpcdet.dispatcher.slurm.task.gpu_options`)."""
+    return dict(gpu_options(spec.nodes, spec.gpus_per_node, spec.gpu_type, gpu_request))
 
 
 def _launcher_argv(spec: JobSpec) -> list[str]:

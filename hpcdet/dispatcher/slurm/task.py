@@ -42,10 +42,11 @@ from hpcdet.dispatcher.tasks import (
     SCRIPT_NAME,
     WRAPPER_NAME,
     TaskFields,
+    TaskResources,
     TaskSpec,
     describe_argv,
 )
-from hpcdet.errors import ValidationError
+from hpcdet.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:  # det's commands import this module; they need no templates
     import jinja2
@@ -211,6 +212,7 @@ class SlurmTaskDialect(tasks.TaskDialect):
     default_script_name = "sbatch"
     takes_args = True
     environment_source = ENVIRONMENT_SOURCE
+    command_output = (("output", "none"),)
 
     def option_problem(self, item: Any) -> str | None:
         """What is wrong with one ``[option, value]`` item (see :func:`_option_problem`)."""
@@ -240,6 +242,49 @@ class SlurmTaskDialect(tasks.TaskDialect):
                backend: Backend) -> Submission:
         return render_task(spec, templates, sbatch=getattr(backend, "sbatch", "sbatch"))
 
+    def resource_settings(self, resources: TaskResources,
+                          backend: Backend) -> tuple[Setting, ...]:
+        """``--nodes``, one task per slot, the GPUs as this cluster takes them (the
+        backend's ``gpu_request``), ``--qos`` and ``--nice`` of the priority band."""
+        r = resources
+        settings: list[Setting] = [("nodes", str(r.nodes)),
+                                   ("ntasks-per-node", str(r.ranks_per_node)),
+                                   ("cpus-per-task", str(r.cpus_per_rank))]
+        request = str(getattr(backend, "gpu_request", "tres"))
+        settings += [(key, str(value)) for key, value in
+                     gpu_options(r.nodes, r.gpus_per_node, r.gpu_type, request).items()]
+        if r.qos:
+            settings.append(("qos", r.qos))
+        if r.nice:
+            settings.append(("nice", str(r.nice)))
+        return tuple(settings)
+
+    def batch_arg_settings(self, args: Sequence[str], path: str) -> tuple[Setting, ...]:
+        """``slurm.sbatch_args``, refused as an experiment's are (hpcdet sets the job's
+        nodes, tasks, GPUs, name, files), then as det sbatch's options."""
+        settings = _arg_settings(args, path)
+        errors = [f"{path}: {problem}" for problem in
+                  (_option_problem([name, value]) for name, value in settings) if problem]
+        if errors:
+            raise ConfigError(errors, title="invalid sbatch_args")
+        return tuple(settings)
+
+
+def gpu_options(nodes: int, gpus_per_node: int, gpu_type: str | None,
+                gpu_request: str) -> dict[str, str]:
+    """Determined's slots as Slurm GPUs: with TRES ``--gpus=[type:]N`` on one node and
+    ``--gpus-per-node=[type:]n`` on several (always an exact node count: Slurm 22.05 refuses
+    ``--gpus=N`` over a node range when N exceeds one node's GPUs); with GRES only
+    ``--gres=gpu[:type]:n``; without either nothing (the site guarantees GPUs otherwise)."""
+    if gpus_per_node == 0 or gpu_request == "none":
+        return {}
+    typed = f"{gpu_type}:" if gpu_type else ""
+    if gpu_request == "gres":
+        return {"gres": f"gpu:{typed}{gpus_per_node}"}
+    if nodes == 1:
+        return {"gpus": f"{typed}{gpus_per_node}"}
+    return {"gpus-per-node": f"{typed}{gpus_per_node}"}
+
 
 def _option_problem(item: Any) -> str | None:
     if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
@@ -265,10 +310,16 @@ def _option_problem(item: Any) -> str | None:
 
 def _pool_settings(sbatch_args: Sequence[str]) -> list[Setting]:
     """A pool's ``sbatch_args`` (already checked at start) as settings."""
+    return _arg_settings(sbatch_args, "pool sbatch_args")
+
+
+def _arg_settings(sbatch_args: Sequence[str], path: str) -> list[Setting]:
+    """``sbatch_args`` items checked as an experiment's (ConfigError naming ``path[i]``),
+    as settings by long name."""
     settings: list[Setting] = []
-    for arg in parse_sbatch_args(sbatch_args, path="pool sbatch_args"):
+    for arg in parse_sbatch_args(sbatch_args, path=path):
         option = (BY_SHORT.get(arg.option[1:]) if not arg.option.startswith("--")
-                  else option_named(arg.option[2:], "pool sbatch_args"))
+                  else option_named(arg.option[2:], path))
         if option is not None:
             settings.append((option.name, arg.value))
     return settings

@@ -9,6 +9,7 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 # Route modules register themselves on ``bp`` when imported.
 from hpcdet.master.api import (  # noqa: E402,F401
     checkpoints,
+    commands,
     experiment_edits,
     experiment_metrics,
     experiments,

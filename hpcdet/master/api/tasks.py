@@ -62,14 +62,18 @@ def create_task() -> Any:
 
 @bp.get("/tasks")
 def list_tasks() -> Any:
-    """Tasks the caller may see, newest first; ``state``, ``owner`` and ``active=true``
-    narrow the list."""
+    """Tasks the caller may see, newest first; ``state``, ``owner``, ``kind`` (``batch``,
+    ``command``), ``mine=true`` and ``active=true`` narrow the list."""
     query = select(CommandTask).where(*authz.visible(
         settings(), current_user(), CommandTask.owner, CommandTask.workspace_id))
     if request.args.get("state"):
         query = query.where(CommandTask.state == request.args["state"].upper())
     if request.args.get("owner"):
         query = query.where(CommandTask.owner == request.args["owner"])
+    if request.args.get("kind"):
+        query = query.where(CommandTask.kind == request.args["kind"])
+    if request.args.get("mine", "false").lower() == "true":
+        query = query.where(CommandTask.owner == current_user())
     if request.args.get("active", "false").lower() == "true":
         query = query.where(CommandTask.state.in_(tasks.ACTIVE_STATES))
     total = db().scalar(select(func.count()).select_from(query.subquery()))

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher import Backend, Submission
 from hpcdet.dispatcher.commands import NOT_EXECUTABLE, NOT_FOUND, TIMED_OUT
-from hpcdet.dispatcher.jobdir import tar_of
+from hpcdet.dispatcher.jobdir import CONTEXT_DIR, tar_of, unpack_context
 from hpcdet.dispatcher.render import make_environment
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 MAX_ARGS = 1024
 DEFAULT_SCHEDULER = "slurm"
+# CommandTask.kind: a user's batch script (det sbatch/qsub), or a command (det cmd run)
+# whose script the master wrote.
+BATCH, COMMAND = "batch", "command"
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,11 @@ class TaskRequest:
     environment: Mapping[str, str] | None
     test_only: bool = False
     dialect: TaskDialect = field(default_factory=lambda: task_dialect(DEFAULT_SCHEDULER))
+    kind: str = BATCH
+    # A command's: its uploaded context (gzip tar), unpacked into the job directory, and
+    # its checked config (stored with the task).
+    context: bytes | None = None
+    config: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -217,9 +225,11 @@ def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
     pool = _pool(session, settings, fields.pool, dialect)
     if pool.sbatch_args:
         fields = _fields(dialect, request.options, pool.sbatch_args)
+    # A command runs in its job directory (its script changes directory), known at submit.
+    workdir = "" if request.kind == COMMAND else _workdir(
+        request, fields, settings.runas.owner_mode, files)
     spec = TaskSpec(
-        task_id=0, name=_job_name(request, fields), job_dir="",
-        workdir=_workdir(request, fields, settings.runas.owner_mode, files),
+        task_id=0, name=_job_name(request, fields), job_dir="", workdir=workdir,
         submit_dir=request.cwd, comment="", args=request.args, options=fields.passed,
         partition=pool.partition,
         account=fields.account or account_for_task(settings, owner), output=fields.output,
@@ -332,6 +342,9 @@ def submit(session: Session, settings: MasterSettings, backend: Backend,
     task.job_dir = task_job_dir(settings, task.id, plan.owner)
     spec = replace(plan.spec, task_id=task.id, job_dir=task.job_dir,
                    comment=comment_for(settings, task.id))
+    if plan.request.kind == COMMAND:
+        spec = replace(spec, workdir=task.job_dir, submit_dir=task.job_dir)
+        task.cwd = task.workdir = task.job_dir
     submission = _render(settings, backend, dialect, spec)
     runas: RunAs | None = getattr(backend, "runas", None)
     owner = plan.owner if runas is not None else None
@@ -369,6 +382,8 @@ def _new_task(plan: TaskPlan) -> CommandTask:
         options=[list(item) for item in plan.request.options], args=list(spec.args),
         cwd=plan.request.cwd, workdir=spec.workdir, output_pattern=spec.output,
         error_pattern=spec.error if spec.separate_error else None, cancel_requested=False,
+        kind=plan.request.kind,
+        config=None if plan.request.config is None else dict(plan.request.config),
     )  # fmt: skip
 
 
@@ -380,13 +395,15 @@ def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = N
         prefix = spec.job_dir.rstrip("/") + "/"
         runas.prepare(owner, spec.job_dir, tar_of({
             path[len(prefix):]: (text.encode("utf-8", "surrogateescape"), mode)
-            for path, (text, mode) in task_files.items()}))
+            for path, (text, mode) in task_files.items()}, context_tar=request.context))
         return
     where = files or LOCAL
     where.remove_tree(spec.job_dir)  # left by a task id this database no longer knows
     where.make_dirs(spec.job_dir, 0o700)
     for path, (text, mode) in task_files.items():
         where.write_file(path, text.encode("utf-8", "surrogateescape"), mode)
+    if request.context is not None:
+        unpack_context(request.context, posixpath.join(spec.job_dir, CONTEXT_DIR), where)
 
 
 def sbatch_refused(exc: SchedulerError, command: str = "sbatch") -> ApiError:

@@ -174,6 +174,7 @@ def task_json(task: CommandTask, position: int | None = None) -> dict[str, Any]:
         "output": task.output_pattern, "error": task.error_pattern, "job_dir": task.job_dir,
         "log_streams": ["output", "error"] if task.error_pattern else ["output"],
         "cancel_requested": task.cancel_requested,
+        "kind": task.kind, "config": task.config,
         "submitted_at": _time(task.submitted_at), "started_at": _time(task.started_at),
         "ended_at": _time(task.ended_at),
     }  # fmt: skip

@@ -52,6 +52,8 @@ EXPECTED_COMMANDS = {
     ("model",), ("model", "create"), ("model", "list"), ("model", "describe"),
     ("model", "register-version"), ("model", "list-versions"), ("model", "delete"),
     ("model", "move"), ("model", "archive"), ("model", "unarchive"), ("model", "download"),
+    ("cmd",), ("cmd", "run"), ("cmd", "list"), ("cmd", "describe"), ("cmd", "logs"),
+    ("cmd", "kill"),
 }
 
 

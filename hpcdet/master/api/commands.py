@@ -1,0 +1,50 @@
+"""Command routes (``det cmd run``): submit a command as a command task.
+
+Listing, describing, logs and kills are the task routes (``/tasks?kind=command``,
+``/tasks/<id>``, ``/tasks/<id>/logs``, ``/tasks/<id>/kill``): a command is a task whose
+script the master wrote (docs/commands.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+
+from hpcdet.dispatcher import Backend
+from hpcdet.master.api import bp
+from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.common import db, json_body, settings
+from hpcdet.master.scheduling import commands, task_submission, tasks
+from hpcdet.master.security.workspaces import placement_for
+
+
+def _backend() -> Backend:
+    backend: Backend = current_app.config["HPCDET_BACKEND"]
+    return backend
+
+
+@bp.post("/commands")
+def create_command() -> Any:
+    """Run ``entrypoint`` (a list of words) with ``config`` (Determined's command config)
+    and ``context`` (a base64 tar.gz, optional); 201 with the task and the config's
+    ``warnings``. With ``test_only`` nothing is submitted: the answer holds the wrapper
+    script and argv. ``"workspace": NAME`` shares it with the workspace's members."""
+    owner = current_user()
+    body = json_body()
+    workspace_id, _ = placement_for(db(), settings(), owner, body.get("workspace"), None)
+    planned = commands.plan_command(db(), settings(), _backend(), body, owner)
+    plan = planned.plan
+    if plan.request.test_only:
+        preview = task_submission.preview(settings(), _backend(), plan)
+        return {"test_only": True, "script": plan.request.script, "wrapper": preview.script,
+                "argv": list(preview.argv), "pool": plan.pool,
+                "partition": plan.spec.partition, "warnings": planned.warnings}
+    task = task_submission.submit(db(), settings(), _backend(), plan)
+    task.workspace_id = workspace_id
+    try:
+        db().commit()
+    except Exception:  # the job must not run untracked
+        _backend().cancel([str(task.job_id)])
+        raise
+    return {"task": tasks.task_json(task), "warnings": planned.warnings}, 201
