@@ -15,6 +15,7 @@ from hpcdet.dispatcher import Backend
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
+from hpcdet.master.api.tasks import submit_tracked
 from hpcdet.master.scheduling import commands, task_submission, tasks
 from hpcdet.master.security.workspaces import placement_for
 
@@ -40,11 +41,5 @@ def create_command() -> Any:
         return {"test_only": True, "script": plan.request.script, "wrapper": preview.script,
                 "argv": list(preview.argv), "pool": plan.pool,
                 "partition": plan.spec.partition, "warnings": planned.warnings}
-    task = task_submission.submit(db(), settings(), _backend(), plan)
-    task.workspace_id = workspace_id
-    try:
-        db().commit()
-    except Exception:  # the job must not run untracked
-        _backend().cancel([str(task.job_id)])
-        raise
+    task = submit_tracked(plan, workspace_id)
     return {"task": tasks.task_json(task), "warnings": planned.warnings}, 201

@@ -50,14 +50,21 @@ def create_task() -> Any:
                 "pool": plan.pool, "partition": plan.spec.partition,
                 "account": plan.spec.account, "name": plan.spec.name,
                 "workdir": plan.spec.workdir}
+    task = submit_tracked(plan, workspace_id)
+    return {"task": tasks.task_json(task)}, 201
+
+
+def submit_tracked(plan: task_submission.TaskPlan, workspace_id: int | None) -> CommandTask:
+    """Submit ``plan``'s job and commit its row; cancel the job if the row cannot be stored
+    (a job must not run untracked)."""
     task = task_submission.submit(db(), settings(), _backend(), plan)
     task.workspace_id = workspace_id
     try:
         db().commit()
-    except Exception:  # the job must not run untracked
+    except Exception:
         _backend().cancel([str(task.job_id)])
         raise
-    return {"task": tasks.task_json(task)}, 201
+    return task
 
 
 @bp.get("/tasks")
