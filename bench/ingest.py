@@ -67,7 +67,9 @@ from sqlalchemy import create_engine, func, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
+from hpcdet import expconf  # noqa: E402
 from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope  # noqa: E402
+from hpcdet.master.experiments.searcher_store import build_searcher  # noqa: E402
 from hpcdet.master.models import Experiment, Trial  # noqa: E402
 from hpcdet.master.security.tokens import hash_token  # noqa: E402
 from hpcdet.master.transitions import transition  # noqa: E402
@@ -114,6 +116,13 @@ def drop_database(admin_url: str, db: BenchDb) -> None:
         admin.dispose()
 
 
+# A complete config (the master's defaults filled in), as a stored experiment has.
+SEEDED_CONFIG = expconf.with_defaults({
+    "name": "bench-ingest", "entrypoint": "true", "reproducibility": {"experiment_seed": 1},
+    "searcher": {"name": "single", "metric": "loss", "smaller_is_better": True,
+                 "max_length": {"batches": 1}}})
+
+
 def seed_trials(url: str, count: int) -> list[tuple[int, str]]:
     """One ACTIVE experiment with ``count`` RUNNING trials; returns (trial id, token) pairs."""
     engine = make_engine(url)
@@ -122,8 +131,10 @@ def seed_trials(url: str, count: int) -> list[tuple[int, str]]:
             if session.scalar(select(func.count()).select_from(Experiment)):
                 raise SystemExit(f"{url}: the database is not empty; give an empty one")
             exp = Experiment(name="bench-ingest", owner="bench", original_config="",
-                             config={"searcher": {"metric": "loss", "smaller_is_better": True}},
-                             context=b"", searcher_name="single")
+                             config=SEEDED_CONFIG, context=b"", searcher_name="single",
+                             # Started already: the master's search step must not start it
+                             # again (it would submit a trial) or fail on it every cycle.
+                             searcher_state=build_searcher(SEEDED_CONFIG).to_state())
             session.add(exp)
             transition(session, exp, State.ACTIVE, cause="bench/ingest.py")
             plain = [secrets.token_urlsafe(32) for _ in range(count)]

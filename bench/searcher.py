@@ -42,6 +42,16 @@ throughput
         .venv/bin/python bench/searcher.py throughput               # SQLite and PostgreSQL
         .venv/bin/python bench/searcher.py throughput --database sqlite --json
 
+scale
+    See ``bench/_searcher_scale.py``: the search step of a 10,000-trial ASHA search with
+    ``max_concurrent_trials: 500``: the median step with 10, 100 and 1,000 validations and
+    validations/s over the whole search, the searcher kept in memory (the master) vs
+    restored and saved whole every step (the design before), on SQLite and PostgreSQL.
+
+    How to reproduce
+        .venv/bin/python bench/searcher.py scale                    # SQLite and PostgreSQL
+        .venv/bin/python bench/searcher.py scale --trials 1000 --database sqlite --json
+
 Each subcommand registers its parser in :data:`SUBCOMMANDS`; the parser's defaults carry
 ``run(args)`` (returns the JSON-serialisable result) and ``render(result)`` (the table).
 """
@@ -69,6 +79,7 @@ DIGITS = REPO / "examples" / "digits"
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))  # its sibling modules, also when loaded by path
 
+import _searcher_scale as scale  # noqa: E402
 import _searcher_throughput as throughput  # noqa: E402
 import yaml  # noqa: E402
 
@@ -316,6 +327,7 @@ def add_quality_parser(subparsers: Any) -> None:
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "quality": add_quality_parser,
     "throughput": throughput.add_parser,
+    "scale": scale.add_parser,
 }
 
 

@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))  # its sibling modules, also when loaded by path
 
 import yaml  # noqa: E402
-from _common import log, run_script, terminate_as_interrupt  # noqa: E402
+from _common import bench_main, log, run_script  # noqa: E402
 from flask import Flask  # noqa: E402
 from sqlalchemy import create_engine, event, insert, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
@@ -74,7 +74,10 @@ ENDED = {"COMPLETED", "CANCELED", "ERROR"}
 REQUESTS = ["/", "/?per_page=500", "/?page=10", "/?state=COMPLETED", "/?owner=user3",
             "/?label=nlp", "/?state=COMPLETED&owner=user3&label=nlp&archived=true",
             "/api/v1/experiments", "/api/v1/experiments?limit=500",
-            "/api/v1/experiments?label=nlp&limit=50"]
+            "/api/v1/experiments?label=nlp&limit=50",
+            # Sorting and name search (issue 19); best is ordered in Python over all matches.
+            "/?sort=name&order=asc", "/?sort=best", "/?name=digits-1",
+            "/api/v1/experiments?sort=best&limit=50"]
 
 
 # ---- results -----------------------------------------------------------------------------
@@ -189,7 +192,7 @@ def seed_database(app: Flask, experiments: int, trials: int) -> list[dict[str, A
         session.execute(insert(Experiment), rows)
         ids = list(session.scalars(select(Experiment.id).order_by(Experiment.id)))
         session.execute(insert(Trial), trial_rows(ids, trials, rng))
-    return [{"id": exp_id, "state": row["state"], "owner": row["owner"],
+    return [{"id": exp_id, "name": row["name"], "state": row["state"], "owner": row["owner"],
              "labels": row["labels"], "archived": row["archived"]}
             for exp_id, row in zip(ids, rows, strict=True)]
 
@@ -201,7 +204,8 @@ def expected_rows(path: str, seeded: Sequence[dict[str, Any]]) -> tuple[int, int
              if (query.get("archived") == "true" or not e["archived"])
              and query.get("state", e["state"]) == e["state"]
              and query.get("owner", e["owner"]) == e["owner"]
-             and ("label" not in query or query["label"] in e["labels"])]
+             and ("label" not in query or query["label"] in e["labels"])
+             and ("name" not in query or query["name"].lower() in e["name"].lower())]
     api = path.startswith("/api/")
     limit = int(query.get("limit" if api else "per_page", 100 if api else 50))
     offset = int(query.get("offset", 0)) if api else (int(query.get("page", 1)) - 1) * limit
@@ -351,12 +355,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    log(f"# reproduce: {reproduce_command(args)}")
-    with terminate_as_interrupt():
-        result = run(args)
-    print(json.dumps(result, indent=2) if args.json else render_table(result))
-    return 0 if result["target_met"] else 1
+    return bench_main(argv, parse_args=parse_args, run=run, render_table=render_table,
+                      reproduce_command=reproduce_command)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """A small HTTP client for the master's REST API, shared by the CLI and the harness.
 
-It imports neither Flask nor SQLAlchemy: the CLI runs on login nodes and the harness on
-compute nodes, where only this package's light dependencies are installed.
+It imports neither Flask, SQLAlchemy nor an HTTP package (sockets and a small HTTP/1.1
+layer, see :mod:`hpcdet.client_http`): the CLI runs on login nodes, where every
+millisecond of ``det``'s start shows, and the harness on compute nodes, where only this
+package's light dependencies are installed.
 """
 
 from __future__ import annotations
@@ -9,16 +11,30 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
+from hpcdet import __version__
+from hpcdet.client_http import (
+    BodyReadError,
+    HttpxTransport,
+    Response,
+    StdlibTransport,
+    Transport,
+    build_url,
+    json_body,
+)
 from hpcdet.client_tls import cert_file_from_env, is_verify_failure, verify_failure, verify_setting
 from hpcdet.errors import MasterError
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_MASTER = "http://localhost:8080"
 # 401 codes after which a fresh login may help (see ``MasterClient(relogin=...)``).
 RELOGIN_CODES = frozenset({"login_required", "token_expired", "token_revoked", "unauthorized"})
+# The master's own health on the answers whose states may be stale when it is degraded
+# (``degraded; scheduler unreachable since ...``); see hpcdet.master.scheduling.health.
+HEALTH_HEADER = "X-Hpcdet-Health"
 
 
 def normalize_master_url(url: str) -> str:
@@ -42,6 +58,8 @@ class MasterClient:
 
     An ``https://`` master's certificate is verified against ``cert_file`` (default
     ``$DET_MASTER_CERT_FILE``; ``noverify`` skips the check) and the system's CAs.
+    ``transport`` (tests) answers the requests instead of the network: an httpx transport
+    such as ``httpx.MockTransport`` or ``httpx.WSGITransport``.
     """
 
     def __init__(
@@ -54,22 +72,24 @@ class MasterClient:
         transport: httpx.BaseTransport | None = None,
         relogin: Callable[[MasterError], str | None] | None = None,
         cert_file: str | None = None,
+        on_degraded: Callable[[str], None] | None = None,
     ) -> None:
-        """``relogin`` is called once on a 401 that a new session token may cure; the
-        request is repeated with the token it returns (None: the error stands)."""
+        """``on_degraded`` is called with the master's health header (once per client)
+        when an answer says the master is degraded. ``relogin`` is called once on a 401
+        that a new session token may cure; the request is repeated with the token it
+        returns (None: the error stands)."""
         self.url = normalize_master_url(url)
         self._relogin = relogin
+        self._on_degraded = on_degraded
         self.cert_file = cert_file or cert_file_from_env()
         verify = verify_setting(self.cert_file) if self.url.startswith("https:") else True
-        headers = {"Accept": "application/json"}
+        self._headers = {"Accept": "application/json", "User-Agent": f"hpcdet/{__version__}"}
         if user:
-            headers["X-Hpcdet-User"] = user
+            self._headers["X-Hpcdet-User"] = user
         if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(
-            base_url=self.url + "/api/v1", headers=headers, timeout=timeout, transport=transport,
-            verify=verify,
-        )
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._http: Transport = (StdlibTransport(timeout=timeout, verify=verify)
+                                 if transport is None else HttpxTransport(transport))
 
     def close(self) -> None:
         self._http.close()
@@ -86,63 +106,87 @@ class MasterClient:
 
     def post(self, path: str, body: Any = None) -> Any:
         """POST ``body`` as JSON to ``path`` and return the decoded JSON body."""
-        return self._request("POST", path, json=body)
+        return self._request("POST", path, body=body)
 
     def put(self, path: str, body: Any = None) -> Any:
         """PUT ``body`` as JSON to ``path`` and return the decoded JSON body."""
-        return self._request("PUT", path, json=body)
+        return self._request("PUT", path, body=body)
 
     def patch(self, path: str, body: Any = None) -> Any:
         """PATCH ``body`` as JSON to ``path`` and return the decoded JSON body."""
-        return self._request("PATCH", path, json=body)
+        return self._request("PATCH", path, body=body)
 
     def delete(self, path: str, body: Any = None) -> Any:
         """DELETE ``path`` (with ``body`` as JSON, if any); the decoded JSON body or None."""
-        return self._request("DELETE", path, json=body)
+        return self._request("DELETE", path, body=body)
+
+    def status_of(self, path: str) -> int:
+        """The HTTP status of ``GET path``, a path on the master outside ``/api/v1`` (a
+        proxied service's, ``/proxy/<task id>/...``), sent with this client's identity."""
+        response = self._send("GET", self.url + path)
+        return response.status_code
 
     def set_token(self, token: str) -> None:
         """Send ``token`` as ``Authorization: Bearer`` from now on."""
-        self._http.headers["Authorization"] = f"Bearer {token}"
+        self._headers["Authorization"] = f"Bearer {token}"
 
     @contextlib.contextmanager
-    def stream(self, path: str, params: dict[str, Any] | None = None) -> Iterator[httpx.Response]:
+    def stream(self, path: str, params: dict[str, Any] | None = None) -> Iterator[Response]:
         """GET ``path`` without reading the body (for large downloads: ``iter_bytes()``)."""
         for attempt in (1, 2):
+            response = self._send("GET", path, params=params, stream=True)
             try:
-                with self._http.stream("GET", path, params=params) as response:
-                    if response.status_code >= 400:
-                        response.read()
-                        error = _error_from_response(response)
-                        if attempt == 1 and self._renewed(error):
-                            continue
-                        raise error
-                    yield response
-                    return
-            except httpx.TransportError as exc:
+                if response.status_code >= 400:
+                    error = _error_from_response(response)
+                    if attempt == 1 and self._renewed(error):
+                        continue
+                    raise error
+                yield response
+                return
+            except BodyReadError as exc:  # the connection broke while the body was read
                 raise self._unreachable(exc) from exc
+            finally:
+                response.close()
 
-    def _unreachable(self, exc: httpx.TransportError) -> MasterError:
+    def _unreachable(self, exc: BaseException) -> MasterError:
         if is_verify_failure(exc):
             return verify_failure(self.url, exc, self.cert_file)
         return MasterError(f"cannot reach the master at {self.url}: {exc}")
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._send(method, path, **kwargs)
+    def _request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
+                 body: Any = None) -> Any:
+        response = self._send(method, path, params=params, body=body)
         if response.status_code >= 400:
             error = _error_from_response(response)
             if not self._renewed(error):
                 raise error
-            response = self._send(method, path, **kwargs)
+            response = self._send(method, path, params=params, body=body)
             if response.status_code >= 400:
                 raise _error_from_response(response)
+        self._check_health(response)
         if not response.content:
             return None
         return response.json()
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _check_health(self, response: Response) -> None:
+        """Tell ``on_degraded`` (once) what a degraded master's answer said of its health."""
+        health = response.headers.get(HEALTH_HEADER)
+        if self._on_degraded is not None and health and health.startswith("degraded"):
+            report, self._on_degraded = self._on_degraded, None
+            report(health)
+
+    def _send(self, method: str, path: str, *, params: dict[str, Any] | None = None,
+              body: Any = None, stream: bool = False) -> Response:
+        """One request to ``/api/v1`` + ``path`` (or to the whole URL ``path``)."""
+        headers = dict(self._headers)
+        content = None
+        if body is not None:
+            content = json_body(body)
+            headers["Content-Type"] = "application/json"
+        url = build_url(self.url + "/api/v1", path, params)
         try:
-            return self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
+            return self._http.send(method, url, headers, content, stream=stream)
+        except OSError as exc:
             raise self._unreachable(exc) from exc
 
     def _renewed(self, error: MasterError) -> bool:
@@ -157,7 +201,7 @@ class MasterClient:
         return True
 
 
-def _error_from_response(response: httpx.Response) -> MasterError:
+def _error_from_response(response: Response) -> MasterError:
     """Build a MasterError from the common error shape (or whatever came back)."""
     try:
         body = response.json()

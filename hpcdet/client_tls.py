@@ -9,10 +9,14 @@ system's CAs decide.
 from __future__ import annotations
 
 import os
-import ssl
+import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from hpcdet.errors import MasterError
+
+if TYPE_CHECKING:
+    import ssl
 
 CERT_FILE_VAR = "DET_MASTER_CERT_FILE"
 NOVERIFY = "noverify"
@@ -29,11 +33,14 @@ def cert_file_from_env(environ: Mapping[str, str] | None = None) -> str | None:
 
 
 def verify_setting(cert_file: str | None) -> ssl.SSLContext | bool:
-    """What httpx's ``verify=`` gets: a context trusting ``cert_file``, False for noverify."""
+    """What the client's ``verify`` is: a context trusting ``cert_file``, False for noverify,
+    True (the system's CAs) without a file."""
     if cert_file is None:
         return True
     if cert_file == NOVERIFY:
         return False
+    import ssl  # here: a plain-HTTP master's commands need not load it
+
     context = ssl.create_default_context()
     try:
         context.load_verify_locations(cafile=cert_file)
@@ -47,7 +54,10 @@ def verify_setting(cert_file: str | None) -> ssl.SSLContext | bool:
 
 
 def is_verify_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` (an httpx error) comes from a failed certificate check."""
+    """Whether ``exc`` (or an error it was raised from) is a failed certificate check."""
+    ssl = sys.modules.get("ssl")
+    if ssl is None:  # never loaded: no TLS was tried (a plain-HTTP master)
+        return False
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
@@ -72,6 +82,8 @@ def verify_failure(url: str, exc: BaseException, cert_file: str | None) -> Maste
 
 
 def _reason(exc: BaseException) -> str:
+    import ssl
+
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:

@@ -2,15 +2,17 @@
 
 ``det --help`` must stay fast on a login node and must not import torch, SQLAlchemy,
 Flask or httpx: :class:`LazyGroup` imports a subcommand's module only when that command
-is invoked or listed, and the command modules themselves import nothing heavy at the top.
-Click's docs warn that lazy loading hides import errors, so ``tests/unit/cli`` runs
-``--help`` on every command.
+is invoked, and lists it in the help by a summary it is given (importing every command's
+module to read its docstring cost ~25 ms); the command modules themselves import nothing
+heavy at the top. Click's docs warn that lazy loading hides import errors, so
+``tests/unit/cli`` runs ``--help`` on every command, and checks that each summary is the
+command's own short help.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -39,13 +41,21 @@ class AliasedGroup(click.Group):
         return (command.name if command else None), command, rest
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        commands = [(self._label(name), command) for name in self.list_commands(ctx)
-                    if (command := self.get_command(ctx, name)) and not command.hidden]
+        commands = [(self._label(name), summary) for name in self.list_commands(ctx)
+                    if (summary := self.summary(ctx, name)) is not None]
         if not commands:
             return
         limit = formatter.width - 6 - max(len(label) for label, _ in commands)
         with formatter.section("Commands"):
-            formatter.write_dl([(label, cmd.get_short_help_str(limit)) for label, cmd in commands])
+            formatter.write_dl([(label, summary(limit)) for label, summary in commands])
+
+    def summary(self, ctx: click.Context, name: str) -> Callable[[int], str] | None:
+        """How the help lists command ``name`` (its short help cut to a width), or None
+        for a hidden one."""
+        command = self.get_command(ctx, name)
+        if command is None or command.hidden:
+            return None
+        return command.get_short_help_str
 
     def _label(self, name: str) -> str:
         shorts = sorted(alias for alias, target in self.aliases.items() if target == name)
@@ -55,13 +65,16 @@ class AliasedGroup(click.Group):
 class LazyGroup(AliasedGroup):
     """A group whose subcommands live in modules imported on first use.
 
-    ``lazy_subcommands`` maps a command name to ``"package.module:attribute"``.
+    ``lazy_subcommands`` maps a command name to ``"package.module:attribute"``;
+    ``summaries`` maps it to the short help the group's help shows without importing it
+    (a command without one is imported to be listed).
     """
 
     def __init__(self, *args: Any, lazy_subcommands: Mapping[str, str] | None = None,
-                 **kwargs: Any) -> None:
+                 summaries: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy_subcommands: dict[str, str] = dict(lazy_subcommands or {})
+        self.summaries: dict[str, str] = dict(summaries or {})
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy_subcommands])
@@ -71,6 +84,13 @@ class LazyGroup(AliasedGroup):
         if name in self.lazy_subcommands:
             return self._load(name)
         return super().get_command(ctx, name)
+
+    def summary(self, ctx: click.Context, name: str) -> Callable[[int], str] | None:
+        text = self.summaries.get(name)
+        if text is None or name not in self.lazy_subcommands:
+            return super().summary(ctx, name)
+        # A stand-in command: click cuts its help to the width exactly as the real one's.
+        return click.Command(name, help=text).get_short_help_str
 
     def _load(self, name: str) -> click.Command:
         module_name, attribute = self.lazy_subcommands[name].split(":")

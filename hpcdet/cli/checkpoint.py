@@ -9,10 +9,7 @@ place only once complete, so an interrupted download never leaves half a checkpo
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tarfile
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,8 +18,8 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliError, CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import format_size, format_time, print_json, render_fields
-from hpcdet.cli.trial import JSON_OPTION
 
 # Show a progress bar for downloads larger than this.
 PROGRESS_THRESHOLD = 10 * 1024 * 1024
@@ -122,6 +119,7 @@ def list_command(name: str) -> click.Command:
 
 
 checkpoint.add_command(list_command("list"))
+experiment_list_checkpoints = list_command("list-checkpoints")
 
 
 @checkpoint.command("delete")
@@ -159,6 +157,9 @@ def download(state: CliState, uuid: str, output_dir: Path | None, force: bool) -
     Copies them from the checkpoint's storage path when this host can read it (a shared
     filesystem), else fetches them from the master.
     """
+    import shutil  # here, as tempfile and tarfile: they cost det's other commands ~10 ms
+    import tempfile
+
     target = output_dir or Path("checkpoints") / uuid
     _check_target(target, force=force)
     info = state.client().get(f"/checkpoints/{uuid}")["checkpoint"]
@@ -203,6 +204,8 @@ def _fetch_tar(state: CliState, uuid: str, archive: Path, files: Path) -> None:
             for chunk in response.iter_bytes(_CHUNK):
                 out.write(chunk)
                 bar.update(len(chunk))
+    import tarfile
+
     files.mkdir()
     with tarfile.open(archive, mode="r:") as tar:
         tar.extractall(files, filter="data")

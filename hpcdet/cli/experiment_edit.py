@@ -23,8 +23,8 @@ from typing import Any
 import click
 
 from hpcdet.cli.main import CliError, CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import print_json, warn
-from hpcdet.cli.trial import JSON_OPTION
 
 _CONFIG_OPTION = click.option(
     "--config", "overrides", multiple=True, metavar="KEY=VALUE",
@@ -32,13 +32,6 @@ _CONFIG_OPTION = click.option(
 _CONFIG_FILE_OPTION = click.option(
     "--config-file", type=click.Path(dir_okay=False), metavar="FILE",
     help="A YAML file of config keys to use (before the --config overrides).")
-
-
-def add_edit_commands(group: click.Group) -> None:
-    """Add the commands of this module to ``group`` (``det experiment``)."""
-    for command in (set_group, label_group, move, delete, continue_experiment, fork,
-                    download_model_def):
-        group.add_command(command)
 
 
 def _patch(state: CliState, experiment_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -312,6 +305,8 @@ def fork(state: CliState, experiment_id: int | None, trial_id: int | None,
     assert experiment_id is not None
     base = client.get(f"/experiments/{experiment_id}")["experiment"]["config"]
     if hparams is not None:
+        from hpcdet.expconf import single_trial_config  # lazy: det --help stays light
+
         base = single_trial_config(base, hparams)
     doc = _config_doc(config_file, overrides, base)
     body = {"config": _yaml(doc), "workspace": workspace, "project": project}
@@ -327,22 +322,6 @@ def fork(state: CliState, experiment_id: int | None, trial_id: int | None,
     click.echo(f"Forked from {source}", err=True)
 
 
-def single_trial_config(config: Mapping[str, Any],
-                        hparams: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` for one more run of a trial: its hyperparameter values as constants and
-    the ``single`` searcher with the same metric and length."""
-    searcher = dict(config.get("searcher") or {})
-    kept = {key: searcher[key] for key in ("metric", "smaller_is_better", "max_length")
-            if key in searcher}
-    return {**config, "hyperparameters": constants(hparams),
-            "searcher": {"name": "single", **kept}}
-
-
-def constants(hparams: Mapping[str, Any]) -> dict[str, Any]:
-    """Trial hyperparameter values as a ``hyperparameters`` section of constants (nested
-    mappings become nested groups)."""
-    return {key: constants(value) if isinstance(value, Mapping)
-            else {"type": "const", "val": value} for key, value in hparams.items()}
 
 
 @click.command("download-model-def")

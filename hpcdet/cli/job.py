@@ -15,8 +15,8 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliError, CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import format_time, print_json, render_table
-from hpcdet.cli.trial import JSON_OPTION
 
 HEADERS = ("#", "ID", "Type", "Name", "Priority", "Slurm prio", "QOS", "Account", "Submitted",
            "Slots", "State", "Reason", "User", "Pool")
@@ -35,16 +35,23 @@ def job() -> None:
 @job.command("list")
 @click.option("-p", "--resource-pool", "pool", metavar="POOL",
               help="Only the jobs of this pool (its partition).")
+@click.option("--expand", is_flag=True,
+              help="A line per array task (pending tasks as Slurm lists them, 12_[4-9]) "
+                   "instead of one per job array.")
 @JSON_OPTION
 @pass_state
-def list_jobs(state: CliState, pool: str | None, as_json: bool) -> None:
+def list_jobs(state: CliState, pool: str | None, expand: bool, as_json: bool) -> None:
     """List pending and running jobs in Slurm's priority order, hpcdet's and others'.
 
     Priority is hpcdet's (resources.priority: 1 is the most important, default 42);
     Slurm prio is Slurm's number (higher runs first). Slots are GPUs for jobs that ask for
-    GPUs, else CPUs: acquired/needed.
+    GPUs, else CPUs: acquired/needed. A search's job array is one line, its tasks
+    counted by Slurm state; --expand shows them.
     """
-    answer = state.client().get("/jobs", params={"resource_pool": pool} if pool else None)
+    params = {"resource_pool": pool} if pool else {}
+    if not expand:
+        params["arrays"] = "grouped"
+    answer = state.client().get("/jobs", params=params)
     if as_json:
         print_json(answer)
         return
@@ -71,6 +78,11 @@ def jobs_table(jobs: Sequence[Mapping[str, Any]]) -> str:
 
 def _name(row: Mapping[str, Any]) -> str:
     name = str(row.get("name") or "")
+    tasks = row.get("array_tasks")
+    if isinstance(tasks, Mapping):
+        counts = ", ".join(f"{count} {state}" for state, count in sorted(tasks.items()))
+        owner = f"exp {row['experiment_id']}, " if row.get("experiment_id") is not None else ""
+        return f"{name} ({owner}array: {counts})"
     if row.get("trial_id") is not None:
         return f"{name} (exp {row.get('experiment_id')}, trial {row['trial_id']})"
     if row.get("task_id") is not None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
-import traceback
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -32,25 +33,50 @@ DEFAULT_MASTER = "http://localhost:8080"
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
-_SUBCOMMANDS = {
-    "experiment": "hpcdet.cli.experiment:experiment",
-    "trial": "hpcdet.cli.trial:trial",
-    "master": "hpcdet.cli.master_cmd:master",
-    "version": "hpcdet.cli.master_cmd:version",
-    "template": "hpcdet.cli.template:template",
-    "preview-search": "hpcdet.cli.preview:preview_search",
-    "checkpoint": "hpcdet.cli.checkpoint:checkpoint",
-    "resource-pool": "hpcdet.cli.resource_pool:resource_pool",
-    "job": "hpcdet.cli.job:job",
-    "sbatch": "hpcdet.cli.sbatch:sbatch",
-    "qsub": "hpcdet.cli.qsub:qsub",
-    "task": "hpcdet.cli.task:task",
-    "cmd": "hpcdet.cli.command:cmd",
-    "user": "hpcdet.cli.user:user",
-    "workspace": "hpcdet.cli.workspace:workspace",
-    "project": "hpcdet.cli.workspace:project",
-    "model": "hpcdet.cli.model:model",
+# Every command: where it lives, and its short help, shown by ``det --help`` without
+# importing its module (tests/unit/cli checks that each is the command's own).
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "experiment": ("hpcdet.cli.experiment:experiment", "Create, inspect and stop experiments."),
+    "trial": ("hpcdet.cli.trial:trial", "Inspect trials: state, metrics, checkpoints, logs."),
+    "master": ("hpcdet.cli.master_cmd:master", "Ask the master about itself."),
+    "version": ("hpcdet.cli.master_cmd:version",
+                "Show the client's version and, if it answers, the master's."),
+    "template": ("hpcdet.cli.template:template",
+                 "Manage config templates that experiments can start from."),
+    "preview-search": ("hpcdet.cli.preview:preview_search",
+                       "Show the trials a search would run; submits nothing."),
+    "checkpoint": ("hpcdet.cli.checkpoint:checkpoint",
+                   "List, inspect, download and delete checkpoints."),
+    "resource-pool": ("hpcdet.cli.resource_pool:resource_pool",
+                      "Show the resource pools (Slurm partitions and custom pools)."),
+    "job": ("hpcdet.cli.job:job", "Slurm's job queue: list it, and change the priority, order "
+            "or pool of queued jobs."),
+    "sbatch": ("hpcdet.cli.sbatch:sbatch",
+               "Submit a batch script to Slurm through the master, as sbatch does."),
+    "qsub": ("hpcdet.cli.qsub:qsub", "Submit a batch script to PBS through the master, as "
+             "qsub does."),
+    "task": ("hpcdet.cli.task:task",
+             "Follow the batch jobs submitted with det sbatch (command tasks)."),
+    "cmd": ("hpcdet.cli.command:cmd",
+            "Run commands as jobs in a resource pool (as Determined's det cmd)."),
+    "notebook": ("hpcdet.cli.notebook:notebook",
+                 "JupyterLab in a job, opened through the master (as Determined's det "
+                 "notebook)."),
+    "shell": ("hpcdet.cli.shell:shell",
+              "Interactive shells in jobs, opened with ssh (as Determined's det shell)."),
+    "tensorboard": ("hpcdet.cli.tensorboard:tensorboard",
+                    "TensorBoard over experiments' metrics, run as a job (as Determined's)."),
+    "user": ("hpcdet.cli.user:user",
+             "Sign in to the master (MUNGE), see who you are, manage API tokens."),
+    "workspace": ("hpcdet.cli.workspace:workspace",
+                  "Manage workspaces: who may see and change the experiments shared in them."),
+    "project": ("hpcdet.cli.workspace:project",
+                "Manage projects: named groups of experiments inside a workspace."),
+    "model": ("hpcdet.cli.model:model",
+              "Manage the model registry: models and their versions (checkpoints)."),
 }
+_SUBCOMMANDS = {name: target for name, (target, _) in _COMMANDS.items()}
+_SUMMARIES = {name: summary for name, (_, summary) in _COMMANDS.items()}
 _ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint",
             "rp": "resource-pool", "j": "job", "w": "workspace", "p": "project", "m": "model",
             "command": "cmd"}
@@ -61,8 +87,9 @@ class CliState:
     """What the root group hands every command: the master's address, the caller, flags.
 
     :meth:`client` builds the :class:`~hpcdet.client.MasterClient` on first use (importing
-    httpx only then). Unit tests pass ``CliState(transport=...)`` as click's ``obj`` to
-    answer requests with a fake master, and ``poll_interval=0`` to follow without waiting.
+    the client only then). Unit tests pass ``CliState(transport=...)`` (an httpx transport,
+    see :class:`hpcdet.client_http.HttpxTransport`) as click's ``obj`` to answer requests
+    with a fake master, and ``poll_interval=0`` to follow without waiting.
     """
 
     master: str = DEFAULT_MASTER
@@ -81,8 +108,6 @@ class CliState:
         when there is one, and logs in with MUNGE when the master asks who is calling.
         """
         if self._client is None:
-            import os
-
             from hpcdet.cli import session
             from hpcdet.client import MasterClient, normalize_master_url
 
@@ -92,7 +117,8 @@ class CliState:
             token = api_token or (entry or {}).get("token")
             self._client = MasterClient(url, user=self.user, token=token,
                                         transport=self.transport,
-                                        relogin=None if api_token else self._relogin)
+                                        relogin=None if api_token else self._relogin,
+                                        on_degraded=_warn_degraded)
         return self._client
 
     def _relogin(self, error: MasterError) -> str | None:
@@ -138,6 +164,8 @@ class RootGroup(LazyGroup):
             raise Interrupted("interrupted") from exc
         except Exception as exc:
             if ctx.params.get("debug"):
+                import traceback
+
                 traceback.print_exception(exc)
             raise CliError(error_message(exc, debug=bool(ctx.params.get("debug")))) from exc
 
@@ -172,6 +200,7 @@ def _default_user() -> str | None:
 @click.group(
     cls=RootGroup,
     lazy_subcommands=_SUBCOMMANDS,
+    summaries=_SUMMARIES,
     aliases=_ALIASES,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="Exit status: 0 success, 1 error, 2 usage error, 130 interrupted.",
@@ -200,4 +229,27 @@ def cli(ctx: click.Context, master: str, user: str | None, debug: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``det`` console script."""
-    cli.main(args=argv, prog_name="det")
+    cli.main(args=argv, prog_name="det", terminal_width=_help_width())
+
+
+def _help_width() -> int:
+    """The width click gives help text (the terminal's, at most 78, at least 50), found as
+    ``shutil.get_terminal_size`` finds it: click would import shutil for it, which costs
+    ``det --help`` ~2 ms (it loads bz2 and lzma)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return max(min(columns or 80, 80) - 2, 50)
+
+
+def _warn_degraded(health: str) -> None:
+    """One line on stderr: the states the command shows may be stale."""
+    problems = health.removeprefix("degraded").strip("; ")
+    click.echo(f"warning: the master reports itself degraded ({problems}); states shown may "
+               "be stale (det master info)", err=True)

@@ -12,8 +12,8 @@ import click
 
 from hpcdet import __version__
 from hpcdet.cli.main import CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import print_json, render_fields
-from hpcdet.cli.trial import JSON_OPTION
 
 MAX_TAIL = 10_000
 
@@ -27,13 +27,31 @@ def master() -> None:
 @JSON_OPTION
 @pass_state
 def info(state: CliState, as_json: bool) -> None:
-    """Show the master's version, database and resource manager."""
+    """Show the master's version, database and resource manager, and its health."""
     answer = state.client().get("/master")
     if as_json:
         print_json(answer)
         return
+    health = answer.pop("health", None)
     click.echo(f"Master at {state.client().url}")
     click.echo(render_fields(sorted(answer.items())))
+    if isinstance(health, dict):
+        click.echo(health_text(health))
+
+
+def health_text(health: dict[str, object]) -> str:
+    """The master's health as ``det master info`` prints it: the status, each problem on
+    its own line, then the reconciler's last cycle."""
+    lines = [f"Health: {health.get('status', 'unknown')}"]
+    problems = health.get("problems")
+    lines += [f"  - {problem}" for problem in (problems if isinstance(problems, list) else [])]
+    fields = [("Scheduler failing since", health.get("scheduler_failing_since")),
+              ("Last error", health.get("last_error")),
+              ("Last cycle completed", health.get("cycle_completed_at")),
+              ("Cycle seconds", health.get("cycle_seconds")),
+              ("Database seconds", health.get("db_seconds"))]
+    lines += [f"  {name}: {value}" for name, value in fields if value is not None]
+    return "\n".join(lines)
 
 
 @master.command("config")

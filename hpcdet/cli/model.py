@@ -18,8 +18,8 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliError, CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import format_time, print_json, render_fields, render_table
-from hpcdet.cli.trial import JSON_OPTION
 
 SORT_KEYS = ("name", "description", "creation_time", "last_updated_time", "num_versions",
              "workspace")

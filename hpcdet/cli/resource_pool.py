@@ -13,8 +13,8 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import print_json, render_table
-from hpcdet.cli.trial import JSON_OPTION
 
 HEADERS = ("Pool", "Partition", "Slot type", "Nodes up/total", "Slots used/total",
            "GPU types", "Jobs pending", "Default", "Description")

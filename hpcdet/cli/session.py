@@ -4,7 +4,7 @@ per master URL, and the MUNGE login that fills it.
 ``det`` logs in by itself when it has no valid token for the master it talks to, and once
 more on a 401 that says the token expired or was revoked. ``DET_USER_TOKEN`` (an API token
 from ``det user token create``) replaces the file for scripts; it is never renewed.
-Standard library only at import (httpx is imported by the client, when used).
+Standard library only at import (the client is imported when used).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcdet.errors import HpcdetError
@@ -29,14 +28,17 @@ class LoginError(HpcdetError):
     """A MUNGE login that could not be done; the message says how to check."""
 
 
-def auth_file() -> Path:
-    return Path.home() / ".hpcdet" / "auth.json"
+def auth_file() -> str:
+    """``~/.hpcdet/auth.json`` (os.path, not pathlib: every command reads it, and pathlib
+    costs a login node's ``det`` ~1.5 ms to import)."""
+    return os.path.join(os.path.expanduser("~"), ".hpcdet", "auth.json")
 
 
 def load() -> dict[str, Any]:
     """Every stored session, by master URL (empty when there is no readable file)."""
     try:
-        doc = json.loads(auth_file().read_text())
+        with open(auth_file(), encoding="utf-8") as handle:
+            doc = json.load(handle)
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -61,14 +63,15 @@ def stored(master: str) -> dict[str, Any] | None:
 def save(master: str, entry: dict[str, Any] | None) -> None:
     """Store (or with None, forget) ``master``'s session; the file is written 0600."""
     path = auth_file()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    os.chmod(directory, 0o700)
     doc = load()
     if entry is None:
         doc.pop(master, None)
     else:
         doc[master] = entry
-    tmp = path.with_name(f".auth.{os.getpid()}.tmp")
+    tmp = os.path.join(directory, f".auth.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as handle:
         json.dump(doc, handle, indent=2, sort_keys=True)

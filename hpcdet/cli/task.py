@@ -11,9 +11,10 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import format_time, print_json, render_fields, render_table
 from hpcdet.cli.slurm_reasons import reason_words
-from hpcdet.cli.trial import JSON_OPTION, history_table, is_terminal
+from hpcdet.cli.trial import history_table, is_terminal
 
 if TYPE_CHECKING:
     from hpcdet.client import MasterClient

@@ -16,8 +16,8 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import format_time, print_json, render_table
-from hpcdet.cli.trial import JSON_OPTION
 
 # The master's rule (docs/api.md); checked here too so a name that cannot be part of a URL
 # path gets a clear message instead of a 404 for a route that does not exist.

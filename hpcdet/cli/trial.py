@@ -17,6 +17,7 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION, log_options
 from hpcdet.cli.output import (
     format_time,
     format_value,
@@ -31,32 +32,6 @@ if TYPE_CHECKING:
     from hpcdet.client import MasterClient
 
 TERMINAL_NAMES = frozenset(state.value for state in TERMINAL_STATES)
-JSON_OPTION = click.option("--json", "as_json", is_flag=True,
-                           help="Print the master's answer as JSON, for scripts.")
-
-
-def log_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``-f``, ``--head N``, ``--tail N``, ``--rank R``, ``--node NODE`` and ``--json``,
-    shared by every logs command."""
-    options = [
-        click.option("--json", "as_json", is_flag=True,
-                     help="Print one JSON object per line (id, rank, node, stream, line, "
-                          "job_id, at), for scripts."),
-        click.option("--node", metavar="NODE", help="Only the lines from host NODE."),
-        click.option("--rank", type=click.IntRange(min=0), metavar="R",
-                     help="Only the lines of rank R."),
-        click.option("--tail", type=click.IntRange(min=0), metavar="N",
-                     help="Print only the last N lines (then new ones, with --follow)."),
-        click.option("--head", type=click.IntRange(min=0), metavar="N",
-                     help="Print only the first N lines."),
-        click.option("-f", "--follow", is_flag=True,
-                     help="Keep printing new lines until the trial ends."),
-    ]
-    for option in options:
-        command = option(command)
-    return command
-
-
 @dataclasses.dataclass(frozen=True)
 class LogFilter:
     """Which lines a logs command asks for, and how it prints them."""

@@ -15,8 +15,8 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliState, pass_state
+from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import format_time, print_json, render_fields, render_table
-from hpcdet.cli.trial import JSON_OPTION
 
 ROLES = ("viewer", "editor", "admin")
 

@@ -6,6 +6,8 @@ submit it, and applies what :meth:`~hpcdet.dispatcher.base.Backend.poll` reports
 """
 
 from hpcdet.dispatcher.base import (
+    ArrayLimits,
+    ArraySpec,
     Backend,
     BindMount,
     ContainerSpec,
@@ -19,6 +21,8 @@ from hpcdet.dispatcher.base import (
 )
 
 __all__ = [
+    "ArrayLimits",
+    "ArraySpec",
     "Backend",
     "BindMount",
     "ContainerSpec",

@@ -166,6 +166,31 @@ class JobStatus:
     restarts: int | None = None
 
 
+@dataclass(frozen=True)
+class ArrayLimits:
+    """How large a job array this scheduler takes, read from its configuration."""
+
+    # Array indices run from 0 to max_array_size - 1 (Slurm's MaxArraySize).
+    max_array_size: int
+    # Jobs (array tasks counted singly) the controller holds at most (Slurm's MaxJobCount).
+    max_job_count: int
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One job array of many trials' jobs: task ``i`` runs ``scripts[i]``.
+
+    Each script is a trial's own rendered job script, written into its job directory; the
+    array's script (in ``array_dir``, with the index file) picks one by the task's index.
+    """
+
+    name: str
+    array_dir: str
+    scripts: tuple[str, ...]
+    # At most this many tasks run at once (Slurm's ``%N``); None: no limit.
+    throttle: int | None = None
+
+
 class UnsupportedError(HpcdetError):
     """This scheduler cannot do what was asked (the master answers 501 with the message)."""
 
@@ -205,6 +230,20 @@ class Backend(abc.ABC):
         """The newest job id submitted under each of ``names`` (names not found are left out)."""
 
 
+    # ---- job arrays: many similar trials in one submission (docs/job-arrays.md) ----------
+
+    def array_limits(self) -> ArrayLimits | None:
+        """The scheduler's array limits, or None where this backend submits no arrays."""
+        return None
+
+    def render_array(self, spec: JobSpec, array: ArraySpec) -> Submission:
+        """The array's own script and submit argv: ``spec``'s resources, ``array``'s tasks."""
+        raise UnsupportedError(f"the {self.name} backend submits no job arrays")
+
+    def submit_array(self, submission: Submission, array: ArraySpec) -> str:
+        """Write the index file and the array's script, submit it; return the array's id."""
+        raise UnsupportedError(f"the {self.name} backend submits no job arrays")
+
     # ---- the queue and the pools (read on the master's timer, never per request) ----------
 
     def read_queue(self) -> list[QueueEntry]:
@@ -227,6 +266,11 @@ class Backend(abc.ABC):
     def reason_words(self, reason: str | None) -> str | None:
         """Why a job waits, in words a user understands (the scheduler's code as is if unknown)."""
         return reason
+
+    def node_hosts(self, nodes: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The host names and addresses each of ``nodes`` answers to (a proxied service in a
+        job names its host so: hpcdet.master.proxy); by default the node's own name."""
+        return {node: (node,) for node in nodes}
 
     def check_job_args(self, args: Sequence[str], path: str) -> tuple[str, ...]:
         """Validate a user's extra batch options (``slurm.sbatch_args``, ``pbs.pbsbatch_args``)

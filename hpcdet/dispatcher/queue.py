@@ -40,6 +40,8 @@ class QueueEntry:
     pending: bool = False
     # Held in the queue (Slurm: pending with priority 0; PBS: state H): it waits for a release.
     held: bool = False
+    # The nodes a running job holds (empty while it waits, or where the scheduler says not).
+    node_names: tuple[str, ...] = ()
 
     @property
     def gpus(self) -> int:
@@ -56,12 +58,14 @@ class QueueEntry:
         """A JSON-able copy (the master stores it in the queue snapshot)."""
         data = asdict(self)
         data["tres"] = dict(self.tres)
+        data["node_names"] = list(self.node_names)
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QueueEntry:
         """The inverse of :meth:`to_dict`; unknown keys are ignored."""
         known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        known["node_names"] = tuple(known.get("node_names") or ())
         return cls(**known)
 
 

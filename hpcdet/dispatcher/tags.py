@@ -14,16 +14,20 @@ from dataclasses import dataclass
 
 _TRIAL = re.compile(r"^hpcdet:(?P<cluster>.+):trial-(?P<trial>\d+):run-(?P<run>\d+)$")
 _TASK = re.compile(r"^hpcdet:(?P<cluster>.+):task-(?P<task>\d+|NEW)$")
+_ARRAY = re.compile(r"^hpcdet:(?P<cluster>.+):experiment-(?P<experiment>\d+):array$")
 
 
 @dataclass(frozen=True)
 class JobTag:
-    """What a tag says: the cluster name, and a trial run or a task (``task_id`` None: NEW)."""
+    """What a tag says: the cluster name, and a trial run, a task (``task_id`` None: NEW),
+    or a job array of an experiment's trials (``experiment_id``; its tasks' trials are
+    known by their job ids)."""
 
     cluster: str
     trial_id: int | None = None
     run_id: int | None = None
     task_id: int | None = None
+    experiment_id: int | None = None
 
 
 def trial_tag(cluster: str, trial_id: int, run_id: int) -> str:
@@ -36,6 +40,11 @@ def task_tag(cluster: str, task_id: int | None) -> str:
     return f"hpcdet:{cluster}:task-{'NEW' if task_id is None else task_id}"
 
 
+def array_tag(cluster: str, experiment_id: int) -> str:
+    """``hpcdet:<cluster>:experiment-<id>:array``: the tag of a job array of trials."""
+    return f"hpcdet:{cluster}:experiment-{experiment_id}:array"
+
+
 def parse_tag(text: str | None) -> JobTag | None:
     """The tag in ``text``, or None when it is not one of hpcdet's."""
     if not text:
@@ -43,6 +52,9 @@ def parse_tag(text: str | None) -> JobTag | None:
     trial = _TRIAL.match(text)
     if trial:
         return JobTag(trial["cluster"], trial_id=int(trial["trial"]), run_id=int(trial["run"]))
+    array = _ARRAY.match(text)
+    if array:
+        return JobTag(array["cluster"], experiment_id=int(array["experiment"]))
     task = _TASK.match(text)
     if task and task["task"] != "NEW":
         return JobTag(task["cluster"], task_id=int(task["task"]))

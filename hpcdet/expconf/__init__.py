@@ -24,6 +24,7 @@ from typing import Any
 
 from hpcdet.expconf._defaults import fill_defaults
 from hpcdet.expconf._merge import merge_log_policies, merger_for
+from hpcdet.expconf._reruns import constants, single_trial_config, without_nulls
 from hpcdet.expconf._schema import KINDS, NOT_YET_ACTED_ON
 from hpcdet.expconf._schema_logs import DEFAULT_LOG_POLICIES
 from hpcdet.expconf._schema_parts import LENGTH_UNITS
@@ -163,6 +164,6 @@ def _split_assignment(item: str) -> tuple[str, str]:
 
 
 __all__ = ["KINDS", "NOT_YET_ACTED_ON", "SUPPORTED_SEARCHERS", "SUPPORTED_STORAGE",
-           "UNSUPPORTED_SEARCHERS", "UNSUPPORTED_STORAGE", "environment_variables",
-           "length_value", "merge", "sample_hparams", "validate", "warnings_for",
-           "with_defaults"]
+           "UNSUPPORTED_SEARCHERS", "UNSUPPORTED_STORAGE", "constants", "environment_variables",
+           "length_value", "merge", "sample_hparams", "single_trial_config", "validate",
+           "warnings_for", "with_defaults", "without_nulls"]

@@ -72,6 +72,8 @@ EXPERIMENT = named("experiment", "ExperimentConfig", {
         "optimizations": optional_ref("optimizations", "object", {}),
         "log_policies": optional_ref("log-policies", "array"),
         "retention_policy": optional_ref("retention-policy"),
+        # hpcdet's own: overrides master.yaml's metrics_retention for this experiment.
+        "metrics_retention": optional_ref("metrics-retention"),
         "slurm": optional_ref("slurm", "object", {}),
         "pbs": optional_ref("pbs", "object", {}),
         "data": optional("object", {}),

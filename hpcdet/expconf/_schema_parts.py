@@ -148,6 +148,18 @@ ENVIRONMENT = named("environment", "EnvironmentConfig", {
     },
 })
 
+# Slurm's --time forms that hold hours: [D-]HH:MM:SS.
+WALLTIME_PATTERN = r"^([0-9]+-)?[0-9]{1,3}:[0-5][0-9]:[0-5][0-9]$"
+ALLOCATION: Schema = {
+    "additionalProperties": False, "required": ["slots", "walltime"],
+    "properties": {
+        "slots": {"type": "integer", "minimum": 1},
+        "walltime": {"type": "string", **message_check(
+            "must be a walltime of the form HH:MM:SS or D-HH:MM:SS",
+            {"pattern": WALLTIME_PATTERN})},
+    },
+}
+
 RESOURCES = named("resources", "ResourcesConfig", {
     "type": "object", "additionalProperties": False,
     "properties": {
@@ -165,6 +177,9 @@ RESOURCES = named("resources", "ResourcesConfig", {
         "native_parallel": optional("boolean", False),
         "agent_label": optional("string"),  # ignored by Determined too
         "slots": optional("integer"),  # legacy, no effect
+        # hpcdet's: allocation mode (docs/allocation-mode.md), one long job whose slots run
+        # the experiment's trials one after another as srun steps.
+        "allocation": optional("object", None, **ALLOCATION),
     },
 })
 
@@ -218,6 +233,16 @@ RETENTION_POLICY = named("retention-policy", "RetentionPolicyConfig", {
     "properties": {"log_retention_days": optional("integer", minimum=-1, maximum=32767)},
 })
 
+# hpcdet's own (Determined has none): how long this experiment's training metrics stay at
+# full resolution; each key set here wins over master.yaml's metrics_retention
+# (hpcdet.master.settings.retention, det-master vacuum-metrics).
+METRICS_RETENTION = named("metrics-retention", "MetricsRetentionConfig", {
+    "type": "object", "additionalProperties": False,
+    "properties": {"training_days": optional("integer", minimum=0, maximum=36500),
+                   "action": {"enum": [None, "downsample", "drop", "keep"], "default": None},
+                   "keep_every": optional("integer", minimum=1, maximum=1_000_000)},
+})
+
 REPRODUCIBILITY = named("reproducibility", "ReproducibilityConfig", {
     "type": "object", "additionalProperties": False, "eventuallyRequired": ["experiment_seed"],
     "properties": {"experiment_seed": optional("integer", minimum=0, maximum=2**31 - 1)},
@@ -228,4 +253,5 @@ CHECKPOINT_POLICY = optional_enum(["best", "all", "none"], "best")
 SCHEMAS = [LENGTH, POSITIVE_LENGTH, SEARCHER_LENGTH, BIND_MOUNT, BIND_MOUNTS,
            DEVICE, DEVICES, ENVIRONMENT_IMAGE_MAP, ENVIRONMENT_VARIABLES_MAP, ENVIRONMENT_IMAGE,
            ENVIRONMENT_VARIABLES, PROXY_PORT, PROXY_PORTS, REGISTRY_AUTH, ENVIRONMENT,
-           RESOURCES, SLURM, PBS, PROFILING, OPTIMIZATIONS, RETENTION_POLICY, REPRODUCIBILITY]
+           RESOURCES, SLURM, PBS, PROFILING, OPTIMIZATIONS, RETENTION_POLICY, METRICS_RETENTION,
+           REPRODUCIBILITY]

@@ -54,6 +54,7 @@ class DatabaseIntConverter(IntegerConverter):
 def _register(app: Flask) -> None:
     from hpcdet.master.api import bp as api_bp
     from hpcdet.master.api.errors import register_error_handlers
+    from hpcdet.master.security import headers
     from hpcdet.master.web import bp as web_bp
 
     app.register_blueprint(api_bp)
@@ -61,6 +62,7 @@ def _register(app: Flask) -> None:
     register_error_handlers(app)
     nul_guard.install(app)
     body_limits.install(app)
+    headers.install(app)
     app.teardown_appcontext(_close_session)
 
 

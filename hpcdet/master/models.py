@@ -78,6 +78,9 @@ class Experiment(Base):
     # The searcher's whole state (hpcdet.searcher.Searcher.to_state), saved in the same
     # transaction as the events it consumed; NULL until the searcher has started.
     searcher_state: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # A random token replaced whenever the searcher changes (hpcdet.master.experiments.
+    # searcher_store): a master whose searcher in memory carries the same token may use it.
+    searcher_etag: Mapped[str | None] = mapped_column(String(32))
     # The experiment this one was forked from (det experiment fork); kept if that one goes.
     parent_id: Mapped[int | None] = mapped_column(Integer)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
@@ -90,6 +93,9 @@ class Experiment(Base):
 
 class Trial(Base):
     __tablename__ = "trials"
+    # The search step's "trials that ended and the searcher has not heard of" reads just
+    # those, not every trial that ended (10,000 in a large search).
+    __table_args__ = (Index("ix_trials_searcher_closed_state", "searcher_closed", "state"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"),
@@ -175,7 +181,13 @@ class Metric(Base):
     """One reported value: (trial, group, step, name) -> value."""
 
     __tablename__ = "metrics"
-    __table_args__ = (Index("ix_metrics_trial_group_step", "trial_id", "group", "steps_completed"),)
+    __table_args__ = (
+        Index("ix_metrics_trial_group_step", "trial_id", "group", "steps_completed"),
+        # One metric's series in step order, and the names of a group, read from the index
+        # alone (it covers the charts' downsampling: steps and values of visible rows).
+        Index("ix_metrics_trial_group_name_step", "trial_id", "group", "name", "archived",
+              "steps_completed", "value"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"))
@@ -224,6 +236,29 @@ class SearcherEvent(Base):
     metrics: Mapped[dict[str, Any]] = mapped_column()
     processed: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SearcherJournalEntry(Base):
+    """One input the searcher absorbed after its saved snapshot (``searcher_state``).
+
+    The snapshot plus these, replayed in ``seq`` order, is the searcher's current state; they
+    are written in the transaction that consumed them and deleted when folded into a new
+    snapshot (:mod:`hpcdet.master.experiments.searcher_store`). ``kind`` is ``validation``
+    (``metric`` at ``time_units``) or ``exit`` (``reason``).
+    """
+
+    __tablename__ = "searcher_journal"
+    __table_args__ = (Index("ix_searcher_journal_experiment_id_seq", "experiment_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    request_id: Mapped[str] = mapped_column(String(36))
+    metric: Mapped[float | None] = mapped_column(Float)
+    time_units: Mapped[float | None] = mapped_column(Float)
+    reason: Mapped[str | None] = mapped_column(String(16))
 
 
 class Template(Base):
@@ -335,6 +370,31 @@ class CommandTask(Base):
     kind: Mapped[str] = mapped_column(String(16), default="batch", server_default="batch",
                                       index=True)
     config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    # A proxied service (a notebook, a TensorBoard; hpcdet.master.proxy): where it listens
+    # once its job wrote service.json (cleared when the task ends), and the per-task secret
+    # the master hands it (the job reads it from a 0600 file in its job directory).
+    service_host: Mapped[str | None] = mapped_column(String(256), default=None)
+    service_port: Mapped[int | None] = mapped_column(Integer, default=None)
+    service_token: Mapped[str | None] = mapped_column(String(128), default=None)
+
+
+class ShellKey(Base):
+    """A shell's (``det shell``) client key pair and its sshd's host public key.
+
+    Made at submission; the host's private key is only in the job directory. The owner's
+    ``det`` fetches the client's private key to log in (``GET /shells/<id>/keys``).
+    """
+
+    __tablename__ = "shell_keys"
+
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("command_tasks.id", ondelete="CASCADE"), primary_key=True)
+    # OpenSSH formats: the private key as "-----BEGIN OPENSSH PRIVATE KEY-----...",
+    # the public ones as "ssh-ed25519 AAAA...".
+    client_private_key: Mapped[str] = mapped_column(Text)
+    client_public_key: Mapped[str] = mapped_column(Text)
+    host_public_key: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class AuthToken(Base):
@@ -451,5 +511,9 @@ class ModelVersion(Base):
 
 
 __all__ = ["AuthToken", "Base", "Checkpoint", "ClusterSnapshot", "CommandTask", "Experiment",
-           "Job", "Metric", "Project", "ReportStream", "SearcherEvent", "StateChange", "Template",
-           "Trial", "TrialLog", "User", "Workspace", "WorkspaceMember", "as_utc", "utcnow"]
+           "Job", "Metric", "Project", "ReportStream", "SearcherEvent", "SearcherJournalEntry",
+           "ShellKey", "StateChange", "Template", "Trial", "TrialLog", "User", "Workspace",
+           "WorkspaceMember", "as_utc", "utcnow"]
+
+# Allocation mode's tables live in their own module; importing it registers them on Base.
+from hpcdet.master import allocation_models  # noqa: E402,F401

@@ -32,7 +32,7 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
          db_url: str | None) -> None:
     """Run the hpcdet master: REST API under /api/v1, status page at /, reconciler loop.
 
-    With a command (sync-accounts) it runs that instead of the master.
+    With a command (sync-accounts, vacuum-metrics) it runs that instead of the master.
     """
     # Nothing the master creates (database, job directories, scripts) is for other users.
     os.umask(0o077)
@@ -119,6 +119,29 @@ def sync_accounts_command(settings: MasterSettings, dry_run: bool) -> None:
         raise click.ClickException(str(exc)) from None
     for line in describe(result):
         click.echo(line)
+
+
+@main.command("vacuum-metrics")
+@click.option("--dry-run", is_flag=True, help="Only count the rows it would delete.")
+@click.option("--experiment", "experiment_ids", type=click.IntRange(min=1), multiple=True,
+              help="Only this experiment (repeatable); default: every experiment.")
+@click.option("--batch-size", type=click.IntRange(100, 1_000_000), default=5_000,
+              show_default=True, help="Rows deleted per transaction.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+def vacuum_metrics_command(settings: MasterSettings, dry_run: bool,
+                           experiment_ids: tuple[int, ...], batch_size: int,
+                           as_json: bool) -> None:
+    """Thin old training metrics as metrics_retention says (master.yaml, and each
+    experiment's own metrics_retention). Validations are never touched.
+
+    Safe while the master runs (short transactions) and idempotent; --dry-run prints what
+    it would delete.
+    """
+    from hpcdet.master.retention_cli import run_vacuum
+
+    run_vacuum(settings, dry_run=dry_run, experiment_ids=experiment_ids,
+               batch_size=batch_size, as_json=as_json)
 
 
 def _with_overrides(settings: MasterSettings, host: str | None, port: int | None,
@@ -219,25 +242,37 @@ def _stop_when_orphaned(stop: threading.Event, interval: float = 1.0) -> None:
     threading.Thread(target=watch, name="hpcdet-orphan-watch", daemon=True).start()
 
 
+# An asyncio worker (uvicorn): the proxy holds each WebSocket as a coroutine, not a thread;
+# the Flask views run in each worker's pool of webserver.threads threads (proxy/asgi.py).
+WORKER_CLASS = "uvicorn_worker.UvicornWorker"
+
+
+def gunicorn_options(settings: MasterSettings) -> dict[str, Any]:
+    """gunicorn's settings for the master (TLS's too, when configured)."""
+    options: dict[str, Any] = {
+        "bind": f"{settings.host}:{settings.port}", "workers": settings.workers,
+        "worker_class": WORKER_CLASS, "timeout": 120,
+        "accesslog": None, "errorlog": "-", "loglevel": "warning",
+    }
+    if settings.tls is not None:
+        options.update(settings.tls.gunicorn_options())
+    return options
+
+
 def _serve(settings: MasterSettings) -> None:
     from gunicorn.app.base import BaseApplication
 
     from hpcdet.master.app import create_app
+    from hpcdet.master.proxy.asgi import create_asgi_app
 
     class _Server(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
-            options: dict[str, Any] = {
-                "bind": f"{settings.host}:{settings.port}", "workers": settings.workers,
-                "threads": settings.threads, "worker_class": "gthread", "timeout": 120,
-                "accesslog": None, "errorlog": "-", "loglevel": "warning",
-            }
-            if settings.tls is not None:
-                options.update(settings.tls.gunicorn_options())
+            options = gunicorn_options(settings)
             for key, value in options.items():
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
-            return create_app(settings)
+            return create_asgi_app(create_app(settings), settings.threads)
 
     _Server().run()
 

@@ -232,7 +232,7 @@ class AdaptiveAshaSearch(Searcher):
 
     def on_validation(self, trial_id: str, metric: float, time_units: float) -> list[Action]:
         """Stop the trial if it ranks outside its rung's top; then refill."""
-        if trial_id in self.stopped or trial_id in self.closed or trial_id not in self.owner:
+        if trial_id in self.stopped or self.is_closed(trial_id) or trial_id not in self.owner:
             return []
         index = self.owner[trial_id]
         signed = metric if self.config.smaller_is_better else -metric

@@ -69,6 +69,9 @@ class Searcher(ABC):
         self.requested: list[str] = []
         self.closed: list[str] = []
         self.failures: list[str] = []
+        # Membership of the two lists above, so a check is O(1) at 10,000 trials.
+        self._requested_ids: set[str] = set()
+        self._closed_ids: set[str] = set()
 
     def _create(self, hparams: HParams | None = None) -> TrialRequest:
         """Sample (unless given) hyperparameters and record a new request."""
@@ -76,17 +79,23 @@ class Searcher(ABC):
             hparams = sample_all(self.hparams, self.rng)
         request = new_request(self.rng, hparams)
         self.requested.append(request.request_id)
+        self._requested_ids.add(request.request_id)
         return request
 
     def _close(self, trial_id: str, reason: str) -> None:
         """Record a trial as closed; check the reason and the id."""
         if reason not in EXIT_REASONS:
             raise ValueError(f"unknown exit reason {reason!r}")
-        if trial_id not in self.requested or trial_id in self.closed:
+        if trial_id not in self._requested_ids or self.is_closed(trial_id):
             raise KeyError(f"trial {trial_id!r} is unknown or already closed")
         self.closed.append(trial_id)
+        self._closed_ids.add(trial_id)
         if reason == "errored":
             self.failures.append(trial_id)
+
+    def is_closed(self, trial_id: str) -> bool:
+        """Whether the trial has exited (in constant time)."""
+        return trial_id in self._closed_ids
 
     def is_complete(self) -> bool:
         """True once every requested trial has closed (Determined's Shutdown)."""
@@ -136,4 +145,5 @@ class Searcher(ABC):
         self.requested = list(state["requested"])
         self.closed = list(state["closed"])
         self.failures = list(state["failures"])
+        self._requested_ids, self._closed_ids = set(self.requested), set(self.closed)
         self._restore_method(state["method"])

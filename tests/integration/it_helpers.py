@@ -150,8 +150,11 @@ def load_json(text: str) -> Any:
 
 
 def _jobs_under(env: dict[str, str], root: Path) -> list[str]:
-    """Ids of the Slurm jobs (any user's) whose working directory is under ``root``."""
-    listed = subprocess.run(["squeue", "-h", "-a", "-o", "%i|%Z"], env=env,
+    """Ids of the Slurm jobs (any user's) whose working directory or batch script is under
+    ``root`` (``det sbatch`` jobs work where the user submitted them; their script is the
+    master's)."""
+    listed = subprocess.run(["squeue", "-h", "-a", "-o", "%i|%Z|%o"], env=env,
                             capture_output=True, text=True, timeout=60, check=False)
-    jobs = (line.split("|", 1) for line in listed.stdout.splitlines() if "|" in line)
-    return [job for job, work_dir in jobs if Path(work_dir).is_relative_to(root)]
+    jobs = (line.split("|", 2) for line in listed.stdout.splitlines() if line.count("|") == 2)
+    return [job for job, work_dir, command in jobs
+            if Path(work_dir).is_relative_to(root) or Path(command).is_relative_to(root)]

@@ -108,7 +108,10 @@ def pbs_master(name: str, rm_settings: dict[str, Any] | None = None) -> Iterator
     port = free_port()
     rm = {"type": "pbs", "master_host": "127.0.0.1", "cluster_name": "it",
           "job_storage_root": f"{base}/jobs", "slot_type": "cpu", **(rm_settings or {})}
+    # Its own state_dir: the default (~user/.hpcdet) is what the Slurm tests' fresh_home
+    # clears, and scripts/test runs the PBS tests beside them.
     config = {"port": port, "host": "127.0.0.1", "db": {"url": f"sqlite:///{base}/m.sqlite"},
+              "state_dir": f"{base}/state",
               "reconciler": {"interval_seconds": 1}, "webserver": {"workers": 1, "threads": 4},
               "auth": {"mode": "open"}, "resource_manager": rm}
     (base / "master.yaml").write_text(yaml.safe_dump(config))

@@ -42,9 +42,10 @@ from test_it_faults import (
     wait_for_epochs,
     wait_until_ended,
 )
-from test_it_multiuser import JOB_ROOT, _owner_master
+from test_it_multiuser import JOB_ROOT, SERVICE, _owner_master
 
 from hpcdet.jobfiles import write_latest_checkpoint
+from hpcdet.runas.helper import set_private_acl
 
 pytestmark = [pytest.mark.container, pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
@@ -269,6 +270,14 @@ def test_digits_completes_in_charliecloud_as_user_a(cluster_users: None, image: 
     # resume from, which the probes would show) before the trial's first job.
     stale = JOB_ROOT / "user_a" / "exp-1"
     shutil.rmtree(stale, ignore_errors=True)
+    # On a fresh machine this test is the first to need user_a's root under the job root:
+    # made as the run-as helper makes it (user_a's, 0770, the service account in its ACL,
+    # inherited), since the helper refuses a root the user does not own and the master reads
+    # the job directories below it through that ACL.
+    if not stale.parent.exists():
+        stale.parent.mkdir(mode=0o770)
+        shutil.chown(stale.parent, "user_a", "user_a")
+        set_private_acl(str(stale.parent), pwd.getpwnam(SERVICE).pw_uid)
     (stale / "trial-1").mkdir(parents=True)
     write_latest_checkpoint(stale / "trial-1", "0b7f6a52-1111-4222-8333-944455556666", 40)
     subprocess.run(["chown", "-R", "user_a:user_a", str(stale)], check=True)

@@ -128,6 +128,7 @@ def pbs_master() -> Iterator[PbsMaster]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     config = {"port": port, "host": "127.0.0.1", "db": {"url": f"sqlite:///{base}/m.sqlite"},
+              "state_dir": f"{base}/state",  # not ~user/.hpcdet: see it_pbs.pbs_master
               "reconciler": {"interval_seconds": 1}, "webserver": {"workers": 1, "threads": 4},
               "auth": {"mode": "open"},
               "resource_manager": {"type": "pbs", "master_host": "127.0.0.1",

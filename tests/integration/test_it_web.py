@@ -136,7 +136,7 @@ def test_pages_follow_a_training_experiment(master: LiveMaster, tmp_path: Path, 
     _logs_filter_by_rank(trial)
 
     state = experiment.page.locator("[data-experiment-state]").first
-    wait_for(lambda: state.inner_text() == "COMPLETED", "the page to show COMPLETED", 300)
+    wait_for(lambda: state.get_attribute("title") == "COMPLETED", "the page to show COMPLETED", 300)
     wait_for(lambda: "Finished" in experiment.page.locator("[data-poll-status]").first
              .inner_text(), "polling to stop for the finished experiment", 30)
     expected = validations(master, trial_id)
@@ -183,14 +183,14 @@ def _pause_and_activate(master: LiveMaster, experiment: WatchedPage, exp_id: int
 
     page.on("dialog", answer)
     page.click('[data-actions] button[data-action="pause"]')
-    wait_for(lambda: state.inner_text() == "PAUSED", "the page to show PAUSED", 30)
+    wait_for(lambda: state.get_attribute("title") == "PAUSED", "the page to show PAUSED", 30)
     assert asked and f"Pause experiment {exp_id}?" in asked[0]
     assert page.locator('button[data-action="activate"]').is_visible()
     assert not page.locator('button[data-action="pause"]').is_visible()
     wait_for(lambda: master.api(f"/trials/{trial_id}")["trial"]["state"] == "PAUSED",
              "the trial to checkpoint and pause", 180)
     page.click('[data-actions] button[data-action="activate"]')
-    wait_for(lambda: state.inner_text() == "ACTIVE", "the page to show ACTIVE", 30)
+    wait_for(lambda: state.get_attribute("title") == "ACTIVE", "the page to show ACTIVE", 30)
     assert len(asked) == 2
 
 

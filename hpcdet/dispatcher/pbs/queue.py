@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hpcdet.dispatcher.pbs.render import TAG_VARIABLE, nice_of
-from hpcdet.dispatcher.pbs.status import STATES
+from hpcdet.dispatcher.pbs.status import STATES, nodes_of
 from hpcdet.dispatcher.pools import NodeInfo, PartitionInfo
 from hpcdet.dispatcher.queue import QueueEntry
 from hpcdet.errors import SchedulerError
@@ -89,6 +89,7 @@ def _entry(job_id: str, record: Mapping[str, Any]) -> QueueEntry:
         tres={"gres/gpu": str(ngpus)} if ngpus else {},
         comment=_text(variables.get(TAG_VARIABLE) if isinstance(variables, dict) else None),
         pending=pending,
+        node_names=() if pending else _hosts(record.get("exec_host")),
     )  # fmt: skip
 
 
@@ -177,6 +178,12 @@ def _count(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     return int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else 0
+
+
+def _hosts(exec_host: object) -> tuple[str, ...]:
+    """The hosts of a running job's ``exec_host`` (``pbsn1/0*2+pbsn2/0*2``), once each."""
+    hosts = nodes_of(_text(exec_host))
+    return tuple(hosts.split(",")) if hosts else ()
 
 
 def _text(value: object) -> str | None:

@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from hpcdet.dispatcher.base import (
+    ArrayLimits,
+    ArraySpec,
     Backend,
     ContainerSpec,
     JobRef,
@@ -43,6 +45,7 @@ from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.slurm import arrays
 from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.dispatcher.slurm.states import phase_of
@@ -76,8 +79,10 @@ _ENV_BUILDING_RUNTIMES = ("enroot", "podman")
 _ALREADY_GONE = ("Invalid job id specified", "already completing or completed")
 # --Format with "|" after each field (no padding); the reason last, as the only field
 # that could hold a "|".
-_SQUEUE_FORMAT = "JobID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
-_SQUEUE_NAMES_FORMAT = "JobID:|,Name:|"
+# JobArrayID: an array task as <array id>_<index> (JobID would print its raw id), a plain
+# job as its id.
+_SQUEUE_FORMAT = "JobArrayID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
+_SQUEUE_NAMES_FORMAT = "JobArrayID:|,Name:|"
 _SACCT_NAMES_FORMAT = "JobID,JobName"
 # How far back sacct looks for a job by name (its default is since midnight).
 _FIND_WINDOW = "now-7days"
@@ -121,6 +126,7 @@ class SlurmBackend(SlurmClusterMixin, Backend):
             raise ValueError(f"gpu_request must be one of {GPU_REQUESTS}, not {gpu_request!r}")
         # How this cluster takes a GPU request: TRES (--gpus), GRES only, or not at all.
         self.gpu_request = gpu_request
+        self._array_limits: ArrayLimits | None = None  # read once (array_limits)
 
     def render(self, spec: JobSpec) -> Submission:
         """Validate every value of ``spec`` and render the script; no side effects."""
@@ -142,6 +148,32 @@ class SlurmBackend(SlurmClusterMixin, Backend):
         write_script(submission.script_path, submission.script, self.transport)
         stdout = self.runner(submission.argv)
         return parse_sbatch_output(submission.argv, stdout)
+
+    def array_limits(self) -> ArrayLimits:
+        """``MaxArraySize`` and ``MaxJobCount``: one ``scontrol show config``, then cached."""
+        if self._array_limits is None:
+            self._array_limits = arrays.read_array_limits(self.runner, self.scontrol)
+        return self._array_limits
+
+    def render_array(self, spec: JobSpec, array: ArraySpec) -> Submission:
+        """The array's script: ``spec``'s options (one of its trials'), ``array``'s tasks."""
+        validate_spec(spec)
+        user_args = parse_sbatch_args(spec.sbatch_args, path="spec.sbatch_args")
+        template = self._templates.get_template(arrays.ARRAY_TEMPLATE_NAME)
+        return arrays.render_array(spec, array, sbatch=self.sbatch,
+                                   directives=_directives(spec, user_args, self.gpu_request),
+                                   user_directives=render_parsed(user_args),
+                                   render=template.render)
+
+    def submit_array(self, submission: Submission, array: ArraySpec) -> str:
+        """Write the index file and the array's script, then one ``sbatch``.
+
+        Not in run-as-owner mode: the master batches trials only where it writes the files.
+        """
+        if self.runas is not None and submission.owner:
+            raise ValidationError("job arrays are not submitted in run-as-owner mode")
+        arrays.write_index(array, self.transport)
+        return self.submit(submission)
 
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
         """One ``squeue``, then at most one ``sacct`` for the rest, then exit files."""
@@ -197,8 +229,9 @@ class SlurmBackend(SlurmClusterMixin, Backend):
             return {}
 
     def _squeue(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        # --array: one line per array task (pending tasks otherwise share one line).
         argv = (self.squeue, "--noheader", "--states=all", f"--jobs={','.join(ids)}",
-                f"--Format={_SQUEUE_FORMAT}")  # fmt: skip
+                f"--Format={_SQUEUE_FORMAT}", "--array")  # fmt: skip
         try:
             stdout = self.runner(argv)
         except SchedulerError as exc:
@@ -218,6 +251,26 @@ class SlurmBackend(SlurmClusterMixin, Backend):
             logger.info("sacct unavailable, falling back to exit files: %s", exc)
             return {}
         return _rows(stdout, _parse_sacct_line, set(ids))
+
+    def node_hosts(self, nodes: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """One ``scontrol show node``: each node's name, NodeHostName and NodeAddr."""
+        wanted = [check_safe(node, "node name") for node in nodes]
+        if not wanted:
+            return {}
+        stdout = self.runner((self.scontrol, "--oneliner", "show", "node", ",".join(wanted)))
+        return parse_node_hosts(stdout)
+
+
+def parse_node_hosts(stdout: str) -> dict[str, tuple[str, ...]]:
+    """``{NodeName: (NodeName, NodeHostName, NodeAddr)}`` from ``scontrol -o show node``."""
+    found: dict[str, tuple[str, ...]] = {}
+    for line in stdout.splitlines():
+        fields = dict(word.split("=", 1) for word in line.split() if "=" in word)
+        name = fields.get("NodeName")
+        if name:
+            names = (name, fields.get("NodeHostName", ""), fields.get("NodeAddr", ""))
+            found[name] = tuple(dict.fromkeys(n for n in names if n))
+    return found
 
 
 BACKEND = SlurmBackend
@@ -422,11 +475,13 @@ def _finished_executions(state: str, restarts: int) -> int:
 
 
 def _newest_by_name(stdout: str, names: Sequence[str], *, sep: str) -> dict[str, str]:
-    """``{name: highest job id}`` from ``id<sep>name`` lines (array/het ids are skipped)."""
+    """``{name: highest job id}`` from ``id<sep>name`` lines; an array's task (``12_3``,
+    ``12_[4-9]``) counts as its array's id (``12``); het components are skipped."""
     found: dict[str, str] = {}
     wanted = set(names)
     for line in stdout.splitlines():
         job_id, _, name = line.strip().rstrip(sep).partition(sep)
+        job_id = job_id.partition("_")[0]
         if name in wanted and job_id.isdigit() and int(job_id) > int(found.get(name, "0")):
             found[name] = job_id
     return found

@@ -25,6 +25,7 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from hpcdet.dispatcher.base import JobPhase
 from hpcdet.dispatcher.commands import Runner
@@ -33,28 +34,36 @@ from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.slurm.states import phase_of
 from hpcdet.errors import SchedulerError, ValidationError
+from hpcdet.hostlist import expand_nodelist
 
 logger = logging.getLogger(__name__)
 
 SEPARATOR = "\x1f"
 # squeue --Format field names, in the order QueueEntry is built from; Comment last.
-FIELDS = ("JobID", "Partition", "Name", "UserName", "State", "Reason", "PriorityLong", "Nice",
+# JobArrayID: a job's id, an array task's as 12_3, an array's pending tasks as one entry
+# 12_[4-9%2] (JobID would give raw ids, unknown to the master).
+FIELDS = ("JobArrayID", "Partition", "Name", "UserName", "State", "Reason", "PriorityLong", "Nice",
           "QOS", "Account", "SubmitTime", "NumTasks", "NumCPUs", "NumNodes", "tres-alloc",
           "Comment")
+# Read after FIELDS: the nodes a running job holds (``node[1-2]``; empty while pending).
+# Optional when parsing, so that lines in the older format still read.
+NODE_FIELD = "NodeList"
 # Every state of a job that is still waiting or holding resources (see slurm.SLURM_STATES).
 QUEUE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
                 "REQUEUE_HOLD", "REQUEUE_FED", "SPECIAL_EXIT", "RESV_DEL_HOLD", "SIGNALING",
                 "STAGE_OUT", "RESIZING", "STOPPED")
 # Slurm keeps nice within +-(2**31 - 3) (NICE_OFFSET - 3 in slurm.h).
 NICE_LIMIT = 2**31 - 3
-_PLAIN_JOB_ID = re.compile(r"^\d+$")
+# A job, one task of an array (scontrol update splits the task off its array), or an
+# array's pending tasks as squeue lists them (12_[4-9%2]; scontrol takes them without %2).
+_UPDATABLE_JOB_ID = re.compile(r"^\d+(?:_\d+|_\[[\d,\-]+(?P<throttle>%\d+)?\])?$")
 _NAME = re.compile(r"^[^\s=]+$")
 
 
 def squeue_argv(partitions: Sequence[str] | None = None, *,
                 squeue: str = "squeue") -> tuple[str, ...]:
     """The one ``squeue`` command :func:`read_queue` runs."""
-    fmt = ",".join(f"{name}:{SEPARATOR}" for name in FIELDS)
+    fmt = ",".join(f"{name}:{SEPARATOR}" for name in (*FIELDS, NODE_FIELD))
     argv = [squeue, "--noheader", f"--states={','.join(QUEUE_STATES)}", f"--Format={fmt}"]
     if partitions:
         names = [check_safe(part, "partition") for part in partitions]
@@ -88,18 +97,20 @@ def parse_queue_line(line: str) -> QueueEntry | None:
     fields = line.rstrip("\n").split(SEPARATOR)
     if fields and fields[-1].strip() == "":
         fields.pop()  # the separator after the last field
+    nodelist = fields.pop().strip() if len(fields) == len(FIELDS) + 1 else ""
     if len(fields) != len(FIELDS):
         return None
     values = dict(zip(FIELDS, (value.strip() for value in fields), strict=True))
     try:
-        return _entry(values)
+        entry = _entry(values)
+        return replace(entry, node_names=_node_names(nodelist)) if nodelist else entry
     except ValueError:
         return None
 
 
 def _entry(values: Mapping[str, str]) -> QueueEntry:
     return QueueEntry(
-        job_id=values["JobID"], partition=values["Partition"], name=values["Name"],
+        job_id=values["JobArrayID"], partition=values["Partition"], name=values["Name"],
         user=values["UserName"], state=values["State"],
         reason=_text(values["Reason"], "None"), priority=int(values["PriorityLong"]),
         nice=int(values["Nice"]), qos=_text(values["QOS"]), account=_text(values["Account"]),
@@ -109,6 +120,16 @@ def _entry(values: Mapping[str, str]) -> QueueEntry:
         pending=phase_of(values["State"]) is JobPhase.PENDING,
         held=phase_of(values["State"]) is JobPhase.PENDING and values["PriorityLong"] == "0",
     )  # fmt: skip
+
+
+def _node_names(nodelist: str) -> tuple[str, ...]:
+    """``node[1-2]`` as ``("node1", "node2")``; nothing for an unreadable list."""
+    if nodelist in ("", "(null)", "N/A"):
+        return ()
+    try:
+        return tuple(expand_nodelist(nodelist))
+    except ValueError:
+        return ()
 
 
 def parse_tres(text: str) -> dict[str, str]:
@@ -136,9 +157,12 @@ def _id_number(job_id: str) -> int:
 
 def update_argv(job_id: str, update: JobUpdate, *, scontrol: str = "scontrol") -> tuple[str, ...]:
     """The one ``scontrol update`` command :func:`update_job` runs; every value checked."""
-    if not _PLAIN_JOB_ID.match(job_id):
-        raise ValidationError(f"invalid Slurm job id {job_id!r}: scontrol update takes a plain "
-                              "job id")
+    match = _UPDATABLE_JOB_ID.match(job_id)
+    if not match:
+        raise ValidationError(f"invalid Slurm job id {job_id!r}: scontrol update takes a job "
+                              "id or an array task's (123_4)")
+    if match["throttle"]:
+        job_id = job_id.replace(match["throttle"], "")
     if update.empty:
         raise ValidationError(f"nothing to update for job {job_id}")
     argv = [scontrol, "update", f"JobId={job_id}"]

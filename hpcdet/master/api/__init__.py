@@ -8,6 +8,7 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 # Route modules register themselves on ``bp`` when imported.
 from hpcdet.master.api import (  # noqa: E402,F401
+    allocations,
     checkpoints,
     commands,
     experiment_edits,
@@ -18,11 +19,15 @@ from hpcdet.master.api import (  # noqa: E402,F401
     lifecycle,
     logs,
     master_info,
+    metric_series,
     models,
+    notebooks,
     openapi,
     pools,
+    shells,
     tasks,
     templates,
+    tensorboards,
     trials,
     users,
     workspaces,

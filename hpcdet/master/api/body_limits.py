@@ -27,6 +27,7 @@ ROUTE_LIMITS: Mapping[str, int] = MappingProxyType({
     "api.report_checkpoint": REPORT_BYTES,
     "api.create_task": REPORT_BYTES,
     "api.create_command": EXPERIMENT_CREATE_BYTES,
+    "api.create_notebook": EXPERIMENT_CREATE_BYTES,
 })  # fmt: skip
 
 

@@ -113,6 +113,13 @@ def download_checkpoint(uuid: str) -> Any:
     404 for an unknown checkpoint or one whose files are missing; 410 once it was deleted.
     """
     checkpoint, exp = _lookup(uuid)
+    return checkpoint_tar(checkpoint, exp)
+
+
+def checkpoint_tar(checkpoint: Checkpoint, exp: Experiment) -> Response:
+    """The tar of :func:`download_checkpoint` for a checkpoint the caller may read (the web
+    pages' download route streams the same bytes after its own authorization check)."""
+    uuid = checkpoint.uuid
     if checkpoint.state == DELETED:
         raise ApiError(410, "gone", f"checkpoint {uuid} was deleted by checkpoint garbage "
                        "collection")

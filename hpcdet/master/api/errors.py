@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.errors import ConfigError, ValidationError
 from hpcdet.master.errors import ApiError
+from hpcdet.master.web import errors as web_errors
 
 __all__ = ["ApiError", "error_body", "register_error_handlers"]
 
@@ -40,6 +41,8 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> Response:
+        if web_errors.wants_page():  # a page view that raised the API's error
+            return web_errors.error_page(exc.status, exc.message)
         return _respond(exc.status, exc.code, exc.message, exc.details)
 
     @app.errorhandler(ConfigError)
@@ -58,6 +61,13 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
         status = exc.code or 500
+        if web_errors.wants_page():  # a browser page: an HTML page, the status kept
+            page = web_errors.error_page(status, None if status in (404, 405) else
+                                         exc.description)
+            for name, value in exc.get_headers():
+                if name.lower() != "content-type":
+                    page.headers[name] = value
+            return page
         message = exc.description or exc.name
         if status == 404 and request.path.startswith("/api/") and not _raised_by_a_view():
             message = (f"no such route: {request.method} {request.path} (every route: "
@@ -72,4 +82,6 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:
         app.logger.exception("unhandled error")
+        if web_errors.wants_page():
+            return web_errors.error_page(500)
         return _respond(500, "internal", f"internal error: {type(exc).__name__}")

@@ -48,8 +48,11 @@ def create_experiment() -> Any:
     if result.experiment is None:
         jobs = [{"trial": i + 1, "script": s.script, "argv": list(s.argv)}
                 for i, s in enumerate(result.dry_run_jobs)]
+        allocation = result.dry_run_allocation
+        extra = {} if allocation is None else {
+            "allocation": {"script": allocation.script, "argv": list(allocation.argv)}}
         return {"dry_run": True, "jobs": jobs, "warnings": result.warnings,
-                "template": template_name}
+                "template": template_name, **extra}
     result.experiment.workspace_id, result.experiment.project_id = where
     db().commit()
     return {"experiment": serialize.experiment(result.experiment, 0),
@@ -58,7 +61,8 @@ def create_experiment() -> Any:
 
 @bp.get("/experiments")
 def list_experiments() -> Any:
-    """Experiments, newest first, filtered by state, owner and label; archived on request.
+    """Experiments, newest first (``sort``/``order``: by another column), filtered by state,
+    owner, label and a part of the name (``name``); archived on request.
 
     Each has ``best_metric``: the searcher metric's best value over its trials, or null.
     Only the experiments the caller may see are listed (and counted); ``workspace`` (and
@@ -69,11 +73,12 @@ def list_experiments() -> Any:
     seen += _in_workspace(actor, request.args.get("workspace"), request.args.get("project"))
     try:
         filters = experiment_list.filters_from(request.args)
+        order = experiment_list.order_from(request.args)
     except experiment_list.BadParameter as exc:
         raise ApiError(400, "bad_request", f"query parameter {exc}") from None
     listing = experiment_list.list_experiments(
         db(), filters, offset=int_arg("offset", 0), limit=int_arg("limit", 100, hi=1000),
-        visible=seen)
+        visible=seen, order=order)
     return {"experiments": listing.experiments, "total": listing.total}
 
 

@@ -15,6 +15,8 @@ from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import ApiError
+from hpcdet.master.queue.array_rows import group_arrays
+from hpcdet.master.queue.job_filters import JobFilter
 from hpcdet.master.queue.job_queue import job_list
 from hpcdet.master.queue.job_updates import (
     UpdateRequest,
@@ -28,9 +30,17 @@ MAX_BATCH = 1000
 
 @bp.get("/jobs")
 def list_jobs() -> Any:
-    """Slurm's pending and running jobs in priority order (``?resource_pool=P``: one pool)."""
+    """Slurm's pending and running jobs in priority order (``?resource_pool=P``: one pool;
+    ``?user=U``: one user's; ``?q=TEXT``: rows holding TEXT; positions stay the queue's;
+    ``?arrays=grouped``: one row per job array, with its tasks counted by state)."""
     actor = current_user()
-    return job_list(db(), settings(), request.args.get("resource_pool") or None, actor)
+    listing = job_list(db(), settings(), request.args.get("resource_pool") or None, actor)
+    wanted = JobFilter.of(request.args.get("user"), request.args.get("q"))
+    if not wanted.empty:
+        listing["jobs"] = wanted.apply(listing["jobs"])
+    if request.args.get("arrays") == "grouped":
+        listing["jobs"] = group_arrays(listing["jobs"])
+    return listing
 
 
 @bp.post("/jobs/<job_id>/update")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import request
-from sqlalchemy import Select, select
+from sqlalchemy import Select, func, select
 
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import trial_for
@@ -17,13 +17,15 @@ from hpcdet.master.models import TrialLog
 STREAMS = ("stdout", "stderr", "master")
 MAX_LINES = 100_000
 NODE_MAX = 128  # TrialLog.node's length
+QUERY_MAX = 200  # search text (the pages cut theirs to this)
 
 
 @bp.get("/trials/<int:trial_id>/logs")
 def read_logs(trial_id: int) -> Any:
     """Log lines after ``after`` (a log id), the first ``head`` or the last ``tail`` lines.
 
-    ``rank``, ``node`` and ``stream`` narrow every form.
+    ``rank``, ``node``, ``stream`` and ``q`` (a case-insensitive substring of the line)
+    narrow every form; with ``q``, ``matched`` counts every line that passes the filters.
     """
     trial = trial_for(trial_id)
     query = _filtered(select(TrialLog).where(TrialLog.trial_id == trial_id))
@@ -38,8 +40,13 @@ def read_logs(trial_id: int) -> Any:
         rows = list(db().scalars(query.where(TrialLog.id > after).order_by(TrialLog.id)
                                  .limit(limit)))
     last = rows[-1].id if rows else after
-    return {"logs": [serialize.log_line(r) for r in rows], "last_id": last,
-            "trial_state": trial.state}
+    answer = {"logs": [serialize.log_line(r) for r in rows], "last_id": last,
+              "trial_state": trial.state}
+    if request.args.get("q"):
+        counted = _filtered(select(func.count()).select_from(TrialLog)
+                            .where(TrialLog.trial_id == trial_id))
+        answer["matched"] = int(db().scalar(counted) or 0)
+    return answer
 
 
 def last_rows(query: Select[Any], count: int) -> list[TrialLog]:
@@ -63,4 +70,10 @@ def _filtered(query: Select[Any]) -> Select[Any]:
             raise ApiError(400, "bad_request", "query parameter stream: must be one of "
                            + ", ".join(STREAMS))
         query = query.where(TrialLog.stream == stream)
+    text = request.args.get("q")
+    if text:
+        if len(text) > QUERY_MAX:
+            raise ApiError(400, "bad_request", f"query parameter q: at most {QUERY_MAX} "
+                           "characters")
+        query = query.where(TrialLog.line.icontains(text, autoescape=True))
     return query

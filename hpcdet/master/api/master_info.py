@@ -7,14 +7,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from flask import request
+from flask import Response, current_app, request
 
 from hpcdet import __version__
 from hpcdet.master import master_log
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import int_arg, settings
+from hpcdet.master.api.common import db, int_arg, settings
 from hpcdet.master.errors import ApiError
+from hpcdet.master.scheduling.health import (
+    CACHE_SECONDS,
+    HEADER,
+    cached_health,
+    header_value,
+    load_health,
+)
 from hpcdet.master.security import authz
 
 MASK = "********"
@@ -26,13 +33,65 @@ _SECRET_KEY = re.compile(r"password|passwd|secret|token|access_key|credential|pr
 _URL_PASSWORD = re.compile(r"(?P<head>://[^/:@]*:)[^@/]*@")
 
 
+# The answers ``det`` warns on when the master is degraded (the trials' and jobs' states
+# they show may be stale): the master itself, experiments, trials, the queue, pools, tasks.
+_HEALTH_PREFIXES = ("/api/v1/master", "/api/v1/experiments", "/api/v1/trials",
+                    "/api/v1/jobs", "/api/v1/resource-pools", "/api/v1/tasks",
+                    "/api/v1/commands", "/api/v1/notebooks", "/api/v1/shells",
+                    "/api/v1/tensorboards")
+
+
 @bp.get("/master")
 def master_info() -> Any:
-    """Version, cluster and database of this master."""
+    """Version, cluster and database of this master, and its health."""
     s = settings()
     return {"version": __version__, "cluster_name": s.resource_manager.cluster_name,
             "database": s.database_kind, "resource_manager": s.resource_manager.type,
-            "url": s.master_url, "auth_mode": s.auth_mode}
+            "url": s.master_url, "auth_mode": s.auth_mode, "health": visible_health()}
+
+
+@bp.get("/master/health")
+def master_health() -> Any:
+    """Whether the reconciler reaches the scheduler, how long its cycle and a database
+    round trip take, and when it last completed a cycle; ``status`` ok/degraded/starting.
+    Like every read, for a caller the master knows (401 where it requires one)."""
+    current_user()
+    return load_health(db())
+
+
+def visible_health() -> dict[str, Any]:
+    """The health as ``GET /api/v1/master`` (which anyone may read) shows it: whole for a
+    caller the master knows, only its ``status`` for anyone else (the problems name
+    scheduler errors, hosts and paths of the site)."""
+    health = load_health(db())
+    try:
+        current_user()
+    except ApiError:
+        return {"status": health["status"]}
+    return health
+
+
+def app_health() -> dict[str, Any]:
+    """The master's health for headers and banners: read at most every few seconds per
+    worker (``HPCDET_HEALTH_CACHE_SECONDS`` in the app's config, default 2)."""
+    cache = current_app.extensions.setdefault("hpcdet_health", {})
+    ttl = float(current_app.config.get("HPCDET_HEALTH_CACHE_SECONDS", CACHE_SECONDS))
+    return cached_health(db(), cache, ttl)
+
+
+@bp.after_request
+def health_header(response: Response) -> Response:
+    """``X-Hpcdet-Health: degraded; <problem>; ...`` on the GET answers ``det`` warns on."""
+    if request.method != "GET" or not request.path.startswith(_HEALTH_PREFIXES) \
+            or response.status_code >= 400 or request.path.startswith("/api/v1/master/logs"):
+        return response
+    try:
+        value = header_value(app_health())
+    except Exception:  # noqa: BLE001 - a health read must never break the answer itself
+        return response
+    if value:
+        response.headers[HEADER] = value
+    return response
 
 
 def _require_admin(what: str) -> None:

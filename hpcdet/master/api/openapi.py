@@ -34,12 +34,14 @@ _TOO_LONG = {"description": "The request line is too long (over 4094 bytes); ans
 # A user route takes any one of the user schemes; which counts depends on auth.mode, and
 # an open master without auth.require_user also takes a caller who names nobody ({}).
 _SECURITY = {"user": [{"userToken": []}, {"webSession": []}, {"userHeader": []}, {}],
-             "trial": [{"trialToken": []}], "none": [{}]}
+             "trial": [{"trialToken": []}], "allocation": [{"allocationToken": []}],
+             "none": [{}]}
 _UNAUTHORIZED = {
     "user": "No proven caller: auth.mode munge without a valid session or API token (or web "
             "session cookie): login_required, token_expired, token_revoked, unauthorized; "
             "auth.mode open with auth.require_user and no X-Hpcdet-User",
-    "trial": "No valid token of this trial"}
+    "trial": "No valid token of this trial",
+    "allocation": "No valid token of this allocation"}
 _SECURITY_SCHEMES = {
     "userToken": {
         "type": "http", "scheme": "bearer",
@@ -64,6 +66,11 @@ _SECURITY_SCHEMES = {
         "description": "A trial's harness (the trial-token routes only): `Authorization: "
                        "Bearer` with the trial's own token, the job directory's .token "
                        "(written at each submission; the master keeps only its sha256)."},
+    "allocationToken": {
+        "type": "http", "scheme": "bearer",
+        "description": "An allocation's agent (allocation mode, docs/allocation-mode.md): "
+                       "`Authorization: Bearer` with the allocation's own token, its job "
+                       "directory's .token (the master keeps only its sha256)."},
 }
 
 

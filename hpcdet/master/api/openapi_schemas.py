@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpcdet.master.scheduling.task_submission import TASK_KINDS
+
 Schema = dict[str, Any]
 
 
@@ -75,6 +77,9 @@ COMPONENTS: dict[str, Schema] = {
     "CheckpointDetail": {"allOf": [ref("Checkpoint"), obj({
         "experiment_id": INT, "storage_path": OPT_STR, "searcher_metric": OPT_STR,
         "smaller_is_better": BOOL, "searcher_metric_value": nullable(NUM)})]},
+    "MarkedCheckpoint": {"allOf": [ref("Checkpoint"), obj({
+        "size_bytes": OPT_INT, "storage_path": OPT_STR, "searcher_metric": OPT_STR,
+        "searcher_metric_value": nullable(NUM), "best": BOOL, "latest": BOOL})]},
     "LogLine": obj({"id": INT, "rank": OPT_INT, "node": OPT_STR, "stream": STR, "line": STR,
                     "job_id": OPT_STR, "at": TIME}),
     "Template": obj({"name": STR, "owner": OPT_STR, "workspace_id": OPT_INT,
@@ -86,7 +91,7 @@ COMPONENTS: dict[str, Schema] = {
                  "pool": OPT_STR, "partition": OPT_STR, "log_streams": array(STR),
                  "cancel_requested": BOOL, "submitted_at": TIME, "started_at": TIME,
                  "ended_at": TIME},
-                {"kind": {"type": "string", "enum": ["batch", "command"]},
+                {"kind": {"type": "string", "enum": list(TASK_KINDS)},
                  "config": nullable(ANY_OBJ)}),
     "MetricsReport": obj({"group": STR, "steps_completed": INT, "metrics": ANY_OBJ},
                          {"reported_at": TIME}),
@@ -226,10 +231,16 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "summary": "This description (OpenAPI 3)", "auth": "none",
         "answers": {200: ANY_OBJ}},
     ("GET", "/api/v1/master"): {
-        "summary": "Version, cluster and database of this master", "auth": "none",
+        "summary": "Version, cluster and database of this master, and its health",
+        "auth": "none",
         "answers": {200: obj({"version": STR, "cluster_name": STR, "database": STR,
                               "resource_manager": STR, "url": STR,
-                              "auth_mode": {"type": "string", "enum": ["munge", "open"]}})}},
+                              "auth_mode": {"type": "string", "enum": ["munge", "open"]},
+                              "health": ANY_OBJ})}},
+    ("GET", "/api/v1/master/health"): {
+        "summary": "The master's health: scheduler reachable, database round trip, last "
+                   "reconcile cycle (status ok, degraded or starting)", "auth": "none",
+        "answers": {200: ANY_OBJ}},
     ("POST", "/api/v1/experiments"): {
         "summary": "Create an experiment (or render its first job with dry_run)",
         "body": obj({"config": STR, "context": STR},
@@ -273,7 +284,8 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/api/v1/experiments/<int:exp_id>/metrics"): {
         "summary": "One metric of every trial over steps_completed",
         "query": [query("group", {"type": "string", "enum": ["validation", "training"]}),
-                  query("name", STR)],
+                  query("name", STR), query("trial_id", INT),
+                  query("max_points", {"type": "integer", "minimum": 3, "maximum": 5000})],
         "answers": {200: obj({"metric": STR, "group": STR, "trials": array(obj({
             "trial_id": INT, "points": array(obj({"steps_completed": INT,
                                                   "value": nullable(NUM)}))}))})}},
@@ -288,7 +300,7 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {200: {"content": "application/x-tar"}}},
     ("GET", "/api/v1/jobs"): {
         "summary": "Slurm's queue in priority order (from the stored snapshot)",
-        "query": [query("resource_pool", STR)],
+        "query": [query("resource_pool", STR), query("user", STR), query("q", STR)],
         "answers": {200: obj({"jobs": array(ref("JobRow")), "taken_at": TIME,
                               "resource_pool": OPT_STR, "refresh_seconds": NUM})}},
     ("POST", "/api/v1/jobs/<job_id>/update"): {
@@ -322,10 +334,41 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                     201: obj({"task": ref("Task"), "warnings": array(STR)}),
                     200: obj({"test_only": BOOL, "script": STR, "argv": array(STR),
                               "warnings": array(STR)})}},
+    ("POST", "/api/v1/shells"): {
+        "summary": "Start a shell (det shell start): a task whose job runs sshd",
+        "body": obj({}, {"config": nullable(ANY_OBJ), "context": OPT_STR, "test_only": BOOL,
+                         **_PLACED}),
+        "answers": {**_PLACED_ERRORS,
+                    201: obj({"task": ref("Task"), "warnings": array(STR)}),
+                    200: obj({"test_only": BOOL, "script": STR, "argv": array(STR),
+                              "warnings": array(STR)})}},
+    ("POST", "/api/v1/tensorboards"): {
+        "summary": "Start TensorBoard over experiments and trials (det tensorboard start)",
+        "body": obj({}, {"experiment_ids": array(INT), "trial_ids": array(INT),
+                         "config": nullable(ANY_OBJ), "context": OPT_STR, "test_only": BOOL,
+                         **_PLACED}),
+        "answers": {**_PLACED_ERRORS,
+                    201: obj({"task": ref("Task"), "warnings": array(STR)}),
+                    200: obj({"test_only": BOOL, "script": STR, "argv": array(STR),
+                              "warnings": array(STR)})}},
+    ("GET", "/api/v1/shells/<int:task_id>/keys"): {
+        "summary": "A shell's client key, pinned host key and sshd address (its owner only)",
+        "answers": {200: obj({"task_id": INT, "state": STR, "ready": BOOL,
+                              "host": OPT_STR, "port": nullable(INT), "user": OPT_STR,
+                              "client_private_key": OPT_STR,
+                              "host_public_key": OPT_STR})}},
+    ("POST", "/api/v1/notebooks"): {
+        "summary": "Start JupyterLab (det notebook start) as a notebook task",
+        "body": obj({}, {"config": nullable(ANY_OBJ), "context": OPT_STR,
+                         "test_only": BOOL, **_PLACED}),
+        "answers": {**_PLACED_ERRORS,
+                    201: obj({"task": ref("Task"), "url": STR, "warnings": array(STR)}),
+                    200: obj({"test_only": BOOL, "script": STR, "argv": array(STR),
+                              "warnings": array(STR)})}},
     ("GET", "/api/v1/tasks"): {
         "summary": "Command tasks, newest first",
         "query": [query("state", STR), query("owner", STR), query("active", STR),
-                  query("kind", {"type": "string", "enum": ["batch", "command"]}),
+                  query("kind", {"type": "string", "enum": list(TASK_KINDS)}),
                   query("mine", STR), *_PAGE],
         "answers": {200: obj({"tasks": array(ref("Task")), "total": INT})}},
     ("GET", "/api/v1/tasks/<int:task_id>"): {
@@ -368,12 +411,22 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "summary": "A trial with its history, jobs and checkpoints",
         "answers": {200: obj({"trial": {"allOf": [ref("Trial"), obj({
             "history": array(ref("Transition")), "jobs": array(ref("Job"))})]},
-            "checkpoints": array(ref("Checkpoint"))})}},
+            "checkpoints": array(ref("MarkedCheckpoint"))})}},
     ("GET", "/api/v1/trials/<int:trial_id>/metrics"): {
         "summary": "The trial's reported metrics, one entry per group and step",
         "query": [query("group", {"type": "string",
-                                  "enum": ["training", "validation", "profiling"]})],
+                                  "enum": ["training", "validation", "profiling"]}),
+                  query("since_steps", {"type": "integer", "minimum": 0})],
         "answers": {200: obj({"metrics": array(ref("MetricsReport"))})}},
+    ("GET", "/api/v1/trials/<int:trial_id>/metrics/series"): {
+        "summary": "Metrics of the trial downsampled for a chart (LTTB), with their x axes",
+        "query": [query("group", {"type": "string",
+                                  "enum": ["training", "validation", "profiling"]}),
+                  query("name", STR),
+                  query("max_points", {"type": "integer", "minimum": 3, "maximum": 5000})],
+        "answers": {200: obj({"group": STR, "max_points": INT, "names": array(STR),
+                              "counters": array(STR), "series": array(obj({
+                                  "name": STR, "rows": INT, "points": array(ANY_OBJ)}))})}},
     ("POST", "/api/v1/trials/<int:trial_id>/metrics"): {
         "summary": "Report metrics (the trial's harness)", "auth": "trial",
         "body": obj({"group": STR, "reports": array(obj(
@@ -408,9 +461,10 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                   query("head", {"type": "integer", "minimum": 0, "maximum": 100000}),
                   query("tail", {"type": "integer", "minimum": 0, "maximum": 100000}),
                   query("rank", {"type": "integer", "minimum": 0}), query("node", STR),
-                  query("stream", {"type": "string", "enum": ["stdout", "stderr", "master"]})],
+                  query("stream", {"type": "string", "enum": ["stdout", "stderr", "master"]}),
+                  query("q", {"type": "string", "maxLength": 200})],
         "answers": {200: obj({"logs": array(ref("LogLine")), "last_id": INT,
-                              "trial_state": STR})}},
+                              "trial_state": STR}, {"matched": INT})}},
     **IDENTITY_OPERATIONS,
     **WORKSPACE_OPERATIONS,
 }
@@ -425,3 +479,12 @@ from hpcdet.master.api.openapi_models import MODEL_COMPONENTS, MODEL_OPERATIONS 
 
 COMPONENTS.update(MODEL_COMPONENTS)
 OPERATIONS.update(MODEL_OPERATIONS)
+
+# Allocation mode declares its own routes (imported last: it uses the helpers above).
+from hpcdet.master.api.openapi_allocations import (  # noqa: E402
+    ALLOCATION_COMPONENTS,
+    ALLOCATION_OPERATIONS,
+)
+
+COMPONENTS.update(ALLOCATION_COMPONENTS)
+OPERATIONS.update(ALLOCATION_OPERATIONS)

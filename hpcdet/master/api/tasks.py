@@ -7,6 +7,7 @@ routes read the database, the ``queue`` snapshot and the task's job directory on
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import current_app, request
@@ -54,11 +55,15 @@ def create_task() -> Any:
     return {"task": tasks.task_json(task)}, 201
 
 
-def submit_tracked(plan: task_submission.TaskPlan, workspace_id: int | None) -> CommandTask:
+def submit_tracked(plan: task_submission.TaskPlan, workspace_id: int | None,
+                   attach: Callable[[CommandTask], None] | None = None) -> CommandTask:
     """Submit ``plan``'s job and commit its row; cancel the job if the row cannot be stored
-    (a job must not run untracked)."""
+    (a job must not run untracked). ``attach`` adds the kind's own rows (a shell's keys) to
+    the same commit."""
     task = task_submission.submit(db(), settings(), _backend(), plan)
     task.workspace_id = workspace_id
+    if attach is not None:
+        attach(task)
     try:
         db().commit()
     except Exception:
@@ -70,18 +75,23 @@ def submit_tracked(plan: task_submission.TaskPlan, workspace_id: int | None) -> 
 @bp.get("/tasks")
 def list_tasks() -> Any:
     """Tasks the caller may see, newest first; ``state``, ``owner``, ``kind`` (``batch``,
-    ``command``), ``mine=true`` and ``active=true`` narrow the list."""
+    ``command``, ``tensorboard``), ``mine=true`` and ``active=true`` narrow the list."""
+    return task_listing(current_user(), request.args)
+
+
+def task_listing(user: str, args: Mapping[str, str]) -> dict[str, Any]:
+    """``GET /tasks``'s answer for ``user`` and query ``args`` (also the web Tasks page's)."""
     query = select(CommandTask).where(*authz.visible(
-        settings(), current_user(), CommandTask.owner, CommandTask.workspace_id))
-    if request.args.get("state"):
-        query = query.where(CommandTask.state == request.args["state"].upper())
-    if request.args.get("owner"):
-        query = query.where(CommandTask.owner == request.args["owner"])
-    if request.args.get("kind"):
-        query = query.where(CommandTask.kind == request.args["kind"])
-    if request.args.get("mine", "false").lower() == "true":
-        query = query.where(CommandTask.owner == current_user())
-    if request.args.get("active", "false").lower() == "true":
+        settings(), user, CommandTask.owner, CommandTask.workspace_id))
+    if args.get("state"):
+        query = query.where(CommandTask.state == args["state"].upper())
+    if args.get("owner"):
+        query = query.where(CommandTask.owner == args["owner"])
+    if args.get("kind"):
+        query = query.where(CommandTask.kind == args["kind"])
+    if args.get("mine", "false").lower() == "true":
+        query = query.where(CommandTask.owner == user)
+    if args.get("active", "false").lower() == "true":
         query = query.where(CommandTask.state.in_(tasks.ACTIVE_STATES))
     total = db().scalar(select(func.count()).select_from(query.subquery()))
     rows = db().scalars(query.order_by(CommandTask.id.desc())

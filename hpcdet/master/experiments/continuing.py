@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments.editing import set_config
-from hpcdet.master.experiments.searching import build_searcher
+from hpcdet.master.experiments.searcher_store import build_searcher, save_snapshot
 from hpcdet.master.models import Checkpoint, Experiment, Trial
 from hpcdet.master.reports.checkpoint_gc import ACTIVE
 from hpcdet.master.reports.logs import add_system_line
@@ -83,7 +83,8 @@ def continue_experiment(session: Session, settings: MasterSettings, exp: Experim
     searcher = build_searcher(config)
     request = searcher.initial_trials()[0]
     transition(session, exp, State.ACTIVE, cause="continue requested", actor=actor)
-    exp.ended_at, exp.searcher_state, exp.progress = None, searcher.to_state(), 0.0
+    exp.ended_at, exp.progress = None, 0.0
+    save_snapshot(session, exp, searcher)
     resume_from = _latest_kept_checkpoint(session, trial.id)
     transition(session, trial, State.QUEUED, cause="experiment continued", actor=actor)
     trial.ended_at = trial.stop_requested_at = trial.stop_reason = trial.early_exit = None

@@ -62,6 +62,19 @@ def kill(session: Session, exp: Experiment, actor: str) -> None:
     _stop(session, exp, State.STOPPING_KILLED, "kill", actor)
 
 
+def fail(session: Session, exp: Experiment, cause: str) -> None:
+    """The master cannot go on with this experiment (its searcher failed): its trials stop
+    at once and it ends in ERROR once they have."""
+    if State(exp.state).is_terminal or exp.state == State.STOPPING_ERROR.value:
+        return
+    transition(session, exp, State.STOPPING_ERROR, cause=cause)
+    going = {State.QUEUED, State.RUNNING, State.PAUSED, State.STOPPING_COMPLETED,
+             State.STOPPING_CANCELED}
+    for trial in _trials(session, exp, going):
+        transition(session, trial, State.STOPPING_ERROR, cause=f"experiment failed: {cause}")
+        trial.stop_requested_at = trial.stop_requested_at or utcnow()
+
+
 def set_archived(exp: Experiment, archived: bool) -> None:
     """Archive (hide) or unarchive an ended experiment."""
     if archived and not State(exp.state).is_terminal:

@@ -7,6 +7,10 @@ searcher has not heard of), it restores the searcher from ``experiments.searcher
 applies the events in order, creates the trials it asks for, stops the trials it stops,
 and saves the new state *in the same transaction* that marks the events consumed. A master
 that restarts therefore continues the same search: no trial is created twice, none is lost.
+
+A cycle costs O(its events), not O(trials): the searcher stays in memory between cycles and
+its changes are saved as journal entries (:mod:`hpcdet.master.experiments.searcher_store`),
+and only the trials the events and actions name are loaded.
 """
 
 from __future__ import annotations
@@ -18,18 +22,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import false, select, update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, defer
 
 from hpcdet.expconf import length_value
 from hpcdet.master.experiments.ending import finish_searched
+from hpcdet.master.experiments.lifecycle import fail
+from hpcdet.master.experiments.searcher_store import (
+    LiveSearcher,
+    SearcherStore,
+    build_searcher,
+    save_snapshot,
+)
 from hpcdet.master.models import Experiment, SearcherEvent, Trial, utcnow
 from hpcdet.master.reports.logs import add_system_line
 from hpcdet.master.scheduling.job_dirs import trial_job_dir
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
-from hpcdet.master.transitions import transition
-from hpcdet.searcher import Create, Searcher, Stop, TrialRequest, make_searcher
+from hpcdet.master.transitions import enter_all, transition
+from hpcdet.searcher import Create, Searcher, Stop, TrialRequest
 from hpcdet.searcher.asha import AdaptiveAshaSearch
 from hpcdet.states import State
 
@@ -37,6 +49,8 @@ log = logging.getLogger("hpcdet.searching")
 
 # Events consumed per experiment per cycle: bounds one transaction's size.
 EVENT_BATCH = 50_000
+# Ids per IN list: bounded for the databases' parameter limits.
+_CHUNK = 10_000
 # How a trial's ending reads to the searcher.
 _EXIT_REASON = {State.COMPLETED: "completed", State.ERROR: "errored", State.CANCELED: "errored"}
 _REPORTED_EXIT = {"invalid_hp": "invalid_hp", "errored": "errored",
@@ -69,37 +83,60 @@ class _Work:
     exited: list[Trial] = field(default_factory=list)
 
 
-def build_searcher(config: dict[str, Any], state: dict[str, Any] | None = None) -> Searcher:
-    """The experiment's searcher, restored from ``state`` when given."""
-    searcher = make_searcher(config["searcher"], config.get("hyperparameters") or {},
-                             int(config["reproducibility"]["experiment_seed"]))
-    if state is not None:
-        searcher.from_state(state)
-    return searcher
-
-
 class SearchDriver:
     """Starts searchers and feeds them events; called once per reconcile cycle."""
 
-    def __init__(self, settings: MasterSettings) -> None:
+    def __init__(self, settings: MasterSettings, store: SearcherStore | None = None) -> None:
         self.settings = settings
+        self.store = store or SearcherStore()
 
     def step(self, session: Session) -> SearchReport:
-        """One pass: start new searches, then process every experiment with pending work."""
+        """One pass: start new searches, then process every experiment with pending work.
+
+        A searcher that raises ends its own experiment in ERROR instead of failing the
+        reconcile cycle (polls, submissions) for every experiment, every cycle: the pass is
+        rolled back (the other experiments' work is redone next cycle, as after a crash) and
+        only the failure is recorded. The database's own errors still fail the cycle.
+        """
+        working: list[int] = []  # the experiment being worked on
+        try:
+            return self._pass(session, working)
+        except SQLAlchemyError:
+            raise
+        except Exception as exc:
+            if not working:
+                raise
+            session.rollback()
+            log.exception("experiment %s: its searcher failed; the experiment ends in ERROR",
+                          working[-1])
+            fail(session, session.get_one(Experiment, working[-1]),
+                 f"its searcher failed: {type(exc).__name__}: {exc}")
+            return SearchReport()
+
+    def _pass(self, session: Session, working: list[int]) -> SearchReport:
         report = SearchReport()
-        for exp in session.scalars(select(Experiment).where(
+        # The saved state is read only when a searcher must be restored (it grows with the
+        # trials): not for the searchers kept in memory.
+        experiments = select(Experiment).options(defer(Experiment.searcher_state))
+        for exp in session.scalars(experiments.where(
                 Experiment.state == State.ACTIVE.value, Experiment.searcher_state.is_(None))):
+            working.append(exp.id)
             self._start(session, exp, report)
         pending = self._pending_work(session)
-        for exp in session.scalars(select(Experiment).where(Experiment.id.in_(pending))):
+        for exp in session.scalars(experiments.where(Experiment.id.in_(pending))):
+            working.append(exp.id)
             self._advance(session, exp, pending[exp.id], report)
+        working.clear()
+        self.store.keep_only(list(session.scalars(select(Experiment.id).where(
+            Experiment.state == State.ACTIVE.value))))
         return report
 
     # starting -----------------------------------------------------------------------
     def _start(self, session: Session, exp: Experiment, report: SearchReport) -> None:
         searcher = build_searcher(exp.config)
         self._create_trials(session, exp, searcher.initial_trials())
-        self._save(exp, searcher)
+        save_snapshot(session, exp, searcher)
+        _set_progress(exp, searcher)
         report.experiments_started += 1
         report.trials_created += len(searcher.requested)
 
@@ -109,40 +146,45 @@ class SearchDriver:
         active = select(Experiment.id).where(Experiment.state == State.ACTIVE.value,
                                              Experiment.searcher_state.is_not(None))
         for event in session.scalars(select(SearcherEvent).where(
-                ~SearcherEvent.processed, SearcherEvent.experiment_id.in_(active))
+                SearcherEvent.processed == false(), SearcherEvent.experiment_id.in_(active))
                 .order_by(SearcherEvent.id).limit(EVENT_BATCH)):
             work[event.experiment_id].events.append(event)
         terminal = [s.value for s in State if s.is_terminal]
+        # "= false", not "NOT ...": then both databases seek these rows in their indexes
+        # (ix_searcher_events_processed_id above, ix_trials_searcher_closed_state here)
+        # instead of reading every event or every ended trial of the experiment.
         for trial in session.scalars(select(Trial).where(
-                Trial.experiment_id.in_(active), Trial.state.in_(terminal),
-                ~Trial.searcher_closed).order_by(Trial.ended_at, Trial.id)):
+                Trial.experiment_id.in_(active), Trial.searcher_closed == false(),
+                Trial.state.in_(terminal)).order_by(Trial.ended_at, Trial.id)):
             work[trial.experiment_id].exited.append(trial)
         return work
 
     # advancing ----------------------------------------------------------------------
     def _advance(self, session: Session, exp: Experiment, work: _Work,
                  report: SearchReport) -> None:
-        searcher = build_searcher(exp.config, exp.searcher_state)
-        trials = self._trials_by_request(session, exp.id)
-        by_id = {t.id: t for t in trials.values()}
+        live = self.store.open(session, exp)
+        searcher = live.searcher
+        by_id = _trials_by_id(session, {e.trial_id for e in work.events})
         actions: list[Create | Stop] = []
         stop_causes: dict[str, str] = {}
         for event in work.events:
-            actions += self._on_event(session, exp, searcher, by_id.get(event.trial_id), event,
+            actions += self._on_event(session, exp, live, by_id.get(event.trial_id), event,
                                       stop_causes)
         for trial in work.exited:
-            actions += searcher.on_trial_exited(str(trial.request_id), _exit_reason(trial))
+            actions += live.exited(str(trial.request_id), _exit_reason(trial))
             trial.searcher_closed = True
+        trials = _stop_targets(session, exp.id, [*by_id.values(), *work.exited], actions)
         self._carry_out(session, exp, trials, actions, report, stop_causes)
         self._mark_consumed(session, [e.id for e in work.events])
         report.events_consumed += len(work.events)
-        self._save(exp, searcher)
+        self.store.save(session, exp, live)
+        _set_progress(exp, searcher)
         if searcher.is_complete():
             finish_searched(session, exp, failed=searcher.is_failure())
             report.experiments_finished += 1
 
     @staticmethod
-    def _on_event(session: Session, exp: Experiment, searcher: Searcher, trial: Trial | None,
+    def _on_event(session: Session, exp: Experiment, live: LiveSearcher, trial: Trial | None,
                   event: SearcherEvent, stop_causes: dict[str, str]) -> list[Create | Stop]:
         """Feed one validation to the searcher; note why it stops this trial, if it does."""
         if trial is None or trial.request_id is None or trial.searcher_closed:
@@ -152,10 +194,10 @@ class SearchDriver:
             add_system_line(session, trial.id, f"searcher: {values}; this report is ignored")
             return []
         metric, time_units = values
-        actions = searcher.on_validation(trial.request_id, metric, time_units)
+        actions = live.validation(trial.request_id, metric, time_units)
         for action in actions:
             if isinstance(action, Stop) and action.trial_id == trial.request_id:
-                trial.stop_reason = _stop_reason(searcher, time_units)
+                trial.stop_reason = _stop_reason(live.searcher, time_units)
                 stop_causes[trial.request_id] = _stop_cause(exp.config["searcher"],
                                                             trial.stop_reason, time_units)
         return actions
@@ -174,39 +216,58 @@ class SearchDriver:
     # persistence --------------------------------------------------------------------
     def _create_trials(self, session: Session, exp: Experiment,
                        requests: Sequence[TrialRequest]) -> None:
-        for request in requests:
-            trial = Trial(experiment_id=exp.id, hparams=request.hparams, seed=request.seed,
-                          request_id=request.request_id,
-                          # replaced by a fresh token's hash at each submission
-                          token=hash_token(secrets.token_urlsafe(32)))
-            session.add(trial)
-            transition(session, trial, State.QUEUED,
-                       cause=f"created by the {exp.config['searcher']['name']} searcher")
+        trials = [Trial(experiment_id=exp.id, hparams=request.hparams, seed=request.seed,
+                        request_id=request.request_id,
+                        # replaced by a fresh token's hash at each submission
+                        token=hash_token(secrets.token_urlsafe(32)))
+                  for request in requests]
+        if not trials:
+            return
+        enter_all(session, trials, State.QUEUED,
+                  cause=f"created by the {exp.config['searcher']['name']} searcher")
+        for trial in trials:
             trial.job_dir = trial_job_dir(self.settings, exp.id, trial.id, exp.owner)
 
     @staticmethod
-    def _trials_by_request(session: Session, experiment_id: int) -> dict[str, Trial]:
-        rows = session.scalars(select(Trial).where(Trial.experiment_id == experiment_id))
-        return {str(t.request_id): t for t in rows if t.request_id is not None}
-
-    @staticmethod
     def _mark_consumed(session: Session, event_ids: list[int]) -> None:
-        for start in range(0, len(event_ids), 10_000):  # bounded IN lists
-            chunk = event_ids[start:start + 10_000]
+        for start in range(0, len(event_ids), _CHUNK):
+            chunk = event_ids[start:start + _CHUNK]
             # synchronize_session=False: the loaded events are not used again, and matching
             # them in Python costs more than the UPDATE itself.
             session.execute(update(SearcherEvent).where(SearcherEvent.id.in_(chunk))
                             .values(processed=True)
                             .execution_options(synchronize_session=False))
 
-    @staticmethod
-    def _save(exp: Experiment, searcher: Searcher) -> None:
-        exp.searcher_state = searcher.to_state()
-        progress = min(1.0, float(searcher.progress()))
-        # A single trial's own reports (POST /trials/<id>/progress) are finer than the
-        # searcher's 0-or-1: keep the larger.
-        exp.progress = max(progress, exp.progress or 0.0) if exp.searcher_name == "single" \
-            else progress
+
+
+def _set_progress(exp: Experiment, searcher: Searcher) -> None:
+    progress = min(1.0, float(searcher.progress()))
+    # A single trial's own reports (POST /trials/<id>/progress) are finer than the
+    # searcher's 0-or-1: keep the larger.
+    exp.progress = max(progress, exp.progress or 0.0) if exp.searcher_name == "single" \
+        else progress
+
+
+def _trials_by_id(session: Session, trial_ids: set[int]) -> dict[int, Trial]:
+    """The trials with these ids (those the cycle's events come from)."""
+    ids, found = sorted(trial_ids), dict[int, Trial]()
+    for start in range(0, len(ids), _CHUNK):
+        found.update((t.id, t) for t in session.scalars(
+            select(Trial).where(Trial.id.in_(ids[start:start + _CHUNK]))))
+    return found
+
+
+def _stop_targets(session: Session, experiment_id: int, loaded: Iterable[Trial],
+                  actions: Iterable[Create | Stop]) -> dict[str, Trial]:
+    """The trials the actions stop, by request id: mostly loaded already (ASHA stops the
+    trial whose validation it read); the others are looked up by their request id."""
+    by_request = {str(t.request_id): t for t in loaded if t.request_id is not None}
+    missing = sorted({a.trial_id for a in actions if isinstance(a, Stop)} - set(by_request))
+    for start in range(0, len(missing), _CHUNK):
+        by_request.update((str(t.request_id), t) for t in session.scalars(select(Trial).where(
+            Trial.experiment_id == experiment_id,
+            Trial.request_id.in_(missing[start:start + _CHUNK]))))
+    return by_request
 
 
 def _exit_reason(trial: Trial) -> str:

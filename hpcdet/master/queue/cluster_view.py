@@ -2,7 +2,8 @@
 
 Every ``pool_refresh_seconds`` it reads the pools (one ``sinfo`` plus one ``squeue``) and
 the queue (one ``squeue``), stores both as snapshots for the API, and keeps the fair-share
-accounts in step. A failure is logged and leaves the previous snapshot in place.
+accounts in step. A failure is logged (and noted in the master's health) and leaves the
+previous snapshot in place.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.master.db import session_scope
 from hpcdet.master.queue.fair_share import AccountSync
 from hpcdet.master.queue.snapshots import POOLS, QUEUE, store_snapshot
+from hpcdet.master.scheduling.health import HealthTracker
 from hpcdet.master.settings.core import MasterSettings
 
 log = logging.getLogger("hpcdet.cluster_view")
@@ -30,8 +32,10 @@ class ClusterView:
     """Refreshes the pools and queue snapshots, and syncs fair-share accounts, on a timer."""
 
     def __init__(self, settings: MasterSettings, sessions: sessionmaker[Session],
-                 backend: Backend, *, clock: Callable[[], float] = time.monotonic) -> None:
+                 backend: Backend, *, clock: Callable[[], float] = time.monotonic,
+                 health: HealthTracker | None = None) -> None:
         self.settings, self.sessions, self.backend, self.clock = settings, sessions, backend, clock
+        self.health = health
         self._last: float | None = None
         self.accounts = AccountSync(settings, backend.runner)
 
@@ -57,10 +61,18 @@ class ClusterView:
         except TransportUnavailableError as exc:  # a login node away: one line, no traceback
             log.log(logging.DEBUG if exc.retry_in else logging.WARNING,
                     "reading the %s failed, the cluster is unreachable: %s", kind, exc)
+            if self.health is not None:
+                self.health.scheduler_failed(f"reading the {kind}: the cluster is unreachable",
+                                             exc, caller_logged=True)
             return
-        except Exception:  # the old snapshot stays; the next refresh tries again
-            log.exception("reading the %s from Slurm failed", kind)
+        except Exception as exc:  # the old snapshot stays; the next refresh tries again
+            if self.health is None:
+                log.exception("reading the %s from Slurm failed", kind)
+            else:  # logs the traceback once, then a line now and then
+                self.health.scheduler_failed(f"reading the {kind} from the scheduler", exc)
             return
+        if self.health is not None:
+            self.health.scheduler_ok()
         with session_scope(self.sessions) as session:
             store_snapshot(session, kind, data)
 

@@ -9,8 +9,13 @@ Each Slurm job is one of:
 * ``EXPERIMENT``: a trial's job, recognised by its comment
   ``hpcdet:<cluster_name>:trial-<trial id>:run-<n>`` *and* a job row of that trial with that
   Slurm job id (so a reused Slurm id or another master's job is not mistaken for one);
-* ``COMMAND``: a command task (``det sbatch``), comment ``hpcdet:<cluster_name>:task-<id>``;
+* ``COMMAND``: a command task (``det sbatch``, ``det cmd``), comment
+  ``hpcdet:<cluster_name>:task-<id>``; a TensorBoard's (notebook's, shell's) row shows its
+  kind instead (``TENSORBOARD``), as Determined's ``det job list`` does;
 * ``EXTERNAL``: anything else in the cluster (plain ``sbatch``, other masters).
+
+An array of trials (docs/job-arrays.md) is its experiment's by its tag and its tasks' job
+rows (:mod:`.array_rows`); its rows can be folded into one per array with counts.
 
 Rows come in Slurm's scheduling order (running jobs, then pending ones by Slurm priority;
 see :func:`hpcdet.dispatcher.slurm.queue.queue_order`). A row's slots are GPUs when the
@@ -32,6 +37,7 @@ from hpcdet.dispatcher.tags import parse_tag
 from hpcdet.master import models
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Job, Trial, as_utc
+from hpcdet.master.queue.array_rows import array_of, array_trials
 from hpcdet.master.queue.pools import Pool, pools_from_snapshot, resolve_pool, settings_pool
 from hpcdet.master.queue.snapshots import POOLS, QUEUE, load_snapshot, store_snapshot
 from hpcdet.master.scheduling.placement import DEFAULT_PRIORITY
@@ -97,7 +103,7 @@ def ownerships(session: Session, settings: MasterSettings,
                entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
     """``{slurm job id: Ownership}`` for every entry, with a few queries in all."""
     cluster = settings.resource_manager.cluster_name
-    trials = _trial_jobs(session, cluster, entries)
+    trials = {**_trial_jobs(session, cluster, entries), **_array_jobs(session, cluster, entries)}
     tasks = _task_rows(session, cluster, entries)
     return {entry.job_id: trials.get(entry.job_id) or tasks.get(entry.job_id) or Ownership()
             for entry in entries}
@@ -117,6 +123,14 @@ def _trial_jobs(session: Session, cluster: str,
     experiments = _experiments(session, {exp_id for _, exp_id in confirmed.values()})
     return {job_id: Ownership(EXPERIMENT, experiments[exp_id], trial_id)
             for job_id, (trial_id, exp_id) in confirmed.items()}
+
+
+def _array_jobs(session: Session, cluster: str,
+                entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
+    owned = array_trials(session, cluster, entries)
+    experiments = _experiments(session, {exp_id for exp_id, _ in owned.values()})
+    return {job_id: Ownership(EXPERIMENT, experiments[exp_id], trial_id)
+            for job_id, (exp_id, trial_id) in owned.items() if exp_id in experiments}
 
 
 def _experiments(session: Session, ids: set[int]) -> dict[int, Experiment]:
@@ -250,8 +264,9 @@ def in_pool(row: Mapping[str, Any], pool: Pool) -> bool:
 def job_row(settings: MasterSettings, entry: QueueEntry, owner: Ownership) -> dict[str, Any]:
     """The row ``det job list`` shows for one Slurm job."""
     needed = entry.gpus or entry.cpus
+    array = array_of(entry.job_id)
     return {
-        "position": None, "job_id": entry.job_id, "type": owner.kind,
+        "position": None, "job_id": entry.job_id, "type": job_type(owner),
         "name": _name(entry, owner), "experiment_id": _experiment_id(owner),
         "trial_id": owner.trial_id, "task_id": owner.task_id,
         "priority": experiment_priority(owner.experiment) if owner.experiment else None,
@@ -263,7 +278,19 @@ def job_row(settings: MasterSettings, entry: QueueEntry, owner: Ownership) -> di
         "reason": entry.reason if entry.pending else None, "user": _user(entry, owner),
         "slurm_user": entry.user, "pool": _pool_name(settings, entry, owner),
         "partition": entry.partition, "external": owner.external,
+        "nodes": list(entry.node_names), "cpus": entry.cpus,
+        # An array's entry: its array's id and how many tasks it stands for (12_[4-9]: 6).
+        "array_id": array[0] if array else None, "array_task_count": array[1] if array else None,
     }  # fmt: skip
+
+
+def job_type(owner: Ownership) -> str:
+    """Determined's job type: EXPERIMENT, EXTERNAL, COMMAND (also a det sbatch/qsub script),
+    or the task's kind for the interactive ones (TENSORBOARD, NOTEBOOK, SHELL)."""
+    kind = str(getattr(owner.task, "kind", None) or "")
+    if owner.kind == COMMAND and kind not in ("", "batch", "command"):
+        return kind.upper()
+    return owner.kind
 
 
 def _name(entry: QueueEntry, owner: Ownership) -> str:

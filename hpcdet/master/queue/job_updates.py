@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -37,6 +37,7 @@ from hpcdet.dispatcher.queue import (
 from hpcdet.errors import ConfigError, SchedulerError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment
+from hpcdet.master.queue.array_rows import pending_task_ids
 from hpcdet.master.queue.job_queue import (
     COMMAND,
     EXPERIMENT,
@@ -56,8 +57,8 @@ from hpcdet.master.settings.core import MasterSettings
 log = logging.getLogger(__name__)
 
 UPDATE_KEYS = ("priority", "ahead_of", "behind_of", "resource_pool")
-# Slurm: digits; PBS: digits and the server name (12.pbs01).
-_JOB_ID = re.compile(r"^\d+(?:\.[A-Za-z0-9_-][A-Za-z0-9_.-]*)?$")
+# Slurm: digits, or an array task (12_3); PBS: digits and the server name (12.pbs01).
+_JOB_ID = re.compile(r"^\d+(?:_\d+|\.[A-Za-z0-9_-][A-Za-z0-9_.-]*)?$")
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,10 @@ class _Queue:
 
     def __post_init__(self) -> None:
         self.by_id = {entry.job_id: entry for entry in self.entries}
+        for entry in self.entries:  # an array's pending tasks, listed as one entry
+            for task_id in pending_task_ids(entry.job_id):
+                self.by_id.setdefault(task_id, replace(entry, job_id=task_id))
+                self.owned.setdefault(task_id, self.owned.get(entry.job_id, Ownership()))
 
 
 @dataclass

@@ -98,7 +98,20 @@ def read_pools(backend: Backend, settings: MasterSettings) -> dict[str, Any]:
     """The ``pools`` snapshot: every pool built from the scheduler's pools (Slurm partitions,
     PBS queues) and ``settings``; the backend reads them with a bounded number of commands."""
     partitions = backend.read_pools()
-    return {"pools": [pool.to_json() for pool in build_pools(partitions, settings)]}
+    return {"pools": [pool.to_json() for pool in build_pools(partitions, settings)],
+            "nodes": nodes_of(partitions)}
+
+
+def nodes_of(partitions: Sequence[PartitionInfo]) -> list[dict[str, Any]]:
+    """Every node once (for the per-node page), with the partitions it is in, by name."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for partition in partitions:
+        for node in partition.nodes:
+            entry = nodes.setdefault(node.name, {**dataclasses.asdict(node), "partitions": [],
+                                                 "up": node.up})
+            entry["gpu_types"] = list(node.gpu_types)
+            entry["partitions"].append(partition.name)
+    return [nodes[name] for name in sorted(nodes)]
 
 
 def pools_from_snapshot(data: Mapping[str, Any]) -> dict[str, Pool]:

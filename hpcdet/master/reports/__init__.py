@@ -1,1 +1,2 @@
-"""What running trials report: metrics, checkpoints, logs and log policies, and their effects."""
+"""What running trials report (metrics, checkpoints, logs, log policies) and their effects;
+and how long metric series are read back for the charts (downsample)."""

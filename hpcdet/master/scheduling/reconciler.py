@@ -9,29 +9,33 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
+from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobSpec, JobStatus, Submission
 from hpcdet.dispatcher.jobdir import job_dir_archive, prepare_job_dir
 from hpcdet.dispatcher.runas import RunAs
-from hpcdet.dispatcher.transport import TransportUnavailableError
-from hpcdet.errors import HpcdetError
+from hpcdet.dispatcher.transport import LocalTransport, TransportUnavailableError
+from hpcdet.errors import HpcdetError, SchedulerError
 from hpcdet.master.db import session_scope
 from hpcdet.master.experiments.ending import end_stopped_experiments
 from hpcdet.master.experiments.searching import SearchDriver, SearchReport
 from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
+from hpcdet.master.proxy.registration import register_services
 from hpcdet.master.queue.cluster_view import ClusterView
-from hpcdet.master.queue.pools import pool_for_config
+from hpcdet.master.queue.pools import Pool, pool_for_config
 from hpcdet.master.reports.checkpoint_gc import CheckpointCollector
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.reports.logs import add_system_line, ingest_job_logs
 from hpcdet.master.reports.spool_ingest import ingest_spooled_reports
-from hpcdet.master.scheduling import job_outcomes, tasks
+from hpcdet.master.scheduling import allocations, arrays, job_outcomes, tasks
+from hpcdet.master.scheduling.health import HealthTracker
 from hpcdet.master.scheduling.job_outcomes import DEFAULT_MAX_RESTARTS
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
 from hpcdet.master.scheduling.submission import trial_info
@@ -44,6 +48,8 @@ from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
 log = logging.getLogger("hpcdet.reconciler")
 # Seconds a trial asked to stop may take to checkpoint and exit before its job is cancelled.
 DEFAULT_PREEMPTION_TIMEOUT = 3600.0
+# Threads preparing an array's job directories at once (on this host's file system).
+PREPARE_THREADS = 8
 # Trials whose code has been asked to stop (the preemption route says yes to them).
 _STOP_ASKED = tuple(s.value for s in (*STOPPING_STATES, State.PAUSED))
 # Trials whose jobs are cancelled at once, without waiting for the code to stop.
@@ -72,6 +78,8 @@ class CycleReport:
     jobs_cancelled: int = 0
     intents_recovered: int = 0
     search: SearchReport = field(default_factory=SearchReport)
+    allocations: allocations.AllocationReport = field(
+        default_factory=allocations.AllocationReport)
 
 
 class Reconciler:
@@ -83,9 +91,15 @@ class Reconciler:
         self.searches = SearchDriver(settings)
         self.checkpoint_gc = CheckpointCollector(sessions, settings)
         self._metric_writer: MetricWriter | None = None
-        self.cluster_view = ClusterView(settings, sessions, backend)
+        self.health = HealthTracker(sessions, settings.reconcile_interval)
+        self.cluster_view = ClusterView(settings, sessions, backend, health=self.health)
         # Jobs the last poll could not find anywhere (see _settle_missing).
         self._missing_once: set[str] = set()
+        # Trials queued together go as job arrays (not where the owner's helper writes files).
+        self._arrays = (arrays.ArraySubmitter(self) if settings.resource_manager.job_arrays
+                        and not settings.runas.owner_mode else None)
+        # Allocation mode (resources.allocation): trials as steps of one job per experiment.
+        self.allocations = allocations.AllocationManager(settings, sessions, backend)
 
     def run_forever(self, stop: threading.Event) -> None:
         """Run cycles every ``reconcile_interval`` seconds until ``stop`` is set.
@@ -93,7 +107,9 @@ class Reconciler:
         Pools, the queue and the fair-share accounts are refreshed first, on their own
         (slower) timer, so that the first submissions already see the pools.
         """
+        self.health.start()
         while not stop.is_set():
+            started = time.monotonic()
             try:
                 self.cluster_view.maybe_refresh()
                 self.cycle()
@@ -102,8 +118,14 @@ class Reconciler:
                 # (nothing tried) is not worth a line per cycle.
                 log.log(logging.DEBUG if exc.retry_in else logging.WARNING,
                         "reconcile cycle skipped, the cluster is unreachable: %s", exc)
-            except Exception:  # one bad cycle must not kill the loop
-                log.exception("reconcile cycle failed")
+                self.health.scheduler_failed("the cluster is unreachable", exc,
+                                             caller_logged=True)
+            except (SchedulerError, OSError) as exc:  # a scheduler command failed
+                # The health tracker logs the traceback once, then one line a minute.
+                self.health.scheduler_failed("a scheduler command failed", exc)
+            except Exception as exc:  # one bad cycle must not kill the loop
+                self.health.scheduler_failed("reconcile cycle failed", exc, scheduler=False)
+            self.health.end_cycle(time.monotonic() - started)
             stop.wait(self.settings.reconcile_interval)
 
     def cycle(self) -> CycleReport:
@@ -116,10 +138,12 @@ class Reconciler:
         report = CycleReport()
         report.intents_recovered = self._recover_intents()
         report.search = self._search()
+        report.allocations = self.allocations.cycle()
         report.jobs_submitted = self._submit_queued()
         report.jobs_cancelled = self._cancel_stopping()
         report.jobs_cancelled += tasks.cancel_killed_tasks(self.sessions, self.backend)
         report.jobs_polled = self._poll()
+        register_services(self.sessions, self.backend)  # proxied tasks' addresses
         report.search.add(self._search())
         report.trials_created = report.search.trials_created
         self._roll_up()
@@ -136,8 +160,12 @@ class Reconciler:
         with session_scope(self.sessions) as session:
             ids = session.scalars(select(Trial.id).where(
                 Trial.state == State.QUEUED.value,
-                ~select(Job.id).where(Job.trial_id == Trial.id, Job.active).exists())).all()
-        return sum(self._submit_one(trial_id) for trial_id in ids)
+                ~select(Job.id).where(Job.trial_id == Trial.id, Job.active).exists(),
+                ~allocations.held_for_allocations()).order_by(Trial.id)).all()
+        singles, submitted = list(ids), 0
+        if self._arrays is not None and len(ids) > 1:
+            submitted, singles = self._arrays.submit(ids)
+        return submitted + sum(self._submit_one(trial_id) for trial_id in singles)
 
     def _submit_one(self, trial_id: int) -> int:
         """Record the intent to submit, commit it, run sbatch, then record the job id.
@@ -165,27 +193,103 @@ class Reconciler:
         log.info("trial %s run %s submitted as job %s", trial_id, plan.run.run_id, job_id)
         return 1
 
+    def prepare_trials(self, trial_ids: Sequence[int],
+                       names: Sequence[str]) -> list[arrays.PreparedTask]:
+        """The tasks of one array (one experiment's trials): record every intent (named
+        ``names``) in one transaction, then prepare each job directory and write each
+        trial's script. Trials no longer queued are left out; a trial whose preparation
+        fails ends as a failed submission and is left out."""
+        with session_scope(self.sessions) as session:
+            plans = self._record_intents(session, trial_ids, names)
+        if not plans:
+            return []
+        pool = pool_for_config(self.sessions, self.settings, plans[0].config)
+
+        def prepare(plan: _SubmitPlan) -> arrays.PreparedTask | Exception:
+            try:
+                spec, submission = self._prepare(plan, pool)
+                self.backend.transport.write_file(submission.script_path,
+                                                  submission.script.encode("utf-8"), 0o700)
+            except TransportUnavailableError:
+                raise
+            except (HpcdetError, OSError) as exc:
+                return exc
+            return arrays.PreparedTask(plan.job_pk, plan.run.trial_id, spec, submission)
+
+        # The files are written durably (fsync): threads overlap the waits. Over SSH the
+        # one connection is not shared between threads.
+        local = isinstance(self.backend.transport, LocalTransport)
+        with ThreadPoolExecutor(PREPARE_THREADS if local else 1) as pool_of_threads:
+            outcomes = list(pool_of_threads.map(prepare, plans))
+        prepared = [o for o in outcomes if isinstance(o, arrays.PreparedTask)]
+        failed = [(plan.job_pk, o) for plan, o in zip(plans, outcomes, strict=True)
+                  if isinstance(o, Exception)]
+        if failed:
+            with session_scope(self.sessions) as session:
+                for job_pk, error in failed:
+                    self._submission_failed(session, job_pk, error)
+        return prepared
+
+    def submission_failed(self, job_pk: int, exc: Exception) -> None:
+        """End a job whose submission failed, and its trial, in a transaction of its own."""
+        with session_scope(self.sessions) as session:
+            self._submission_failed(session, job_pk, exc)
+
+    def account_ready(self, account: str | None) -> None:
+        """The fair-share account a job is charged to exists."""
+        self.cluster_view.ensure_account(account)
+
     def _record_intent(self, session: Session, trial_id: int) -> _SubmitPlan | None:
-        trial = session.get_one(Trial, trial_id)
-        if trial.state != State.QUEUED.value:
-            return None
-        exp = session.get_one(Experiment, trial.experiment_id)
-        trial.run_id += 1
-        run = TrialRun(exp.id, trial.id, trial.run_id, trial.job_dir,
-                       excluded_nodes=tuple(trial.excluded_nodes or ()),
-                       tag=(trial.request_id or "")[:8], owner=exp.owner)
-        job = Job(trial_id=trial.id, run_id=trial.run_id, active=True, name=run.job_name)
-        session.add(job)
+        plans = self._record_intents(session, [trial_id], [None])
+        return plans[0] if plans else None
+
+    def _record_intents(self, session: Session, trial_ids: Sequence[int],
+                        names: Sequence[str | None]) -> list[_SubmitPlan]:
+        """An intent (a job row without an id) per trial still QUEUED, named as given (None:
+        the run's own job name); each experiment and its context are read once."""
+        trials = {t.id: t for t in session.scalars(select(Trial).where(Trial.id.in_(trial_ids)))}
+        experiments: dict[int, tuple[Experiment, bytes]] = {}
+        started: list[tuple[Job, Trial, Experiment, bytes]] = []
+        for trial_id, name in zip(trial_ids, names, strict=True):
+            trial = trials.get(trial_id)
+            if trial is None or trial.state != State.QUEUED.value:
+                continue
+            if trial.experiment_id not in experiments:
+                exp = session.get_one(Experiment, trial.experiment_id)
+                experiments[exp.id] = (exp, session.scalars(select(Experiment.context).where(
+                    Experiment.id == exp.id)).one())
+            exp, context = experiments[trial.experiment_id]
+            trial.run_id += 1
+            job = Job(trial_id=trial.id, run_id=trial.run_id, active=True,
+                      name=name or self._run_of(trial, exp).job_name)
+            session.add(job)
+            started.append((job, trial, exp, context))
         session.flush()
+        return [self._plan(job, trial, exp, context) for job, trial, exp, context in started]
+
+    @staticmethod
+    def _run_of(trial: Trial, exp: Experiment) -> TrialRun:
+        return TrialRun(exp.id, trial.id, trial.run_id, trial.job_dir,
+                        excluded_nodes=tuple(trial.excluded_nodes or ()),
+                        tag=(trial.request_id or "")[:8], owner=exp.owner)
+
+    def _plan(self, job: Job, trial: Trial, exp: Experiment, context: bytes) -> _SubmitPlan:
+        run = self._run_of(trial, exp)
         info = trial_info(self.settings, exp.config, run, hparams=trial.hparams, seed=trial.seed,
                           latest_checkpoint=trial.latest_checkpoint)
-        context = session.scalars(select(Experiment.context).where(
-            Experiment.id == exp.id)).one()
         token = secrets.token_urlsafe(32)  # only its hash is stored; the job's files get it
         trial.token = hash_token(token)
         return _SubmitPlan(job.id, run, dict(exp.config), info, context, token)
 
     def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
+        spec, submission = self._prepare(plan)
+        self.cluster_view.ensure_account(spec.account)
+        return self.backend.submit(submission), submission.script_path
+
+    def _prepare(self, plan: _SubmitPlan,
+                 pool: Pool | None = None) -> tuple[JobSpec, Submission]:
+        """Write the trial's job directory and render its job (nothing submitted); ``pool``:
+        the experiment's, when the caller has it already."""
         runas = getattr(self.backend, "runas", None)
         cert = job_cert_pem(self.settings.tls)
         owner_mode = runas is not None and self.settings.runas.owner_mode
@@ -199,12 +303,10 @@ class Reconciler:
         else:
             prepare_job_dir(plan.run.job_dir, context_tar=plan.context, trial_info=plan.info,
                             token=plan.token, master_cert=cert, files=self.backend.transport)
-        pool = pool_for_config(self.sessions, self.settings, plan.config)
+        pool = pool or pool_for_config(self.sessions, self.settings, plan.config)
         spec = build_job_spec(self.settings, plan.config, plan.run, pool,
                               files=self.backend.transport)
-        submission = self.backend.render(spec)
-        self.cluster_view.ensure_account(spec.account)
-        return self.backend.submit(submission), submission.script_path
+        return spec, self.backend.render(spec)
 
     def _clear_stale_job_dir(self, run: TrialRun, runas: RunAs | None) -> None:
         """Remove what a trial's first run finds in its job directory: left by an earlier
@@ -230,14 +332,16 @@ class Reconciler:
     def _recover_intents(self) -> int:
         """Find jobs a previous master submitted but never recorded; drop the rest.
 
-        An intent whose job Slurm knows (by its unique name) is adopted; one it does not
-        know never reached Slurm, so it is dropped and the trial is submitted afresh.
+        An intent whose job Slurm knows (by its unique name; an array task's by its array's
+        name) is adopted; one it does not know never reached Slurm, so it is dropped and the
+        trial is submitted afresh.
         """
         with session_scope(self.sessions) as session:
             intents = session.scalars(select(Job).where(Job.active, Job.job_id.is_(None))).all()
             if not intents:
                 return 0
-            found = self.backend.find([j.name for j in intents if j.name])
+            names = [j.name for j in intents if j.name]
+            found = arrays.recovered_ids(names, self.backend.find(arrays.names_to_find(names)))
             for job in intents:
                 self._settle_intent(session, job, found.get(job.name))
             return len(intents)
@@ -265,7 +369,9 @@ class Reconciler:
         with session_scope(self.sessions) as session:
             stopping = session.scalars(select(Trial).where(Trial.state.in_(_STOP_ASKED))).all()
             jobs = self._active_jobs(session, [t.id for t in stopping])
-            self._end_idle_stopping(session, stopping, {j.trial_id for j in jobs})
+            busy = {j.trial_id for j in jobs} | allocations.trials_with_steps(
+                session, [t.id for t in stopping])
+            self._end_idle_stopping(session, stopping, busy)
             by_id = {t.id: t for t in stopping}
             timeouts = _preemption_timeouts(session, {t.experiment_id for t in stopping})
             to_cancel = [j for j in jobs if j.job_id and not j.cancel_requested
@@ -311,6 +417,7 @@ class Reconciler:
             return 0
         statuses = self._settle_missing(
             self.backend.poll([ref for _, _, ref in refs] + [r for _, r in task_refs]))
+        self.health.scheduler_ok()
         tasks.apply_task_statuses(self.sessions, task_refs, statuses)
         self._collect_spools([(trial_id, ref) for _, trial_id, ref in refs], statuses)
         with session_scope(self.sessions) as session:

@@ -25,6 +25,7 @@ from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.queue.pools import Pool, pool_for_config
 from hpcdet.master.reports.log_policies import check_patterns
+from hpcdet.master.scheduling.allocation_config import check_allocation, dry_run_allocation
 from hpcdet.master.scheduling.jobspec import (
     TrialRun,
     batch_args,
@@ -56,6 +57,8 @@ class Accepted:
     warnings: list[str]
     experiment: Experiment | None = None
     dry_run_jobs: list[Submission] = field(default_factory=list)
+    # Allocation mode (resources.allocation): the allocation job the trials run inside.
+    dry_run_allocation: Submission | None = None
 
 
 def parse_config(text: str) -> dict[str, Any]:
@@ -106,6 +109,7 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     check_patterns(config)
     check_storage(settings, config)
     slot_layout(config, scheduler=scheduler)
+    check_allocation(config, scheduler, owner_mode=settings.runas.owner_mode)
     return dict(config)
 
 
@@ -172,8 +176,11 @@ def accept(session: Session, settings: MasterSettings, backend: Backend, *, conf
     warnings = _warnings(user_doc, template_doc)
     if dry_run:
         pool = pool_for_config(session, settings, config)
+        scratch = str(Path(settings.resource_manager.job_storage_root).expanduser() / DRY_RUN_DIR)
         return Accepted(warnings, dry_run_jobs=[_dry_run_job(settings, backend, config,
-                                                             context, pool, owner)])
+                                                             context, pool, owner)],
+                        dry_run_allocation=dry_run_allocation(settings, backend, pool, config,
+                                                              owner, scratch))
     pool = pool_for_config(session, settings, config)
     probe = TrialRun(0, 0, 1, "/nonexistent", owner=owner)
     backend.render(build_job_spec(settings, config, probe, pool, files=backend.transport))

@@ -62,6 +62,16 @@ DEFAULT_SCHEDULER = "slurm"
 # CommandTask.kind: a user's batch script (det sbatch/qsub), or a command (det cmd run)
 # whose script the master wrote.
 BATCH, COMMAND = "batch", "command"
+# An interactive shell (det shell start): an sshd in the job (docs/shell.md).
+SHELL = "shell"
+# A TensorBoard (det tensorboard start): a command whose script the master wrote.
+TENSORBOARD = "tensorboard"
+# A JupyterLab proxied by the master (det notebook; hpcdet.master.proxy).
+NOTEBOOK = "notebook"
+# Every kind, as the API describes them (openapi_schemas).
+TASK_KINDS = (BATCH, COMMAND, NOTEBOOK, SHELL, TENSORBOARD)
+# The job directory's file holding a proxied service's secret (mode 0600).
+SERVICE_TOKEN_FILE = "service_token"
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,11 @@ class TaskRequest:
     # its checked config (stored with the task).
     context: bytes | None = None
     config: Mapping[str, Any] | None = None
+    # More job-directory files the master wrote for this kind (a shell's host key):
+    # {name relative to the job directory: (content, mode)}.
+    files: Mapping[str, tuple[bytes, int]] = field(default_factory=dict)
+    # A proxied service's secret: stored with the task, written to SERVICE_TOKEN_FILE.
+    service_token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -225,8 +240,9 @@ def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
     pool = _pool(session, settings, fields.pool, dialect)
     if pool.sbatch_args:
         fields = _fields(dialect, request.options, pool.sbatch_args)
-    # A command runs in its job directory (its script changes directory), known at submit.
-    workdir = "" if request.kind == COMMAND else _workdir(
+    # A master-written script (command, shell, ...) runs in its job directory (its script
+    # changes directory), known at submit.
+    workdir = "" if request.kind != BATCH else _workdir(
         request, fields, settings.runas.owner_mode, files)
     spec = TaskSpec(
         task_id=0, name=_job_name(request, fields), job_dir="", workdir=workdir,
@@ -342,14 +358,18 @@ def submit(session: Session, settings: MasterSettings, backend: Backend,
     task.job_dir = task_job_dir(settings, task.id, plan.owner)
     spec = replace(plan.spec, task_id=task.id, job_dir=task.job_dir,
                    comment=comment_for(settings, task.id))
-    if plan.request.kind == COMMAND:
+    request = plan.request
+    if request.kind != BATCH:  # a script the master wrote: it runs in its job directory
         spec = replace(spec, workdir=task.job_dir, submit_dir=task.job_dir)
         task.cwd = task.workdir = task.job_dir
+        if request.environment is not None:
+            request = replace(request, environment={**request.environment,
+                                                    "DET_TASK_ID": str(task.id)})
     submission = _render(settings, backend, dialect, spec)
     runas: RunAs | None = getattr(backend, "runas", None)
     owner = plan.owner if runas is not None else None
     try:
-        _write_job_dir(spec, plan.request, runas, owner, files=backend.transport)
+        _write_job_dir(spec, request, runas, owner, files=backend.transport)
         # A new owner's fair-share account must exist before sbatch names it.
         ensure_account(session, backend.runner, settings, spec.account)
         task.job_id = backend.submit(replace(submission, owner=owner))
@@ -384,24 +404,35 @@ def _new_task(plan: TaskPlan) -> CommandTask:
         error_pattern=spec.error if spec.separate_error else None, cancel_requested=False,
         kind=plan.request.kind,
         config=None if plan.request.config is None else dict(plan.request.config),
+        service_token=plan.request.service_token,
     )  # fmt: skip
 
 
 def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = None,
                    owner: str | None = None, *, files: Transport | None = None) -> None:
     task_files = request.dialect.task_files(spec, request.script, request.environment)
+    if request.service_token is not None:
+        task_files[posixpath.join(spec.job_dir, SERVICE_TOKEN_FILE)] = (
+            request.service_token + "\n", 0o600)
     if runas is not None and owner is not None:
+        if (files or LOCAL).exists(spec.job_dir):
+            # Left by a task id this database no longer knows (a new database, the same
+            # job root): its files (a shell's service.json...) must not be this task's.
+            runas.remove(owner, spec.job_dir)
         # The owner's helper unpacks them: owned by the owner, private to them.
         prefix = spec.job_dir.rstrip("/") + "/"
         runas.prepare(owner, spec.job_dir, tar_of({
-            path[len(prefix):]: (text.encode("utf-8", "surrogateescape"), mode)
-            for path, (text, mode) in task_files.items()}, context_tar=request.context))
+            **{path[len(prefix):]: (text.encode("utf-8", "surrogateescape"), mode)
+               for path, (text, mode) in task_files.items()},
+            **request.files}, context_tar=request.context))
         return
     where = files or LOCAL
     where.remove_tree(spec.job_dir)  # left by a task id this database no longer knows
     where.make_dirs(spec.job_dir, 0o700)
     for path, (text, mode) in task_files.items():
         where.write_file(path, text.encode("utf-8", "surrogateescape"), mode)
+    for name, (data, mode) in request.files.items():
+        where.write_file(posixpath.join(spec.job_dir, name), data, mode)
     if request.context is not None:
         unpack_context(request.context, posixpath.join(spec.job_dir, CONTEXT_DIR), where)
 

@@ -35,6 +35,7 @@ from hpcdet.master.settings.pools import (
     build_slurm_defaults,
 )
 from hpcdet.master.settings.read import Getter, unknown_keys
+from hpcdet.master.settings.retention import MetricsRetention, build_retention
 from hpcdet.master.settings.runas import RunAsSettings, build_runas
 from hpcdet.master.settings.transport import build_transport
 from hpcdet.yaml_errors import yaml_error_line
@@ -71,6 +72,9 @@ class ResourceManagerSettings:
     job_project_source: str = "project"  # project | workspace | label[:prefix] -> --wckey
     # How often pools and the queue are read from Slurm (the API serves the cached copy).
     pool_refresh_seconds: float = 15.0
+    # Submit the trials of one experiment queued together as one job array where the
+    # scheduler takes arrays (Slurm); false: one job per trial (docs/job-arrays.md).
+    job_arrays: bool = True
     slurm_defaults: SlurmDefaults = field(default_factory=SlurmDefaults)
     partition_overrides: Mapping[str, PartitionOverride] = field(default_factory=dict)
     resource_pools: tuple[CustomPool, ...] = ()
@@ -109,6 +113,8 @@ class MasterSettings:
     hardening: HardeningSettings = field(default_factory=HardeningSettings)
     # security.tls: serve HTTPS with this certificate and key (None: plain HTTP).
     tls: TlsSettings | None = None
+    # metrics_retention: training metrics thinned by det-master vacuum-metrics.
+    metrics_retention: MetricsRetention = field(default_factory=MetricsRetention)
 
     @property
     def master_url(self) -> str:
@@ -156,13 +162,13 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 _TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoint_storage",
-             "resource_manager", "state_dir", "security"}
+             "resource_manager", "state_dir", "security", "metrics_retention"}
 _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
             "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
             "image_cache_dir", "container_path_checks",
             "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
             "tres_supported", "gres_supported", "default_aux_resource_pool",
-            "job_project_source", "pool_refresh_seconds", "task_container_defaults",
+            "job_project_source", "pool_refresh_seconds", "task_container_defaults", "job_arrays",
             "partition_overrides", "resource_pools", "priority", "fair_share", "transport"}
 
 
@@ -196,6 +202,8 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         runas=build_runas(security, f"{ROOT}.security", errors),
         hardening=build_hardening(security, f"{ROOT}.security", errors),
         tls=build_tls(security, f"{ROOT}.security", errors),
+        metrics_retention=build_retention(get.section("metrics_retention"),
+                                          f"{ROOT}.metrics_retention", errors),
     )
     if settings.runas.owner_mode and settings.auth_mode != "munge":
         # Jobs run as the caller's name: on an open master anyone could name anyone.
@@ -259,6 +267,7 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         job_project_source=_project_source(get),
         pool_refresh_seconds=get.number("pool_refresh_seconds", default.pool_refresh_seconds,
                                         lo=1.0),
+        job_arrays=get.flag("job_arrays", True),
         template_dir=get.opt_text("template_dir"),
         walltime_signal_seconds=get.integer("walltime_signal_seconds",
                                             default.walltime_signal_seconds, lo=1, hi=65535),

@@ -65,15 +65,12 @@
 
   function renderFacts(exp) {
     var badge = document.querySelector("[data-experiment-state]");
-    if (badge) {
-      badge.className = "state state-" + exp.state;
-      badge.textContent = exp.state;
-    }
+    if (badge) { h.setStateBadge(badge, exp.state); }
     setFact("archived", [exp.archived ? "yes" : "no"]);
     setFact("labels", labelNodes(exp.labels));
     setFact("progress", h.progressNodes(exp.progress));
     setFact("num_trials", [String(exp.num_trials)]);
-    setFact("ended_at", [h.fmtTime(exp.ended_at) || "not yet"]);
+    setFact("ended_at", [h.timeEl(exp.ended_at, "not yet")]);
     setFact("description", [exp.description || "none"]);
     h.showActions(exp.state, exp.archived);
   }
@@ -81,13 +78,24 @@
   function renderHead(names) {
     var cells = ["Trial", "State"].map(function (t) { return h.el("th", { text: t }); });
     names.forEach(function (n) { cells.push(h.el("th", { text: n, "data-hparam-column": n })); });
-    ["Steps", "Best " + (metricName || ""), "Restarts", "Slurm jobs"].forEach(function (t) {
+    ["Steps", "Best " + (metricName || ""), "Restarts", "Slurm job ID"].forEach(function (t) {
       cells.push(h.el("th", { text: t }));
     });
     if (data.rungs) { cells.push(h.el("th", { text: "Rung" })); }
     var head = document.getElementById("trials-head");
     head.replaceChildren.apply(head, cells);
     return cells.length;
+  }
+
+  // The trial's Slurm job ids, each a link to it in the queue (as experiment.html's cell).
+  function jobIdsCell(ids) {
+    var children = [];
+    ids.forEach(function (id, i) {
+      if (i) { children.push(", "); }
+      children.push(h.el("a", { href: "/queue?q=" + encodeURIComponent(id), text: id,
+        title: "Slurm job " + id + " in the queue" }));
+    });
+    return h.el("td", { className: "id" }, children);
   }
 
   function rungCell(rung) {
@@ -104,8 +112,10 @@
       best ? " " : null, best ? h.el("span", { className: "label-tag", text: "best", "data-best-mark": "" }) : null]);
     var cells = [first, h.el("td", {}, [h.stateBadge(trial.state)])];
     names.forEach(function (n) { cells.push(h.el("td", { text: valueText(flat[n]) })); });
-    [trial.steps_completed, h.fmtNumber(bestValue(trial)), trial.restarts,
-     (trial.job_ids || []).join(", ")].forEach(function (v) { cells.push(h.el("td", { text: v })); });
+    [trial.steps_completed, h.fmtNumber(bestValue(trial)), trial.restarts].forEach(function (v) {
+      cells.push(h.el("td", { text: v }));
+    });
+    cells.push(jobIdsCell(trial.job_ids || []));
     if (data.rungs) { cells.push(rungCell(rungs[trial.id])); }
     return h.el("tr", { className: best ? "best" : "", "data-trial-id": trial.id }, cells);
   }
@@ -128,7 +138,7 @@
   function renderHistory(history) {
     var rows = (history || []).map(function (c) {
       return h.el("tr", {}, [h.el("td", {}, [c.from ? h.stateBadge(c.from) : null]),
-        h.el("td", {}, [h.stateBadge(c.to)]), h.el("td", { text: h.fmtTime(c.at) }),
+        h.el("td", {}, [h.stateBadge(c.to)]), h.el("td", {}, [h.timeEl(c.at)]),
         h.el("td", { text: c.cause }), h.el("td", { text: c.actor })]);
     });
     var body = document.getElementById("history");
@@ -151,7 +161,8 @@
                }) };
     });
     window.hpcdetChart.draw(document.getElementById("validation-chart"), {
-      kind: "line", series: series, xLabel: "steps completed", yLabel: metricName || "",
+      kind: "line", series: series, xLabel: "batches (steps completed)", xFromZero: true,
+      yLabel: metricName || "",
       empty: "No validation of " + (metricName || "the searcher metric") + " reported yet." });
   }
 
@@ -197,6 +208,9 @@
     renderHistory(data.experiment.history);
     drawValidation();
     drawHparams(names);
+    var helpers = { flatOf: flatOf, bestValue: bestValue, colourOf: colourOf };
+    if (window.hpcdetHparams) { window.hpcdetHparams.render(data, helpers, names); }
+    if (window.hpcdetCompare) { window.hpcdetCompare.render(data, helpers); }
   }
 
   function step() {

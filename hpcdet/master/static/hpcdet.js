@@ -47,7 +47,7 @@
       if (key === "text") { node.textContent = String(value); }
       else if (key === "className") { node.className = value; }
       else if (key.slice(0, 5) === "data-" || key === "title" || key === "href" ||
-               key === "colspan" || key.slice(0, 5) === "aria-") {
+               key === "colspan" || key === "datetime" || key.slice(0, 5) === "aria-") {
         node.setAttribute(key, String(value));
       } else { node[key] = value; }
     });
@@ -58,16 +58,93 @@
     return node;
   }
 
+  // --- States and times in words (the "pages" area; formatting.py says the same) -------
+  // STATE_WORDS is formatting.py's STATE_WORDS: keep the two alike.
+  var STATE_WORDS = {
+    ACTIVE: "Active", QUEUED: "Queued", RUNNING: "Running", SCHEDULED: "Running",
+    PAUSED: "Paused", STOPPING_COMPLETED: "Stopping", STOPPING_CANCELED: "Canceling",
+    STOPPING_KILLED: "Killing", STOPPING_ERROR: "Stopping (error)",
+    COMPLETED: "Completed", CANCELED: "Canceled", ERROR: "Errored",
+    DELETED: "Deleted", PARTIALLY_DELETED: "Partially deleted"
+  };
+  var EMPTY = "\u2014";
+
+  // A state in words; an unknown one in sentence case ("NEW_THING" -> "New thing").
+  function stateWord(state) {
+    if (!state) { return EMPTY; }
+    if (Object.prototype.hasOwnProperty.call(STATE_WORDS, state)) { return STATE_WORDS[state]; }
+    var text = String(state).replace(/_/g, " ").toLowerCase();
+    return text.charAt(0).toUpperCase() + text.slice(1);
+  }
+
+  // The badge formatting.py's state_badge renders: the word, the exact state on hover.
   function stateBadge(state) {
-    return el("span", { className: "state state-" + state, text: state });
+    if (!state) { return document.createTextNode(EMPTY); }
+    return el("span", { className: "state state-" + state, title: state, text: stateWord(state) });
+  }
+
+  // Sets an existing badge (a span.state) to `state`.
+  function setStateBadge(node, state) {
+    node.className = "state state-" + state;
+    node.title = state;
+    node.textContent = stateWord(state);
   }
 
   function isTerminal(state) { return TERMINAL.indexOf(state) >= 0; }
 
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  // The reader's time zone, short ("CET", "GMT+1"), or "" where the browser cannot say.
+  function zoneName(date) {
+    try {
+      var part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" })
+        .formatToParts(date).filter(function (p) { return p.type === "timeZoneName"; })[0];
+      return part ? part.value : "";
+    } catch (e) { return ""; }
+  }
+
+  // A time in the one format of every page, in the reader's local time:
+  // "2026-01-02 04:04:05 CET". "" for none.
   function fmtTime(iso) {
     if (!iso) { return ""; }
-    return new Date(iso).toISOString().slice(0, 19).replace("T", " ");
+    var d = iso instanceof Date ? iso : new Date(iso);
+    if (isNaN(d.getTime())) { return String(iso); }
+    var text = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+    var zone = zoneName(d);
+    return zone ? text + " " + zone : text;
   }
+
+  function isoUtc(iso) {
+    var d = new Date(iso);
+    return isNaN(d.getTime()) ? String(iso) : d.toISOString().replace(/\.\d{3}Z$/, "Z");
+  }
+
+  // formatting.py's time_tag: <time> in local time, ISO UTC on hover; `empty` for none.
+  function timeEl(iso, empty) {
+    if (!iso) { return document.createTextNode(empty === undefined ? EMPTY : empty); }
+    var utc = isoUtc(iso);
+    return el("time", { datetime: utc, title: utc, text: fmtTime(iso) });
+  }
+
+  // Rewrites the server's UTC <time> texts in local time (the ISO moment stays on hover).
+  function localiseTimes(root) {
+    (root || document).querySelectorAll("time[datetime]").forEach(function (node) {
+      if (node.dataset.localised) { return; }
+      node.textContent = fmtTime(node.getAttribute("datetime"));
+      node.dataset.localised = "1";
+    });
+  }
+  // A scroll container the server rendered without a keyboard stop and a name gets both, so
+  // that it can be scrolled from the keyboard and a screen reader says what it holds.
+  function markScrollBoxes() {
+    document.querySelectorAll(".scroll:not([tabindex])").forEach(function (box) {
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("role", "region");
+      if (!box.getAttribute("aria-label")) { box.setAttribute("aria-label", "Table (scrolls sideways)"); }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { localiseTimes(); markScrollBoxes(); });
 
   function fmtNumber(value) {
     if (value === null || value === undefined || value === "") { return ""; }
@@ -124,7 +201,7 @@
           window.clearInterval(timer);
           setStatus("Finished: no longer refreshing.");
         } else {
-          setStatus("Live: updated " + new Date().toLocaleTimeString() + ".");
+          setStatus("Live: updated " + fmtTime(new Date()) + ".");
         }
       }).catch(function (error) {
         setStatus("Live refresh failed (" + error.message + "); showing the last data.");
@@ -151,7 +228,7 @@
     button.disabled = true;
     request("POST", button.dataset.actionUrl).then(function (data) {
       var exp = data.experiment || {};
-      actionStatus((button.dataset.done || "Done") + (exp.state ? ": now " + exp.state : "") + ".");
+      actionStatus((button.dataset.done || "Done") + (exp.state ? ": now " + stateWord(exp.state) : "") + ".");
       document.dispatchEvent(new CustomEvent("hpcdet:changed", { detail: data }));
     }).catch(function (error) {
       actionStatus(button.textContent.trim() + " failed: " + error.message, true);
@@ -172,7 +249,9 @@
   window.hpcdet = {
     user: user, getJSON: function (url) { return request("GET", url); },
     postJSON: function (url, body) { return request("POST", url, body); },
-    el: el, stateBadge: stateBadge, isTerminal: isTerminal, fmtTime: fmtTime,
+    el: el, stateBadge: stateBadge, isTerminal: isTerminal, fmtTime: fmtTime, zoneName: zoneName,
+    stateWord: stateWord, setStateBadge: setStateBadge, timeEl: timeEl,
+    localiseTimes: localiseTimes, EMPTY: EMPTY, actionStatus: actionStatus,
     fmtNumber: fmtNumber, progressNodes: progressNodes, reasonWords: reasonWords, poll: poll, setStatus: setStatus,
     showActions: showActions
   };

@@ -5,13 +5,8 @@
   "use strict";
   var h = window.hpcdet;
 
-  function status(text, isError) {
-    var node = document.querySelector("[data-action-status]");
-    if (!node) { return; }
-    node.hidden = false;
-    node.textContent = text;
-    node.className = isError ? "error" : "live";
-  }
+  // The page's status line (base.html), as the action buttons write it.
+  var status = h.actionStatus;
 
   function values(form) {
     var out = {};

@@ -25,34 +25,61 @@
     cell(tr, pool.slot_type);
     cell(tr, pool.nodes_up + "/" + pool.nodes_total);
     cell(tr, pool.slots_used + "/" + pool.slots_total);
-    cell(tr, (pool.gpu_types || []).join(", "));
+    cell(tr, dash(pool.slots_used_by_own_jobs));
+    cell(tr, (pool.shares_nodes_with || []).join(", ") || "\u2014");
+    cell(tr, (pool.gpu_types || []).join(", ") || "\u2014");
     cell(tr, pool.jobs_pending);
     var marks = [];
     if (pool.default_compute) { marks.push("compute"); }
     if (pool.default_aux) { marks.push("aux"); }
-    cell(tr, marks.join(", "));
+    cell(tr, marks.join(", ") || "\u2014");
+    tr.dataset.pool = pool.name;
     return tr;
   }
 
-  // The words for Slurm's reason codes, embedded by queue.html.
-  function reasonWords(reason) {
-    var node = document.getElementById("reason-words");
-    return h.reasonWords(reason, node ? JSON.parse(node.textContent) : {});
+  function dash(value) {
+    return value === null || value === undefined || value === "" ? "\u2014" : value;
   }
 
+  // JSON embedded by queue.html: the words for reason codes and job types, and who looks.
+  function embedded(id) {
+    var node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : {};
+  }
+
+  function reasonWords(reason) {
+    return h.reasonWords(reason, embedded("reason-words"));
+  }
+
+  // The same cells as queue.html, with the labels the phone's card layout shows.
   function jobRow(job) {
     var tr = document.createElement("tr");
-    cell(tr, job.position);
-    cell(tr, job.job_id);
-    cell(tr, job.type);
-    cell(tr, job.name);
-    cell(tr, job.state, "state state-" + job.state);
-    cell(tr, job.slots_acquired + "/" + job.slots_needed + " " + job.slot_kind);
-    cell(tr, job.priority);
-    cell(tr, job.qos);
-    cell(tr, job.pool);
-    cell(tr, job.user);
-    cell(tr, reasonWords(job.reason));
+    var context = embedded("queue-context");
+    var labelled = function (label, text, className) {
+      cell(tr, text, className).dataset.label = label;
+    };
+    tr.dataset.jobId = job.job_id;
+    labelled("#", job.position);
+    labelled("Job ID", job.job_id);
+    labelled("Type", embedded("type-words")[job.type] || job.type);
+    tr.lastChild.title = job.type;
+    labelled("Name", dash(job.name));
+    tr.appendChild(h.el("td", { "data-label": "State" }, [h.stateBadge(job.state)]));
+    labelled("Slots", job.slots_acquired + "/" + job.slots_needed + " " + job.slot_kind);
+    labelled("Priority", dash(job.priority));
+    labelled("Slurm priority", dash(job.slurm_priority));
+    labelled("QOS", dash(job.qos));
+    labelled("Pool", dash(job.pool));
+    labelled("User", job.user);
+    labelled("Why waiting", reasonWords(job.reason) || (job.state === "QUEUED" ? "\u2014" : "running"));
+    tr.lastChild.className = "why";
+    var change = cell(tr, "");
+    change.className = "change";
+    if (job.state === "QUEUED" && !job.external && (context.admin || job.user === context.me)) {
+      change.appendChild(h.el("button", { type: "button", "data-change": job.job_id,
+                                          "aria-label": "Change job " + job.job_id,
+                                          text: "Change\u2026" }));
+    }
     return tr;
   }
 
@@ -62,7 +89,7 @@
   };
 
   function takenText(iso) {
-    return iso ? h.fmtTime(iso) + " UTC" : "not read from Slurm yet";
+    return iso ? h.fmtTime(iso) : "not read from Slurm yet";
   }
 
   function setText(selector, text) {
@@ -71,6 +98,8 @@
   }
 
   function render(tbody, body) {
+    // The rows stay while the page's user edits one of them (the queue's Change form).
+    if (tbody.dataset.paused === "yes") { return; }
     var rows = renderers[tbody.dataset.render](body);
     if (rows.length === 0) {
       var tr = document.createElement("tr");
@@ -91,6 +120,13 @@
       });
     });
   }
+
+  // Refetch every polled table now (after an action changed what they show).
+  h.refreshPolls = function () {
+    document.querySelectorAll("tbody[data-poll]").forEach(function (tbody) {
+      h.getJSON(tbody.dataset.poll).then(function (body) { render(tbody, body); });
+    });
+  };
 
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("tbody[data-poll]").forEach(start);

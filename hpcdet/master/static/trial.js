@@ -1,22 +1,26 @@
 // The trial page (/trials/<id>), live: the server renders everything once; this script then
 // follows the trial through the JSON API (facts, jobs, checkpoints and history from
-// /api/v1/trials/<id>, charts from its metrics, new log lines from logs?after=) until the
+// /api/v1/trials/<id>, charts from its downsampled metrics/series, new log lines from logs?after=) until the
 // trial has ended and a last fetch found nothing new. Text goes in through textContent only.
 (function () {
   "use strict";
 
   var h = window.hpcdet;
   var data = null;
-  var metrics = { training: [], validation: [] };
-  var seen = { answer: "", metrics: "" };
-  var logs = { pre: null, lastId: 0, rank: "", stream: "", generation: 0 };
+  var metrics = { training: {}, validation: {} };
+  var seen = { answer: "", training: "", validation: "" };
+  var logs = { pre: null, lastId: 0, rank: "", stream: "", q: "", generation: 0, typing: null };
   var poller = { factsDue: 0, terminalSeen: false, busy: false };
   var PREFERRED = { training: "loss", validation: null };
 
   // ---- Texts, written as hpcdet/master/web/trial.py writes them on the server ----
 
+  var COUNTERS = ["batches", "epochs", "records"];  // x axes, never metrics
+
   function metricsText(values, first) {
-    var names = Object.keys(values || {}).sort(function (a, b) {
+    var names = Object.keys(values || {}).filter(function (name) {
+      return COUNTERS.indexOf(name) < 0;
+    }).sort(function (a, b) {
       var rank = (a !== first) - (b !== first);
       return rank || (a < b ? -1 : (a > b ? 1 : 0));
     });
@@ -48,8 +52,7 @@
 
   function renderFacts(t) {
     var badge = document.querySelector("[data-trial-state]");
-    badge.className = "state state-" + t.state;
-    badge.textContent = t.state;
+    h.setStateBadge(badge, t.state);
     var pending = t.state === "QUEUED" ? reasonWords(t.pending_reason) : "";
     setFact("pending", pending);
     document.querySelectorAll('[data-fact="pending"], [data-fact-label="pending"]')
@@ -61,10 +64,14 @@
             "none yet");
     setFact("job_ids", (t.job_ids || []).join(", ") || "none yet");
     setFact("nodes", t.nodes || "none yet");
-    setFact("ended_at", h.fmtTime(t.ended_at));
+    document.querySelectorAll('[data-fact="ended_at"]').forEach(function (node) {
+      node.replaceChildren(h.timeEl(t.ended_at));
+    });
   }
 
+  // A cell of text, or of a node (a <time> from h.timeEl).
   function td(value) {
+    if (value instanceof Node) { return h.el("td", {}, [value]); }
     return h.el("td", { text: value === null || value === undefined ? "" : value });
   }
 
@@ -83,17 +90,16 @@
   function jobRow(j) {
     return h.el("tr", { "data-job-id": j.job_id || "" }, [
       td(j.job_id || "(being submitted)"), td(j.run_id), td(j.native_state), td(j.nodes),
-      td(j.exit_code), td(j.requeues), td(h.fmtTime(j.submitted_at)), td(h.fmtTime(j.ended_at))]);
+      td(j.exit_code), td(j.requeues), td(h.timeEl(j.submitted_at)), td(h.timeEl(j.ended_at))]);
   }
 
+  // Size, location, best/latest marks and the download link: static/records.js.
   function checkpointRow(c) {
-    return h.el("tr", { "data-checkpoint": c.uuid }, [
-      td(c.uuid), td(c.steps_completed), td(c.state),
-      td(metricsText(c.validation_metrics, data.searcher_metric)), td(h.fmtTime(c.reported_at))]);
+    return window.hpcdetRecords.checkpointRow(c, data.urls.checkpoint_download);
   }
 
   function historyRow(change) {
-    return h.el("tr", {}, [badgeCell(change.from), badgeCell(change.to), td(h.fmtTime(change.at)),
+    return h.el("tr", {}, [badgeCell(change.from), badgeCell(change.to), td(h.timeEl(change.at)),
                            td(change.cause), td(change.actor)]);
   }
 
@@ -105,14 +111,11 @@
     fillBody("history", t.history || [], historyRow, "No state changes recorded.");
   }
 
-  // ---- Charts ----
+  // ---- Charts (downsampled series from metrics/series; counters are x axes) ----
 
-  function namesOf(entries) {
-    var names = {};
-    entries.forEach(function (entry) {
-      Object.keys(entry.metrics || {}).forEach(function (name) { names[name] = true; });
-    });
-    return Object.keys(names).sort();
+  function seriesUrl(group, names) {
+    return data.urls.series + "?group=" + encodeURIComponent(group) + "&max_points=" +
+      data.max_points + names.map(function (n) { return "&name=" + encodeURIComponent(n); }).join("");
   }
 
   function syncOptions(select, names, preferred) {
@@ -127,34 +130,113 @@
     select.value = pick;
   }
 
-  function drawChart(group) {
-    var name = document.getElementById(group + "-metric").value;
-    var points = metrics[group].filter(function (entry) {
-      return name && typeof (entry.metrics || {})[name] === "number";
-    }).map(function (entry) {
-      return { x: entry.steps_completed, y: entry.metrics[name], label: name };
+  // What a chart may use as x: the step (batches), the counters reported with it, the time.
+  function xChoices(counters) {
+    var out = [{ key: "batches", label: "batches (steps completed)" }];
+    ["epochs", "records"].forEach(function (c) {
+      if ((counters || []).indexOf(c) >= 0) { out.push({ key: c, label: c }); }
     });
-    window.hpcdetChart.draw(document.getElementById(group + "-chart"), {
-      kind: "line", series: [{ name: name, points: points }], xLabel: "steps completed",
-      yLabel: name, empty: "No " + group + " metrics yet." });
+    out.push({ key: "time", label: "time" });
+    return out;
   }
 
-  function refreshCharts() {
-    ["training", "validation"].forEach(function (group) {
-      syncOptions(document.getElementById(group + "-metric"), namesOf(metrics[group]),
-                  PREFERRED[group]);
-      drawChart(group);
+  function chartSeries(entry) {
+    return { name: entry.name, points: entry.points.map(function (p) {
+      return { y: p.value, label: entry.name,
+               xs: { batches: p.batches, epochs: p.epochs, records: p.records, time: p.time } };
+    }) };
+  }
+
+  function drawChart(group) {
+    var answer = metrics[group];
+    var name = document.getElementById(group + "-metric").value;
+    var entry = (answer.series || []).find(function (s) { return s.name === name; });
+    if (name && !entry) {
+      loadSeries(group).catch(function (error) {
+        h.setStatus("Loading " + name + " failed (" + error.message + ").");
+      });
+      return;
+    }
+    window.hpcdetChart.draw(document.getElementById(group + "-chart"), {
+      kind: "line", series: entry ? [chartSeries(entry)] : [], xChoices: xChoices(answer.counters),
+      xFromZero: true, yLabel: name, empty: "No " + group + " metrics yet." });
+    if (group === "training") { drawThroughput(); }
+  }
+
+  // Batches per second between consecutive points of the training series (downsampled, so
+  // an average over each stretch), over time: how fast the trial trains.
+  function drawThroughput() {
+    var entry = ((metrics.training || {}).series || [])[0];
+    var points = [];
+    var previous = null;
+    ((entry || {}).points || []).forEach(function (p) {
+      if (typeof p.time !== "number") { return; }
+      if (previous && p.time > previous.time && p.batches > previous.batches) {
+        points.push({ y: (p.batches - previous.batches) / (p.time - previous.time), label: "batches/s",
+                      xs: { time: p.time, batches: p.batches } });
+      }
+      previous = p;
     });
+    var card = document.getElementById("throughput-card");
+    card.hidden = points.length < 2;
+    if (card.hidden) { return; }
+    window.hpcdetChart.draw(document.getElementById("throughput-chart"), {
+      kind: "line", series: [{ name: "batches/s", points: points }],
+      xChoices: [{ key: "time", label: "time" }, { key: "batches", label: "batches (steps completed)" }],
+      yLabel: "batches/s", empty: "No training reports yet." });
+  }
+
+  function loadSeries(group) {
+    var name = document.getElementById(group + "-metric").value;
+    return h.getJSON(seriesUrl(group, name ? [name] : [])).then(function (answer) {
+      var text = JSON.stringify(answer);
+      var changed = text !== seen[group];
+      seen[group] = text;
+      metrics[group] = answer;
+      syncOptions(document.getElementById(group + "-metric"), answer.names || [], PREFERRED[group]);
+      if (changed || name !== document.getElementById(group + "-metric").value) { drawChart(group); }
+      return changed;
+    });
+  }
+
+  // The profiler's charts: one per family (CPU, memory, GPU, timings), a series per name,
+  // over time.
+  function drawProfiler(family, answer) {
+    var box = document.querySelector('[data-profiler-chart="' + family.key + '"]');
+    if (!box) { return; }
+    window.hpcdetChart.draw(box, {
+      kind: "line", series: (answer.series || []).map(chartSeries),
+      xChoices: [{ key: "time", label: "time" }, { key: "batches", label: "batches (steps completed)" }],
+      yLabel: family.title + " (" + family.unit + ")", empty: "No samples yet." });
+  }
+
+  function loadProfiler() {
+    return Promise.all((data.profiler || []).map(function (family) {
+      return h.getJSON(seriesUrl("profiling", family.names)).then(function (answer) {
+        var text = JSON.stringify(answer);
+        if (text === seen["profiler-" + family.key]) { return false; }
+        seen["profiler-" + family.key] = text;
+        drawProfiler(family, answer);
+        return true;
+      });
+    })).then(function (changes) { return changes.some(Boolean); });
   }
 
   // ---- Logs ----
 
+  // A line with its time, and coloured only when its own words say error or warning
+  // (harness lines are on stderr because Python's logging writes there).
   function lineNode(entry) {
+    var level = window.hpcdetRecords.logLevel(entry.line);
+    var at = h.el("time", { className: "at", title: entry.at, text: h.fmtTime(entry.at) });
+    at.setAttribute("datetime", entry.at || "");
     return h.el("span", {
-      className: "line" + (entry.stream === "stderr" ? " stderr" : ""),
+      className: "line" + (entry.stream === "stderr" ? " stderr" : "") +
+        (level ? " level-" + level : ""),
       "data-log-id": entry.id, "data-stream": entry.stream,
       "data-rank": entry.rank === null || entry.rank === undefined ? "" : entry.rank
-    }, [h.el("span", { className: "rank", text: logPrefix(entry) }), " " + entry.line + "\n"]);
+    }, [at, " ", h.el("span", { className: "rank", text: logPrefix(entry) }),
+        " " + entry.line + "\n"]);
   }
 
   function atBottom(pre) { return pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8; }
@@ -181,7 +263,8 @@
       pre.removeChild(pre.firstElementChild);
     }
     if (pre.children.length === 0) {
-      pre.appendChild(h.el("span", { className: "empty", text: "No log lines yet." }));
+      pre.appendChild(h.el("span", { className: "empty", text: logs.q
+        ? "No line matches \u201c" + logs.q + "\u201d." : "No log lines yet." }));
     }
     pre.dataset.lastId = String(logs.lastId);
     if (stick) { pre.scrollTop = pre.scrollHeight; }
@@ -197,8 +280,12 @@
     return data.urls.logs + (query.length ? "?" + query.join("&") : "");
   }
 
-  function describeFilter(count) {
+  function describeFilter(count, matched) {
     var text = "The last " + count + " line" + (count === 1 ? "" : "s");
+    if (logs.q) {
+      text = matched + " line" + (matched === 1 ? "" : "s") + " match \u201c" + logs.q +
+        "\u201d; showing the last " + count;
+    }
     if (logs.rank !== "") { text += " of rank " + logs.rank; }
     if (logs.stream !== "") { text += " on " + logs.stream; }
     document.getElementById("logs-note").textContent = text + "; following new lines.";
@@ -207,12 +294,13 @@
   // The filtered tail, in place of what is shown; answers {fresh, state} like followLogs.
   function reloadLogs() {
     var generation = logs.generation += 1;
-    return h.getJSON(logsUrl({ tail: data.log_tail, rank: logs.rank, stream: logs.stream }))
+    return h.getJSON(logsUrl({ tail: data.log_tail, rank: logs.rank, stream: logs.stream,
+                               q: logs.q }))
       .then(function (body) {
         if (generation !== logs.generation) { return { fresh: 1, state: body.trial_state }; }
         logs.lastId = body.last_id;
         showLines(body.logs || [], true);
-        describeFilter((body.logs || []).length);
+        describeFilter((body.logs || []).length, body.matched || 0);
         return { fresh: 1, state: body.trial_state };
       });
   }
@@ -221,7 +309,7 @@
   // hidden tab): it skips ahead to the tail rather than replaying thousands of lines.
   function followLogs() {
     var generation = logs.generation;
-    var url = logsUrl({ after: logs.lastId, rank: logs.rank, stream: logs.stream,
+    var url = logsUrl({ after: logs.lastId, rank: logs.rank, stream: logs.stream, q: logs.q,
                         limit: data.max_log_lines });
     return h.getJSON(url).then(function (body) {
       var entries = body.logs || [];
@@ -239,8 +327,11 @@
     if (event) { event.preventDefault(); }
     logs.rank = document.getElementById("log-rank").value;
     logs.stream = document.getElementById("log-stream").value;
-    var query = logsUrl({ rank: logs.rank, stream: logs.stream }).split("?")[1];
+    logs.q = document.getElementById("log-search").value.trim().slice(0, 200);
+    var query = logsUrl({ rank: logs.rank, stream: logs.stream, q: logs.q }).split("?")[1];
     window.history.replaceState(null, "", window.location.pathname + (query ? "?" + query : ""));
+    document.getElementById("log-download").setAttribute("href",
+      data.urls.logs_text + (query ? "?" + query : ""));
     reloadLogs().catch(function (error) {
       h.setStatus("Loading the logs failed (" + error.message + ").");
     });
@@ -248,18 +339,13 @@
 
   // ---- Polling ----
 
-  function metricsUrl(group) { return data.urls.metrics + "?group=" + group; }
-
-  // Facts and metrics; answers {changed, state}. Only what changed is re-rendered.
+  // Facts and the charts' series; answers {changed, state}. Only what changed is re-rendered.
   function refreshFacts() {
-    return Promise.all([h.getJSON(data.urls.trial), h.getJSON(metricsUrl("training")),
-                        h.getJSON(metricsUrl("validation"))]).then(function (answers) {
+    return Promise.all([h.getJSON(data.urls.trial), loadSeries("training"),
+                        loadSeries("validation"), loadProfiler()]).then(function (answers) {
       var answerText = JSON.stringify(answers[0]);
-      var now = { training: answers[1].metrics || [], validation: answers[2].metrics || [] };
-      var metricsText = JSON.stringify(now);
-      var changed = answerText !== seen.answer || metricsText !== seen.metrics;
+      var changed = answerText !== seen.answer || answers[1] || answers[2] || answers[3];
       if (answerText !== seen.answer) { seen.answer = answerText; renderAnswer(answers[0]); }
-      if (metricsText !== seen.metrics) { seen.metrics = metricsText; metrics = now; refreshCharts(); }
       return { changed: changed, state: answers[0].trial.state };
     });
   }
@@ -304,6 +390,12 @@
     document.getElementById("log-filters").addEventListener("submit", applyLogFilter);
     document.getElementById("log-rank").addEventListener("change", applyLogFilter);
     document.getElementById("log-stream").addEventListener("change", applyLogFilter);
+    // The search runs on the server (the log may be far longer than what is shown), a
+    // moment after typing stops.
+    document.getElementById("log-search").addEventListener("input", function () {
+      window.clearTimeout(logs.typing);
+      logs.typing = window.setTimeout(applyLogFilter, 300);
+    });
   }
 
   function start() {
@@ -311,16 +403,21 @@
     if (!node) { return; }  // the 404 page
     data = JSON.parse(node.textContent);
     PREFERRED.validation = data.searcher_metric;
-    metrics = data.metrics;
+    metrics = data.series;
     seen.answer = JSON.stringify(data.answer);
-    seen.metrics = JSON.stringify(data.metrics);
+    seen.training = JSON.stringify(data.series.training);
+    seen.validation = JSON.stringify(data.series.validation);
     logs.pre = document.getElementById("logs");
     logs.lastId = data.last_log_id;
     logs.rank = data.log_filter.rank === null ? "" : String(data.log_filter.rank);
     logs.stream = data.log_filter.stream || "";
+    logs.q = data.log_filter.q || "";
     logs.pre.scrollTop = logs.pre.scrollHeight;
     wire();
     ["training", "validation"].forEach(drawChart);
+    loadProfiler().catch(function (error) {
+      h.setStatus("Loading the profiler's samples failed (" + error.message + ").");
+    });
     h.poll(data.log_seconds, step);
   }
 

@@ -13,13 +13,24 @@ bp = Blueprint("web", __name__)
 
 # The page modules register their routes on ``bp``; imported for that effect.
 from hpcdet.master.web import (  # noqa: E402
+    checkpoints,
     cluster,
     experiment,
     experiments,
+    forking,
+    formatting,
+    health_banner,
     identity,
     models,
     queue,
+    tasks,
     trial,
+    trial_logs,
 )
 
-__all__ = ["bp", "cluster", "experiment", "experiments", "identity", "models", "queue", "trial"]
+# The state and time words every template uses (formatting.py: the "pages" area's block).
+for _name in ("state_word", "state_badge", "time_tag", "or_dash"):
+    bp.add_app_template_global(getattr(formatting, _name), _name)
+
+__all__ = ["bp", "checkpoints", "cluster", "experiment", "experiments", "forking", "formatting",
+           "health_banner", "identity", "models", "queue", "tasks", "trial", "trial_logs"]

@@ -16,12 +16,15 @@ from typing import Any
 import yaml
 from flask import render_template
 
-from hpcdet.master.api.common import db
+from hpcdet.errors import ConfigError
+from hpcdet.expconf import without_nulls
+from hpcdet.master.api.common import db, settings
 from hpcdet.master.api.experiment_metrics import metric_series, rungs_answer
 from hpcdet.master.api.experiments import experiment_detail
 from hpcdet.master.models import Experiment
+from hpcdet.master.queue.pools import pool_for_config
 from hpcdet.master.reports.searcher_metric import SearcherMetric
-from hpcdet.master.web import bp
+from hpcdet.master.web import bp, checkpoints
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
 from hpcdet.master.web.identity import page_sees
 from hpcdet.storage import masked_config
@@ -54,8 +57,34 @@ def page_context(exp: Experiment) -> dict[str, Any]:
                      for t in data["trials"]],
             "hparam_charts": names if len(data["trials"]) > 1 else [],
             "history": data["experiment"]["history"],
-            "config_yaml": yaml.safe_dump(masked_config(exp.config), sort_keys=False),
-            "fmt_time": time_text, "percent": percent}
+            "config_yaml": yaml.safe_dump(without_nulls(masked_config(exp.config)),
+                                          sort_keys=False),
+            "user_config_yaml": submitted_config_yaml(exp.original_config),
+            "pool_name": pool_name(exp.config),
+            "fmt_time": time_text, "percent": percent,
+            # The checkpoint list across trials, best first (hpcdet/master/web/checkpoints.py).
+            **checkpoints.list_context(exp)}
+
+
+
+def submitted_config_yaml(original: str | None) -> str:
+    """The config the user submitted (secrets masked), or "" when it cannot be read."""
+    try:
+        parsed = yaml.safe_load(original or "")
+    except yaml.YAMLError:
+        return ""
+    if not isinstance(parsed, Mapping) or not parsed:
+        return ""
+    return yaml.safe_dump(masked_config(parsed), sort_keys=False)
+
+
+def pool_name(config: Mapping[str, Any]) -> str:
+    """The pool the trials run in, by name ("the default pool" when none is known yet)."""
+    try:
+        found = pool_for_config(db(), settings(), config).name
+    except ConfigError as exc:
+        return f"unknown ({'; '.join(exc.errors)})"
+    return f"{found} (the default)" if found else "the default pool"
 
 
 def page_data(exp: Experiment) -> dict[str, Any]:
@@ -85,7 +114,7 @@ def trial_row(trial: Mapping[str, Any], names: list[str], metric: SearcherMetric
             "hparams": [value_text(flat.get(name)) for name in names],
             "steps": trial["steps_completed"],
             "best_value": number_text(metric.value_in(best_metrics)),
-            "restarts": trial["restarts"], "job_ids": ", ".join(trial["job_ids"]),
+            "restarts": trial["restarts"], "job_ids": list(trial["job_ids"]),
             "rung": rung}
 
 

@@ -54,6 +54,13 @@ EXPECTED_COMMANDS = {
     ("model", "move"), ("model", "archive"), ("model", "unarchive"), ("model", "download"),
     ("cmd",), ("cmd", "run"), ("cmd", "list"), ("cmd", "describe"), ("cmd", "logs"),
     ("cmd", "kill"),
+    ("shell",), ("shell", "start"), ("shell", "open"), ("shell", "list"), ("shell", "logs"),
+    ("shell", "kill"),
+    ("tensorboard",), ("tensorboard", "start"), ("tensorboard", "open"),
+    ("tensorboard", "list"), ("tensorboard", "describe"), ("tensorboard", "logs"),
+    ("tensorboard", "kill"),
+    ("notebook",), ("notebook", "start"), ("notebook", "open"), ("notebook", "list"),
+    ("notebook", "describe"), ("notebook", "logs"), ("notebook", "kill"),
 }
 
 

@@ -1,7 +1,7 @@
 """``SlurmBackend.find`` (jobs by name, for a restarted master) and squeue's restart count.
 
 Recorded output of the dev cluster (Slurm 22.05):
-``squeue -h --states=all --name=det-9-9-1,zzz -O "JobID:|,Name:|"`` printed ``4|det-9-9-1|``;
+``squeue -h --states=all --name=det-9-9-1,zzz -O "JobArrayID:|,Name:|"`` printed ``4|det-9-9-1|``;
 ``sacct -X -n --parsable2 --name=det-9-9-2,nope --starttime=now-7days
 --format=JobID,JobName`` printed ``5|det-9-9-2``; a requeued job in squeue's poll format
 printed ``2|PENDING|1||BeginTime|``.
@@ -19,7 +19,7 @@ from hpcdet.dispatcher.base import JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import SchedulerError, ValidationError
 
-SQUEUE_NAMES_FORMAT = "--Format=JobID:|,Name:|"
+SQUEUE_NAMES_FORMAT = "--Format=JobArrayID:|,Name:|"
 SACCT_NAMES_FORMAT = "--format=JobID,JobName"
 
 

@@ -20,7 +20,9 @@ from hpcdet.dispatcher.slurm.states import SLURM_STATES, phase_of
 from hpcdet.errors import SchedulerError, ValidationError
 
 SQUEUE_ARGV = ("squeue", "--noheader", "--states=all")
-SQUEUE_FORMAT = "--Format=JobID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
+SQUEUE_FORMAT = "--Format=JobArrayID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
+# One line per array task (pending tasks would otherwise share one line).
+SQUEUE_ARRAY = "--array"
 SACCT_ARGV = ("sacct", "--noheader", "--parsable2", "-X")
 SACCT_FORMAT = "--format=JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
 
@@ -67,7 +69,7 @@ def _exit_file(tmp_path: Path, job_id: str, status: str) -> None:
 def test_squeue_answers_in_one_call(tmp_path: Path, recorded_slurm: Any) -> None:
     runner = recorded_slurm({"squeue": SQUEUE_RECORDED})
     result = SlurmBackend(runner=runner).poll(_jobs(tmp_path, "4", "5", "2"))
-    assert runner.calls == [(*SQUEUE_ARGV, "--jobs=4,5,2", SQUEUE_FORMAT)]
+    assert runner.calls == [(*SQUEUE_ARGV, "--jobs=4,5,2", SQUEUE_FORMAT, SQUEUE_ARRAY)]
     assert result == {
         "4": JobStatus("4", JobPhase.PENDING, "PENDING", reason="JobHeldUser", restarts=0),
         "5": JobStatus("5", JobPhase.RUNNING, "RUNNING", nodes="node1", restarts=0),
@@ -94,7 +96,7 @@ def test_sacct_is_asked_only_about_jobs_squeue_no_longer_holds(
     runner = recorded_slurm({"squeue": SQUEUE_RECORDED_LATER, "sacct": SACCT_RECORDED})
     result = SlurmBackend(runner=runner).poll(_jobs(tmp_path, "5", "3", "6", "4", "1"))
     assert runner.calls == [
-        (*SQUEUE_ARGV, "--jobs=5,3,6,4,1", SQUEUE_FORMAT),
+        (*SQUEUE_ARGV, "--jobs=5,3,6,4,1", SQUEUE_FORMAT, SQUEUE_ARRAY),
         (*SACCT_ARGV, "--jobs=3,4,1", SACCT_FORMAT),
     ]
     assert result["5"] == JobStatus("5", JobPhase.CANCELLED, "CANCELLED", nodes="node1", restarts=0)

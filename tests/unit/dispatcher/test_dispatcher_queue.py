@@ -58,7 +58,8 @@ def test_a_partition_filter_is_passed_to_squeue(recorded_slurm: Any) -> None:
 
 def test_the_format_ends_every_field_with_the_separator() -> None:
     fmt = next(arg for arg in squeue_argv() if arg.startswith("--Format="))
-    assert fmt.count(SEPARATOR) == len(FIELDS) and fmt.endswith(f"Comment:{SEPARATOR}")
+    assert fmt.count(SEPARATOR) == len(FIELDS) + 1
+    assert fmt.endswith(f"Comment:{SEPARATOR},NodeList:{SEPARATOR}")
 
 
 def test_fields_are_read_from_the_recorded_lines() -> None:
@@ -115,9 +116,22 @@ def test_only_the_given_values_are_updated() -> None:
         "/opt/scontrol", "update", "JobId=7", "QOS=low")
 
 
+def test_one_array_task_is_updated_by_its_task_id() -> None:
+    """scontrol update JobId=12_3 splits the task off its array and changes it alone."""
+    assert update_argv("12_3", JobUpdate(nice=10)) == ("scontrol", "update", "JobId=12_3",
+                                                       "Nice=10")
+
+
+def test_an_arrays_pending_tasks_are_updated_as_scontrol_takes_them() -> None:
+    """squeue lists them as 12_[4-9%2]; scontrol refuses the %2 (dev cluster, 22.05)."""
+    assert update_argv("12_[4-9%2]", JobUpdate(nice=7)) == ("scontrol", "update",
+                                                            "JobId=12_[4-9]", "Nice=7")
+
+
 @pytest.mark.parametrize(("job_id", "update", "message"), [
     ("15", JobUpdate(), "nothing to update for job 15"),
-    ("15_3", JobUpdate(nice=1), "plain job id"),
+    ("15_[3-x]", JobUpdate(nice=1), "invalid Slurm job id"),
+    ("15+1", JobUpdate(nice=1), "invalid Slurm job id"),
     ("15\nscancel 1", JobUpdate(nice=1), "invalid Slurm job id"),
     ("15", JobUpdate(partition="debug\nx"), "contains a newline"),
     ("15", JobUpdate(qos="high QOS=x"), "invalid QOS name"),

@@ -38,6 +38,7 @@ DEFAULTED: list[tuple[str, Any, Any]] = [
                   {"host_path": "/h2", "container_path": "/c2", "mode": "mrw"},
                   {"host_path": "/h3", "container_path": "/c3", "mode": "r"}],  # shimmed
       "agent_label": None, "native_parallel": False, "shm_size": None, "slots_per_trial": 1,
+      "allocation": None,  # hpcdet's (allocation mode)
       "weight": 1, "max_slots": None, "priority": None, "resource_pool": None,
       "is_single_node": None, "slots": None}),
     ("checkpoint_storage", {"type": "shared_fs", "host_path": "/tmp"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hpcdet.dispatcher import JobPhase, JobRef, JobStatus, Submission
+from hpcdet.dispatcher import ArrayLimits, ArraySpec, JobPhase, JobRef, JobStatus, Submission
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import SchedulerError
 
@@ -33,13 +33,37 @@ class FakeSchedulerBackend(SlurmBackend):
         # False: scancel only signals the jobs (as Slurm does to a running job, which ends
         # after KillWait); the test ends them by setting their phase.
         self.cancel_ends_jobs = True
+        # Job arrays: None submits one job per trial (as a scheduler without arrays does).
+        self.arrays: ArrayLimits | None = None
+        self.submitted_arrays: list[tuple[Submission, ArraySpec]] = []
 
-    def submit(self, submission: Submission) -> str:
+    def array_limits(self) -> ArrayLimits | None:
+        return self.arrays
+
+    def submit_array(self, submission: Submission, array: ArraySpec) -> str:
+        """Like :meth:`submit`, for an array: every task pending as ``<id>_<index>``."""
+        self._before_sbatch()
+        self.submitted.append(submission)
+        self.submitted_arrays.append((submission, array))
+        array_id = str(100 + len(self.submitted))
+        for index in range(len(array.scripts)):
+            self.phases[f"{array_id}_{index}"] = JobPhase.PENDING
+        self.names[array.name] = array_id
+        if self.crash == "after":
+            self.crash = None
+            raise KeyboardInterrupt(f"the master died after sbatch queued array {array_id}")
+        return array_id
+
+    def _before_sbatch(self) -> None:
+        """A refused submission, or the master dying before sbatch ran, as scripted."""
         if self.fail_submit:
             raise SchedulerError(["sbatch"], 1, "", "sbatch: error: invalid partition")
         if self.crash == "before":
             self.crash = None
             raise KeyboardInterrupt("the master died before sbatch ran")
+
+    def submit(self, submission: Submission) -> str:
+        self._before_sbatch()
         self.submitted.append(submission)
         job_id = str(100 + len(self.submitted))
         self.phases[job_id] = JobPhase.PENDING

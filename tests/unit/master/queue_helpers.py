@@ -32,6 +32,7 @@ class FakeJob:
     cpus: int = 1
     gpus: int = 0
     comment: str | None = None
+    nodelist: str = ""  # squeue's NodeList (after Comment): where a running job runs
 
     def line(self) -> str:
         tres = f"cpu={self.cpus},mem=2000M,node=1,billing={self.cpus}"
@@ -40,7 +41,7 @@ class FakeJob:
                   str(self.priority), str(self.nice), self.qos, self.account, self.submit, "1",
                   str(self.cpus), "1", tres, self.comment or "(null)"]
         assert len(values) == len(FIELDS)
-        return "".join(value + SEPARATOR for value in values)
+        return "".join(value + SEPARATOR for value in (*values, self.nodelist))
 
 
 class FakeSlurmQueue:

@@ -194,16 +194,21 @@ def _alices_objects(app: Flask, client: FlaskClient, tmp_path: Path) -> dict[str
 
 
 def _task(app: Flask, tmp_path: Path) -> int:
-    """A queued command task of alice's (its output file not written yet)."""
+    """A queued command task of alice's (its output file not written yet), a shell (with
+    keys) so that the shell routes find it too."""
     with app.app_context():
         from hpcdet.master.api.common import db
+        from hpcdet.master.models import ShellKey
         from hpcdet.master.transitions import transition
 
         session = db()
         task = CommandTask(owner="alice", name="t", job_id="302", job_dir=str(tmp_path),
-                           options=[], args=[], cwd="/", workdir="/", output_pattern="out.txt")
+                           options=[], args=[], cwd="/", workdir="/", output_pattern="out.txt",
+                           kind="shell")
         session.add(task)
         transition(session, task, State.QUEUED, cause="test")
+        session.add(ShellKey(task_id=task.id, client_private_key="k", client_public_key="c",
+                             host_public_key="h"))
         session.commit()
         return int(task.id)
 

@@ -425,3 +425,17 @@ def test_no_job_can_go_behind_the_lowest_priority() -> None:
     assert job_nice_for_position(slurm, entry("1", 100, 10), entry("2", 50), ahead=False) == 62
     with pytest.raises(ApiError, match="job 2 has Slurm priority 2: a job behind it would"):
         job_nice_for_position(slurm, entry("1", 100), entry("2", 2), ahead=False)
+
+
+def test_a_tasks_job_type_is_its_kind() -> None:
+    from types import SimpleNamespace
+
+    from hpcdet.master.queue.job_queue import COMMAND, EXPERIMENT, Ownership, job_type
+
+    def task_of(kind: str) -> Ownership:
+        return Ownership(COMMAND, task_id=1, task=SimpleNamespace(kind=kind))
+
+    assert job_type(task_of("notebook")) == "NOTEBOOK"
+    assert job_type(task_of("command")) == "COMMAND" == job_type(task_of("batch"))
+    assert job_type(Ownership(COMMAND, task_id=1)) == "COMMAND"  # no row (yet)
+    assert job_type(Ownership(EXPERIMENT)) == "EXPERIMENT"

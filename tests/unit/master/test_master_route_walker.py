@@ -36,6 +36,7 @@ from hpcdet.master.models import (
     Metric,
     ModelVersion,
     RegisteredModel,
+    ShellKey,
     Template,
     Trial,
     TrialLog,
@@ -70,6 +71,7 @@ TEMPLATE = "environment: {environment_variables: [S3CRET_ENV=1]}\n"
 #   admin    - the master's config and log: cluster admins only (403 for anyone else)
 ROUTES: dict[tuple[str, str], str] = {
     ("api.master_info", "GET"): "public",
+    ("api.master_health", "GET"): "public",
     ("api.openapi_description", "GET"): "public",
     ("api.list_resource_pools", "GET"): "public",
     ("web.cluster", "GET"): "public",
@@ -93,6 +95,8 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.report_metrics", "POST"): "token",
     ("api.report_progress", "POST"): "token",
     ("api.report_checkpoint", "POST"): "token",
+    ("api.allocation_exchange", "POST"): "token",
+    ("api.experiment_allocations", "GET"): "own",
     ("api.list_experiments", "GET"): "listing",
     ("api.list_tasks", "GET"): "listing",
     ("api.list_templates", "GET"): "listing",
@@ -100,9 +104,14 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.list_jobs", "GET"): "listing",
     ("web.index", "GET"): "listing",
     ("web.queue", "GET"): "listing",
+    ("web.cluster_nodes", "GET"): "listing",
+    ("web.tasks", "GET"): "listing",
     ("api.create_experiment", "POST"): "create",
     ("api.create_task", "POST"): "create",
     ("api.create_command", "POST"): "create",
+    ("api.create_shell", "POST"): "create",
+    ("api.create_tensorboard", "POST"): "create",
+    ("api.create_notebook", "POST"): "create",
     ("api.create_template", "POST"): "create",
     ("api.create_workspace", "POST"): "create",
     ("api.describe_experiment", "GET"): "own",
@@ -118,12 +127,14 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.describe_task", "GET"): "own",
     ("api.kill_task", "POST"): "own",
     ("api.task_logs", "GET"): "own",
+    ("api.shell_keys", "GET"): "own",
     ("api.describe_template", "GET"): "own",
     ("api.set_template", "PUT"): "own",
     ("api.remove_template", "DELETE"): "own",
     ("api.describe_trial", "GET"): "own",
     ("api.read_logs", "GET"): "own",
     ("api.read_metrics", "GET"): "own",
+    ("api.read_metric_series", "GET"): "own",
     ("api.describe_workspace", "GET"): "own",
     ("api.set_member", "PUT"): "own",
     ("api.remove_member", "DELETE"): "own",
@@ -155,9 +166,20 @@ ROUTES: dict[tuple[str, str], str] = {
         ("list_versions", "GET"), ("register_version", "POST"), ("get_version", "GET"),
         ("patch_version", "PATCH"), ("delete_version", "DELETE"))},
     ("web.model", "GET"): "own",
+    # Checkpoints, logs and the fork/continue forms on the pages (web/checkpoints.py,
+    # web/trial_logs.py, web/forking.py): what the experiment's readers may see.
+    **{(f"web.{name}", "GET"): "own" for name in (
+        "checkpoint_download", "experiment_checkpoints_page", "trial_logs_text",
+        "fork_experiment_page", "fork_trial_page", "continue_trial_page")},
 }
+# Found, but not a 200 for a reader: the checkpoint's files are not on disk, and only an
+# ended single-trial experiment can be continued (the seeded one is ACTIVE).
+NOT_200 = {"api.download_checkpoint": 404, "web.checkpoint_download": 404,
+           "web.continue_trial_page": 409}
 # Objects of a person rather than of a workspace (her tokens): a workspace viewer sees none.
 PERSONAL = {"api.revoke_token"}
+# Its owner's alone, even in a workspace: a shell's login key (docs/shell.md).
+OWNER_ONLY = {"api.shell_keys"}
 LIFECYCLE_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 LABEL_ACTIONS = ("add", "remove")
 
@@ -249,10 +271,12 @@ def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> di
                        metadata_={"note": "s3cret-meta"}, resources={}, state="ACTIVE")])
         task = CommandTask(owner=OWNER, name="s3cret-task", state="QUEUED", job_id="302",
                            job_dir="/nonexistent", options=[], args=[], cwd="/", workdir="/",
-                           output_pattern="out.txt",
+                           output_pattern="out.txt", kind="shell",
                            workspace_id=created.get_json()["experiment"]["workspace_id"])
         session.add(task)
         session.flush()
+        session.add(ShellKey(task_id=task.id, client_private_key="s3cret-task-key",
+                             client_public_key="ssh-ed25519 A", host_public_key="ssh-ed25519 B"))
         ids = {"exp": exp_id, "trial": trial.id, "task": task.id, "token": made.get_json()["id"],
                "comment": trial_comment(session, "301")}
     task_comment = f"hpcdet:unit:task-{ids['task']}"
@@ -280,7 +304,8 @@ def urls(rule: str, ids: dict[str, Any]) -> list[str]:
            .replace("<project>", "proj-a").replace("<job_id>", "301")
            .replace("<path:filename>", "hpcdet.css")
            .replace("<int:token_id>", str(ids["token"])).replace("<token>", "not-a-link")
-           .replace("<identifier>", "model-a").replace("<int:number>", "1"))
+           .replace("<identifier>", "model-a").replace("<int:number>", "1")
+           .replace("<int:allocation_id>", "1"))
     if "<action>" in url:
         actions = LABEL_ACTIONS if "/labels/" in url else LIFECYCLE_ACTIONS
         return [url.replace("<action>", action) for action in actions]
@@ -301,6 +326,9 @@ BODIES: dict[str, Any] = {
                               "workspace": "team-a"},
     "api.create_task": {"wrap": "true", "workspace": "team-a"},
     "api.create_command": {"entrypoint": ["true"], "workspace": "team-a"},
+    "api.create_shell": {"workspace": "team-a"},
+    "api.create_tensorboard": {"experiment_ids": [1], "workspace": "team-a"},
+    "api.create_notebook": {"config": {}, "workspace": "team-a"},
     "api.create_template": {"name": "tpl-b", "config": TEMPLATE, "workspace": "team-a"},
     "api.create_workspace": {"name": "team-a"},
     "api.describe_experiment": {"name": "overwritten", "labels": []},
@@ -386,7 +414,12 @@ def test_a_viewer_reads_but_every_change_is_a_403(walker_app: Flask,
             answer.close()
             if endpoint in PERSONAL:  # a person's, in no workspace: unseen by members
                 assert answer.status_code == 404, (method, url, body[:500])
-            elif method == "GET" and endpoint != "api.download_checkpoint":
+            elif endpoint in OWNER_ONLY:
+                assert answer.status_code == 403, (method, url, body[:500])
+                assert "s3cret-task-key" not in body
+            elif method == "GET" and endpoint in NOT_200:
+                assert answer.status_code == NOT_200[endpoint], (method, url, body[:500])
+            elif method == "GET":
                 assert answer.status_code == 200, (method, url, body[:500])
             elif method != "GET":
                 assert answer.status_code == 403, (method, url, body[:500])
@@ -430,8 +463,10 @@ def test_the_owner_reads_every_route_the_intruder_was_refused(
         for url in urls(rule, ids):
             answer = call(client, method, url, endpoint, OWNER)
             answer.close()
-            if endpoint == "api.download_checkpoint":  # found; its files are not on disk
-                assert "its files are not at" in answer.get_json()["error"]["message"]
+            if endpoint in NOT_200:  # found; its files are not on disk, or not continuable
+                assert answer.status_code == NOT_200[endpoint], url
+                assert ("its files are not at" in answer.get_data(as_text=True)
+                        or "only an ended experiment" in answer.get_data(as_text=True)), url
                 continue
             assert answer.status_code == 200, (url, answer.get_data(as_text=True)[:500])
 

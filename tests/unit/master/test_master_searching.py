@@ -306,3 +306,30 @@ def test_the_experiments_best_validation_is_served_to_its_trials(
     report(client, b, 20, {"loss": 0.9, "epochs": 2})
     assert best(a).get_json() == {"best": 0.4}
     assert best(a, token="wrong").status_code == 401
+
+
+def test_a_searcher_that_fails_ends_its_experiment_not_every_cycle(
+        client: FlaskClient, app: Flask, reconciler: Reconciler,
+        fake: FakeSchedulerBackend) -> None:
+    broken, healthy = start(client, RANDOM), start(client, GRID)
+    reconciler.cycle()  # both searches start; the random one has 2 trials running
+    running = trials(app, broken)
+    assert len(running) == 2
+    with make_session_factory(app.config["HPCDET_ENGINE"]).begin() as session:
+        # A stored state the searcher cannot read (say, written by a faulty release).
+        session.execute(update(Experiment).where(Experiment.id == broken)
+                        .values(searcher_state={"rng": "garbage"}, searcher_etag="x"))
+    finish(app, fake, running[0].id)
+    reconciler.cycle()  # the broken experiment's exit event fails its searcher: only its own
+    exp = experiment(app, broken)
+    assert exp.state in ("STOPPING_ERROR", "ERROR")
+    assert {t.state for t in trials(app, broken)} <= {"STOPPING_ERROR", "ERROR", "COMPLETED"}
+    run_all(app, fake, reconciler, healthy)  # the other search still runs to its end
+    assert experiment(app, healthy).state == "COMPLETED"
+    for _ in range(3):
+        reconciler.cycle()
+    assert experiment(app, broken).state == "ERROR"
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        causes = list(session.scalars(select(StateChange.cause).where(
+            StateChange.entity_kind == "experiment", StateChange.entity_id == broken)))
+    assert any(c.startswith("its searcher failed:") for c in causes), causes

@@ -47,3 +47,16 @@ def test_the_reconciler_stops_when_its_master_is_gone(monkeypatch: pytest.Monkey
     stop = threading.Event()
     serve._stop_when_orphaned(stop, interval=0.01)
     assert stop.wait(10)
+
+
+def test_gunicorn_runs_asyncio_workers_with_the_tls_files(settings: MasterSettings) -> None:
+    from dataclasses import replace
+
+    from hpcdet.master.security.tls import TlsSettings
+    from hpcdet.master.serve import gunicorn_options
+
+    plain = gunicorn_options(replace(settings, workers=3, threads=5))
+    assert plain["worker_class"] == "uvicorn_worker.UvicornWorker"
+    assert plain["workers"] == 3 and "threads" not in plain and "certfile" not in plain
+    tls = gunicorn_options(replace(settings, tls=TlsSettings("/etc/c.pem", "/etc/k.pem")))
+    assert (tls["certfile"], tls["keyfile"]) == ("/etc/c.pem", "/etc/k.pem")

@@ -12,7 +12,7 @@ from state_guard import Models, offenders, scan
 
 from hpcdet.master.db import make_engine, make_session_factory
 from hpcdet.master.models import Experiment, StateChange
-from hpcdet.master.transitions import Entity, IllegalTransition, transition
+from hpcdet.master.transitions import Entity, IllegalTransition, enter_all, transition
 from hpcdet.states import (
     STOPPING_STATES,
     TERMINAL_STATES,
@@ -73,6 +73,28 @@ def test_transition_records_history_and_refuses_illegal_moves(tmp_path: Path) ->
     assert [(r.from_state, r.to_state) for r in rows] == [
         (None, "ACTIVE"), ("ACTIVE", "STOPPING_COMPLETED"), ("STOPPING_COMPLETED", "COMPLETED")]
     assert rows[0].actor == "bob" and exp.ended_at is not None
+
+
+def test_entities_entered_together_get_ids_in_order_and_their_history(tmp_path: Path) -> None:
+    from hpcdet.master.db import migrate
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    migrate(url)
+    session = make_session_factory(make_engine(url))()
+    made = [Experiment(name=f"e{i}", owner="bob", config={}, original_config="", context=b"",
+                       searcher_name="single") for i in range(3)]
+    enter_all(session, made, State.ACTIVE, cause="created", actor="bob")
+    session.commit()
+    assert [e.id for e in made] == sorted(e.id for e in made)
+    rows = session.scalars(select(StateChange).order_by(StateChange.id)).all()
+    assert [(r.entity_id, r.from_state, r.to_state, r.actor) for r in rows] == [
+        (e.id, None, "ACTIVE", "bob") for e in made]
+    with pytest.raises(IllegalTransition, match="cannot go from ACTIVE to ACTIVE"):
+        enter_all(session, made[:1], State.ACTIVE, cause="again")  # not new any more
+    fresh = Experiment(name="f", owner="bob", config={}, original_config="", context=b"",
+                       searcher_name="single")
+    with pytest.raises(IllegalTransition, match="cannot go from \\(new\\) to COMPLETED"):
+        enter_all(session, [fresh], State.COMPLETED, cause="skip")
 
 
 def lifecycle_models() -> Models:

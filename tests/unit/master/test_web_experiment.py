@@ -21,11 +21,12 @@ from flask.testing import FlaskClient
 from master_helpers import assert_error, create, job_token
 from sqlalchemy import event, select, update
 
+from hpcdet.expconf import without_nulls
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Experiment, Job, Metric, Trial
 from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.web.experiment import flat_hparams, log_hparams, value_text
-from hpcdet.master.web.formatting import number_text, time_text
+from hpcdet.master.web.formatting import number_text, state_word, time_text
 
 NASTY = "<b>x</b>&\"'"
 ESCAPED = "&lt;b&gt;x&lt;/b&gt;&amp;&#34;&#39;"
@@ -133,7 +134,7 @@ def header(html: str) -> list[str]:
 
 
 def state_badge(state: str) -> str:
-    return f'<span class="state state-{state}">{state}</span>'
+    return f'<span class="state state-{state}" title="{state}">{state_word(state)}</span>'
 
 
 # --- the page ----------------------------------------------------------------------------
@@ -143,7 +144,7 @@ def test_trials_table_has_hparam_columns_best_values_jobs_and_the_best_trial(
     exp_id, trials = grid_experiment(app, client, reconciler)
     html = page(client, f"/experiments/{exp_id}")
     assert header(html) == ["Trial", "State", "lr", "opt.kind", "opt.momentum", "Steps",
-                            "Best loss", "Restarts", "Slurm jobs"]
+                            "Best loss", "Restarts", "Slurm job ID"]
     table = rows(html)
     assert list(table) == [t.id for t in trials]
     assert [best for best, _ in table.values()] == [False, True, False]
@@ -153,7 +154,8 @@ def test_trials_table_has_hparam_columns_best_values_jobs_and_the_best_trial(
                                    if best else "")
         assert cells[1] == state_badge(trial.state)
         assert cells[2:5] == [str(trial.hparams["lr"]), ESCAPED, "0.9"]  # 0.1, 0.01, 0.001
-        assert cells[8] == ", ".join(slurm_jobs(app, trial.id)) and cells[8]
+        assert re.findall(r'<a href="/queue\?q=(\d+)"', cells[8]) == slurm_jobs(app, trial.id)
+        assert slurm_jobs(app, trial.id)
     assert [cells[5:8] for _, cells in table.values()] == [
         ["30", "0.6", "0"], ["30", "0.4", "0"], ["20", "0.95", "0"]]
     assert sorted(t.hparams["lr"] for t in trials) == [0.001, 0.01, 0.1]
@@ -169,7 +171,8 @@ def test_facts_config_and_history_are_rendered_with_nasty_text_escaped(
     assert f'<dd data-fact="description">{ESCAPED}</dd>' in html
     assert (f'<dd data-fact="labels"><span class="label-tag">{ESCAPED}</span>'
             '<span class="label-tag">tuned</span></dd>') in html
-    assert ('<span class="state state-ACTIVE" data-experiment-state>ACTIVE</span>') in html
+    assert ('<span class="state state-ACTIVE" title="ACTIVE" data-experiment-state>'
+            'Active</span>') in html
     assert '<dd data-fact="owner">alice</dd>' in html
     assert "grid, metric <code>loss</code>\n(smaller is better)" in html
     assert '<dd data-fact="ended_at">not yet</dd>' in html
@@ -177,10 +180,14 @@ def test_facts_config_and_history_are_rendered_with_nasty_text_escaped(
             'aria-valuemin="0" aria-valuemax="100" aria-valuenow="0">'
             '<span style="width: 0%"></span></span> 0%</dd>') in html
     assert not EXTERNAL.search(html)
-    config = re.search(r'<pre class="config">(.*?)</pre>', html, re.S)
+    config = re.search(r'<pre class="config" data-config="effective">(.*?)</pre>', html, re.S)
     assert config
     described = client.get(f"/api/v1/experiments/{exp_id}").get_json()["experiment"]
-    assert yaml.safe_load(htmllib.unescape(config.group(1))) == described["config"]
+    # The effective config without its nulls; the submitted one above it, unfolded.
+    assert yaml.safe_load(htmllib.unescape(config.group(1))) == without_nulls(described["config"])
+    assert "null" not in config.group(1)
+    submitted = re.search(r'<pre class="config" data-config="submitted">(.*?)</pre>', html, re.S)
+    assert submitted and "<details" not in html.split('data-config="submitted"')[0][-200:]
     history = re.search(r'<tbody id="history">(.*?)</tbody>', html.replace("\n", ""))
     assert history and f"<td>{state_badge('ACTIVE')}</td>" in history.group(1)
     assert "<td>alice</td>" in history.group(1)
@@ -206,7 +213,9 @@ def test_chart_data_is_embedded_with_one_hparam_chart_per_hyperparameter(
     # Hidden until the script has drawn them (no empty boxes without JavaScript).
     assert '<section id="hparam-charts" aria-labelledby="hparam-charts-title" hidden>' in html
     scripts = re.findall(r'<script src="([^"]+)" defer>', html)
-    assert scripts == ["/static/hpcdet.js", "/static/chart.js", "/static/experiment.js"]
+    assert scripts == ["/static/hpcdet.js", "/static/health.js", "/static/chart.js",
+                       "/static/hparam_views.js", "/static/compare.js", "/static/experiment.js",
+                       "/static/tensorboard.js", "/static/records.js"]
 
 
 def test_an_experiment_before_its_first_trial(client: FlaskClient) -> None:
@@ -334,7 +343,8 @@ def test_metrics_of_all_trials_are_read_in_one_query(
     assert len(body["trials"]) == 3
     reading_metrics = [s for s in seen if re.search(r"\bFROM metrics\b", s)]
     assert len(reading_metrics) == 1, seen
-    assert len(seen) == 2, seen  # the experiment, then the metrics
+    # The experiment, then the metrics (and the master's health for the answer's header).
+    assert len([s for s in seen if "FROM cluster_snapshots" not in s]) == 2, seen
 
 
 def test_metrics_errors(app: Flask, client: FlaskClient) -> None:

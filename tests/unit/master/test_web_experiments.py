@@ -98,15 +98,16 @@ def test_a_row_shows_every_column(app: Flask, client: FlaskClient) -> None:
     html = page(client, "/")
     row = row_of(html, exp_id)
     assert (f'<td><a href="/experiments/{exp_id}">{exp_id}</a></td>'
-            f'<td><a href="/experiments/{exp_id}">mnist</a></td>') in row
-    assert '<span class="state state-PAUSED">PAUSED</span>' in row
+            f'<td class="name"><a href="/experiments/{exp_id}">mnist</a></td>') in row
+    assert '<span class="state state-PAUSED" title="PAUSED">Paused</span>' in row
     assert "<td>ann</td>" in row and 'data-state="PAUSED"' in row
     assert 'aria-valuenow="43"><span style="width: 43%"></span></span> 43%</td>' in row
     assert ">loss 0.25</td>" in row and "smaller is better" in row
     assert "<td>3</td>" in row  # trials, with or without a validation
     assert ('<a class="label-tag" href="/?label=cnn">cnn</a>'
             '<a class="label-tag" href="/?label=big">big</a>') in row
-    assert re.search(r"<td>20\d\d-\d\d-\d\d \d\d:\d\d:\d\d</td></tr>$", row)
+    assert re.search(r'<td><time datetime="20[^"]*Z" title="[^"]*">'
+                     r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC</time></td><td>—</td></tr>$", row)
     assert 'http-equiv="refresh"' not in html
     assert '<script src="/static/experiments.js" defer></script>' in html
 
@@ -123,7 +124,7 @@ def test_rows_are_newest_first_and_the_page_polls_the_same_rows(app: Flask,
 
 def test_an_empty_master_says_how_to_create_an_experiment(client: FlaskClient) -> None:
     html = page(client, "/")
-    assert '<tr><td colspan="9">No experiments yet: det experiment create CONFIG CONTEXT' in html
+    assert '<tr><td colspan="11">No experiments yet: det experiment create CONFIG CONTEXT' in html
     assert "<span data-range>No experiments.</span>" in html
     assert 'rel="next"' not in html and 'rel="prev"' not in html
 
@@ -174,7 +175,7 @@ def test_no_best_metric_is_null_and_an_empty_cell(app: Flask, client: FlaskClien
     exp_id = seed(app, **fields)
     assert api(client)["experiments"][0]["best_metric"] is None
     row = row_of(page(client, "/"), exp_id)
-    assert "data-best-trial" not in row and "</span> 0%</td><td></td>" in row
+    assert "data-best-trial" not in row and "</span> 0%</td><td>—</td>" in row
 
 
 def test_best_metric_ignores_other_metrics_and_non_numbers(app: Flask,
@@ -186,6 +187,26 @@ def test_best_metric_ignores_other_metrics_and_non_numbers(app: Flask,
                         for metrics in ({"loss": "0.1"}, {"loss": True}, {"acc": 0.01}))
     best = api(client)["experiments"][0]["best_metric"]
     assert best["value"] == 0.5 and api(client)["experiments"][0]["num_trials"] == 4
+
+
+@pytest.mark.parametrize("smaller", [True, False])
+def test_sorting_by_best_counts_only_numbers_of_the_searcher_metric(
+        app: Flask, client: FlaskClient, smaller: bool) -> None:
+    with session_scope(sessions(app)) as session:
+        worse = add(session, name="worse", smaller=smaller, values=[0.5 if smaller else 0.3])
+        # Non-numbers and other metrics that would win if they counted.
+        session.add_all(Trial(experiment_id=worse, state="RUNNING", hparams={}, seed=1,
+                              token="t", best_validation={"metrics": metrics})
+                        for metrics in ({"loss": "0.1" if smaller else "0.9"}, {"loss": True},
+                                        {"acc": 0.01 if smaller else 0.99}))
+        better = add(session, name="better", smaller=smaller,
+                     values=[0.3 if smaller else 0.5, None])
+        add(session, name="none", smaller=smaller, values=[None])
+    order = "asc" if smaller else "desc"
+    names = [e["name"] for e in api(client, f"?sort=best&order={order}")["experiments"]]
+    assert names == ["better", "worse", "none"]
+    assert [e["id"] for e in api(client, f"?sort=best&order={order}&limit=1")[
+        "experiments"]] == [better]
 
 
 # ---- filters ------------------------------------------------------------------------------
@@ -230,7 +251,7 @@ def test_filters_select_the_same_rows_on_the_page_and_in_the_api(
 def test_the_form_keeps_the_filters_and_the_poll_url_has_them(
         client: FlaskClient, varied: dict[str, int]) -> None:
     html = page(client, "/?state=completed&owner=ann&label=cnn&archived=true&per_page=20")
-    assert '<option value="COMPLETED" selected>COMPLETED</option>' in html
+    assert '<option value="COMPLETED" selected>Completed</option>' in html
     assert 'name="owner" value="ann"' in html and 'name="label" value="cnn"' in html
     assert 'name="archived" value="true" checked' in html
     assert '<option value="20" selected>20</option>' in html
@@ -248,7 +269,7 @@ def test_archived_are_hidden_unless_asked(client: FlaskClient, varied: dict[str,
 
 def test_no_match_says_so(client: FlaskClient, varied: dict[str, int]) -> None:
     html = page(client, "/?owner=nobody")
-    assert '<tr><td colspan="9">No experiments match these filters.</td></tr>' in html
+    assert '<tr><td colspan="11">No experiments match these filters.</td></tr>' in html
     assert 'data-empty="No experiments match these filters."' in html
 
 
@@ -259,7 +280,7 @@ def test_no_match_says_so(client: FlaskClient, varied: dict[str, int]) -> None:
     ("", range(120, 70, -1), "Showing 1–50 of 120", None, "/?page=2"),
     ("page=2", range(70, 20, -1), "Showing 51–100 of 120", "/", "/?page=3"),
     ("page=3", range(20, 0, -1), "Showing 101–120 of 120", "/?page=2", None),
-    ("page=9", range(0), "No experiments on this page; 120 in all.", "/?page=3", None),
+    ("page=9", range(0), "This page is past the end: 120 experiments in all.", "/?page=3", None),
     ("per_page=500", range(120, 0, -1), "Showing 1–120 of 120", None, None),
     ("per_page=7&page=2&owner=alice", range(113, 106, -1), "Showing 8–14 of 120",
      "/?owner=alice&amp;per_page=7", "/?owner=alice&amp;per_page=7&amp;page=3"),
@@ -303,8 +324,8 @@ def test_counts_in_the_range_have_thousands_separators(app: Flask,
 @pytest.mark.parametrize(("query", "message"), [
     ("state=nope", f"state: unknown experiment state &#39;nope&#39; (allowed: {ALLOWED})"),
     ("state=%3Cb%3E", f"state: unknown experiment state &#39;&lt;b&gt;&#39; (allowed: {ALLOWED})"),
-    ("page=0", "page: must be a whole number, 1 or more (got &#39;0&#39;)"),
-    ("page=two", "page: must be a whole number, 1 or more (got &#39;two&#39;)"),
+    ("page=0", "page: must be a whole number from 1 to 1000000 (got &#39;0&#39;)"),
+    ("page=two", "page: must be a whole number from 1 to 1000000 (got &#39;two&#39;)"),
     ("per_page=10000", "per_page: must be a whole number from 1 to 500 (got &#39;10000&#39;)"),
     ("per_page=0", "per_page: must be a whole number from 1 to 500 (got &#39;0&#39;)"),
 ])

@@ -63,8 +63,8 @@ def log_lines(html: str) -> list[str]:
     """The text of each log line in ``pre#logs``, prefix included, unescaped."""
     match = re.search(r'<pre class="logs" id="logs"[^>]*>(.*?)</pre>', html, re.S)
     assert match
-    spans = re.findall(r'<span class="line[^"]*"[^>]*><span class="rank">(.*?)</span> (.*?)\n'
-                       r"</span>", match.group(1), re.S)
+    spans = re.findall(r'<span class="line[^"]*"[^>]*><time class="at" [^>]*>[^<]*</time> '
+                       r'<span class="rank">(.*?)</span> (.*?)\n</span>', match.group(1), re.S)
     return [html_lib.unescape(f"{prefix} {text}") for prefix, text in spans]
 
 
@@ -120,7 +120,8 @@ def test_facts_show_the_trial_its_experiment_and_its_validations(client: FlaskCl
     facts = re.search(r'<dl class="facts" id="facts">(.*?)</dl>', html, re.S)
     assert facts
     text = facts.group(1)
-    assert '<span class="state state-RUNNING" data-trial-state>RUNNING</span>' in text
+    assert ('<span class="state state-RUNNING" title="RUNNING" data-trial-state>'
+            'Running</span>') in text
     assert 'href="/experiments/' in text and ESCAPED in text and NASTY not in html
     assert '<dd data-fact="hparams">layers=[64, 32], lr=0.1</dd>' in text
     assert '<dd data-fact="seed">4242</dd>' in text
@@ -149,14 +150,28 @@ def test_jobs_table_lists_every_slurm_job_with_run_state_nodes_exit_and_requeues
 def test_checkpoints_and_state_history_tables(client: FlaskClient, trial_id: int) -> None:
     html = page(client, f"/trials/{trial_id}")
     checkpoints = body_rows(html, "checkpoints")
+    # Deleted: greyed, no marks, no download; the active one is the best and the latest.
+    at = ('<td><time datetime="2026-03-04T05:06:07Z" title="2026-03-04T05:06:07Z">'
+          "2026-03-04 05:06:07 UTC</time></td>")
     assert checkpoints == [
-        "<td>ck-10</td><td>10</td><td>DELETED</td><td></td><td>2026-03-04 05:06:07</td>",
-        "<td>ck-20</td><td>20</td><td>ACTIVE</td><td>validation_loss 0.75, accuracy 0.55</td>"
-        "<td>2026-03-04 05:06:07</td>"]
+        '<td><code class="uuid">ck-10</code></td><td>10</td>'
+        '<td><span class="state state-DELETED" title="DELETED">Deleted</span></td>'
+        "<td>—</td><td>—</td>"
+        '<td><span class="live">files deleted</span></td>' + at + '<td>—</td>',
+        '<td><code class="uuid">ck-20</code> <span class="label-tag mark-best" '
+        'data-mark="best">best</span> <span class="label-tag mark-latest" '
+        'data-mark="latest">latest</span></td><td>20</td>'
+        '<td><span class="state state-ACTIVE" title="ACTIVE">Active</span></td>'
+        "<td>validation_loss 0.75, accuracy 0.55</td><td>—</td>"
+        '<td><a href="/checkpoints/ck-20/download" download="ck-20.tar" data-download>'
+        "Download .tar</a></td>" + at + "<td>—</td>"]
+    assert '<tr data-checkpoint="ck-10" data-checkpoint-state="DELETED" class="ckpt ' \
+        'ckpt-deleted">' in html
     history = body_rows(html, "history")
     assert len(history) == 2
-    assert history[0].startswith('<td></td><td><span class="state state-QUEUED">QUEUED</span>')
-    assert '<span class="state state-RUNNING">RUNNING</span>' in history[1]
+    assert history[0].startswith(
+        '<td></td><td><span class="state state-QUEUED" title="QUEUED">Queued</span>')
+    assert '<span class="state state-RUNNING" title="RUNNING">Running</span>' in history[1]
     assert f"<td>job 102 started {ESCAPED}</td><td>system</td>" in history[1]
 
 
@@ -168,7 +183,7 @@ def test_metric_selects_list_each_groups_names_with_the_right_default(
     assert options(html, "validation-metric") == [("accuracy", False),
                                                   ("validation_loss", True)]
     assert '<div id="training-chart" data-group="training">' in html
-    assert "2 training reports; the latest, at step 20:" in html
+    assert "The latest training report, at step 20:\nloss 0.7, accuracy 0.6." in html
 
 
 def test_training_default_is_the_first_name_without_loss(app: Flask,
@@ -188,17 +203,22 @@ def test_embedded_data_is_what_the_api_answers(client: FlaskClient, trial_id: in
     """trial.js compares later answers with these to see whether anything changed."""
     data = script_data(page(client, f"/trials/{trial_id}"))
     assert data["answer"] == client.get(f"/api/v1/trials/{trial_id}").get_json()
-    for group in ("training", "validation"):
-        api = client.get(f"/api/v1/trials/{trial_id}/metrics?group={group}").get_json()
-        assert data["metrics"][group] == api["metrics"]
-    assert [(e["steps_completed"], e["metrics"]) for e in data["metrics"]["training"]] == [
-        (10, {"accuracy": 0.5, "loss": 0.9}), (20, {"accuracy": 0.6, "loss": 0.7})]
+    # The charts start from the downsampled series of each chart's default metric.
+    for group, name in (("training", "loss"), ("validation", "validation_loss")):
+        api = client.get(f"/api/v1/trials/{trial_id}/metrics/series?group={group}"
+                         f"&name={name}&max_points=500").get_json()
+        assert data["series"][group] == api
+    assert [(p["batches"], p["value"]) for p in data["series"]["training"]["series"][0][
+        "points"]] == [(10, 0.9), (20, 0.7)]
     assert data["searcher_metric"] == "validation_loss"
     assert data["urls"] == {"trial": f"/api/v1/trials/{trial_id}",
                             "metrics": f"/api/v1/trials/{trial_id}/metrics",
-                            "logs": f"/api/v1/trials/{trial_id}/logs"}
+                            "series": f"/api/v1/trials/{trial_id}/metrics/series",
+                            "logs": f"/api/v1/trials/{trial_id}/logs",
+                            "logs_text": f"/trials/{trial_id}/logs.txt",
+                            "checkpoint_download": "/checkpoints/UUID/download"}
     assert data["facts_seconds"] == 5 and data["log_seconds"] == 2
-    assert data["log_filter"] == {"rank": None, "stream": None}
+    assert data["log_filter"] == {"rank": None, "stream": None, "q": ""}
     last = client.get(f"/api/v1/trials/{trial_id}/logs?tail=1").get_json()["last_id"]
     assert data["last_log_id"] == last
 
@@ -228,7 +248,7 @@ def test_rank_and_stream_filters(client: FlaskClient, trial_id: int) -> None:
     assert log_lines(rank_one) == ["[rank 1 node4 stderr] rank one warns",
                                    f"[rank 1 node4 stdout] {NASTY}"]
     assert options(rank_one, "log-rank") == [("", False), ("0", False), ("1", True)]
-    assert script_data(rank_one)["log_filter"] == {"rank": 1, "stream": None}
+    assert script_data(rank_one)["log_filter"] == {"rank": 1, "stream": None, "q": ""}
     stderr = page(client, f"/trials/{trial_id}?stream=stderr&rank=")
     assert log_lines(stderr) == ["[rank 1 node4 stderr] rank one warns"]
     assert "The last 1 line on stderr." in stderr
@@ -241,7 +261,7 @@ def test_a_filter_beyond_the_slots_is_offered_and_junk_filters_mean_all(
     assert "No log lines yet." in beyond and script_data(beyond)["last_log_id"] == 0
     junk = page(client, f"/trials/{trial_id}?rank=%C2%B2&stream=%3Cb%3E")
     assert len(log_lines(junk)) == 200
-    assert script_data(junk)["log_filter"] == {"rank": None, "stream": None}
+    assert script_data(junk)["log_filter"] == {"rank": None, "stream": None, "q": ""}
 
 
 def test_a_queued_trial_says_why_it_waits_in_words(app: Flask, client: FlaskClient) -> None:

@@ -1,0 +1,57 @@
+"""Allocation mode's batch job in scheduler-neutral terms (docs/allocation-mode.md).
+
+An allocation is one batch job that holds ``slots`` ranks for ``time_limit`` and runs an
+agent (:mod:`hpcdet.launch.allocation_agent`) in its batch step; the agent starts the
+experiment's trials as steps inside it. Rendering is pure, like :meth:`Backend.render`;
+the master submits the result with the backend's own ``submit``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hpcdet.dispatcher.base import UnsupportedError
+
+if TYPE_CHECKING:
+    from hpcdet.dispatcher.base import Backend, Submission
+
+# Backends that can run trials as steps inside one job, and the module rendering theirs.
+_RENDERERS: Mapping[str, str] = {"slurm": "hpcdet.dispatcher.slurm.allocation"}
+
+
+@dataclass(frozen=True)
+class AllocationSpec:
+    """Everything needed to render one allocation job; values are checked at render time."""
+
+    name: str
+    job_dir: str
+    slots: int
+    time_limit: str
+    # The agent's argv, run in the batch step.
+    command: tuple[str, ...]
+    cpus_per_slot: int = 1
+    gpus_per_slot: int = 0
+    gpu_type: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    wckey: str | None = None
+    comment: str | None = None
+    nice: int | None = None
+    exclude: str | None = None
+    sbatch_args: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    script_name: str = "allocation.sh"
+
+
+def render_allocation(backend: Backend, spec: AllocationSpec) -> Submission:
+    """The allocation job of ``spec`` for ``backend``'s scheduler; no side effects."""
+    module_name = _RENDERERS.get(backend.name)
+    if module_name is None:
+        raise UnsupportedError(f"the {backend.name} backend cannot run allocation mode")
+    module = importlib.import_module(module_name)
+    submission: Submission = module.render_allocation(backend, spec)
+    return submission

@@ -1,0 +1,143 @@
+"""Registering a proxied service: ``$DET_TASK_DIR/service.json`` into the task's row.
+
+Run by the reconciler after each poll: one file read per RUNNING proxied task that has no
+address yet (never per request), through the backend's transport like every job file. The
+host the job names must be one of the job's nodes (their names, or the host names and
+addresses the scheduler gives them): a job cannot point the master's proxy elsewhere. A
+task that leaves RUNNING (ended, killed, requeued) loses its address in the same step,
+and a task that ended, the API token its kernel was given (``det notebook`` on a munge
+master).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from hpcdet.dispatcher import Backend
+from hpcdet.errors import HpcdetError
+from hpcdet.hostlist import expand_nodelist
+from hpcdet.master.db import session_scope
+from hpcdet.master.models import CommandTask
+from hpcdet.master.scheduling.task_tokens import revoke_ended_task_tokens
+from hpcdet.states import State
+
+log = logging.getLogger("hpcdet.proxy")
+
+SERVICE_FILE = "service.json"
+MAX_SERVICE_FILE = 4096
+
+
+@dataclass(frozen=True)
+class ServiceAddress:
+    """Where a job's service listens."""
+
+    host: str
+    port: int
+
+
+class BadServiceFile(ValueError):
+    """service.json is not ``{"host": str, "port": int}``."""
+
+
+def parse_service_file(data: bytes) -> ServiceAddress:
+    """The address in service.json; :class:`BadServiceFile` naming what is wrong."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadServiceFile(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise BadServiceFile("not a JSON object")
+    host, port = doc.get("host"), doc.get("port")
+    if not isinstance(host, str) or not host or len(host) > 253 or not host.isprintable() \
+            or any(c in host for c in "/@?#[] "):
+        raise BadServiceFile(f"host: must be a host name, got {host!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise BadServiceFile(f"port: must be a port number, got {port!r}")
+    return ServiceAddress(host, port)
+
+
+def host_allowed(host: str, node_hosts: dict[str, tuple[str, ...]]) -> bool:
+    """Whether ``host`` is one of the nodes' names, host names or addresses (a fully
+    qualified name matches its short form)."""
+    names = {name.lower() for names in node_hosts.values() for name in names}
+    wanted = host.lower()
+    return wanted in names or wanted.split(".")[0] in names
+
+
+def job_nodes(nodes: str | None) -> list[str]:
+    """The job's node names from the poll's node list ([] if it has none or is unreadable)."""
+    if not nodes:
+        return []
+    try:
+        return expand_nodelist(nodes)
+    except ValueError:
+        return [nodes]
+
+
+def register_services(sessions: sessionmaker[Session], backend: Backend) -> int:
+    """Store the address of every running proxied task whose job has written its
+    service.json; clear the address of tasks no longer running. Returns how many
+    were registered."""
+    with session_scope(sessions) as session:
+        session.execute(update(CommandTask).where(
+            CommandTask.state != State.RUNNING.value, CommandTask.service_host.is_not(None))
+            .values(service_host=None, service_port=None))
+        revoke_ended_task_tokens(session)
+        waiting = session.scalars(select(CommandTask).where(
+            CommandTask.state == State.RUNNING.value, CommandTask.service_token.is_not(None),
+            CommandTask.service_host.is_(None))).all()
+        registered = 0
+        for task in waiting:
+            address = _read_address(backend, task)
+            if address is not None:
+                task.service_host, task.service_port = address.host, address.port
+                log.info("task %s serves on %s:%s", task.id, address.host, address.port)
+                registered += 1
+        return registered
+
+
+
+
+# Tasks whose service.json was already warned about: the file is read again every cycle
+# until it is good, but the reconciler's log says so once per task.
+_warned: set[int] = set()
+
+
+def _warn_once(task_id: int, message: str, *args: object) -> None:
+    if task_id not in _warned:
+        _warned.add(task_id)
+        log.warning(message + " (said once; read again every cycle)", *args)
+
+
+def _read_address(backend: Backend, task: CommandTask) -> ServiceAddress | None:
+    path = posixpath.join(task.job_dir, SERVICE_FILE)
+    try:
+        if not backend.transport.file_size(path):
+            return None  # the service is not up yet
+        address = parse_service_file(backend.transport.read_file(path, 0, MAX_SERVICE_FILE))
+        nodes = job_nodes(task.nodes)
+        known: dict[str, tuple[str, ...]] = {node: (node,) for node in nodes}
+        if not host_allowed(address.host, known):
+            known = backend.node_hosts(nodes)
+    except BadServiceFile as exc:
+        _warn_once(task.id, "task %s: %s is unusable: %s", task.id, path, exc)
+        return None
+    except (OSError, HpcdetError) as exc:
+        _warn_once(task.id, "task %s: could not read %s: %s", task.id, path, exc)
+        return None
+    if not host_allowed(address.host, known):
+        _warn_once(task.id, "task %s: %s names host %r, which is none of its job's nodes (%s)",
+                   task.id, path, address.host, ", ".join(_names(known)) or "none known")
+        return None
+    return address
+
+
+def _names(known: dict[str, tuple[str, ...]]) -> Sequence[str]:
+    return sorted({name for names in known.values() for name in names})

@@ -1,0 +1,120 @@
+"""Job arrays in the job queue (docs/job-arrays.md): whose array tasks are, and one row per array.
+
+Slurm lists an array's running tasks one by one (``12_3``) and its pending tasks as one
+entry (``12_[4-9%2]``). Every entry of an hpcdet array carries the array's tag
+(``hpcdet:<cluster>:experiment-<id>:array``); it is the experiment's when job rows of that
+experiment's trials hold task ids of that array, and a task's trial is the one whose job
+row holds its id.
+
+:func:`group_arrays` folds the rows of one array into one row with counts per state
+(``det job list``, /queue); ``?expand`` (``det job list --expand``) keeps a row per entry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from hpcdet.dispatcher.queue import QueueEntry
+from hpcdet.dispatcher.tags import parse_tag
+from hpcdet.master.models import Job, Trial
+
+_TASK = re.compile(r"^(?P<array>\d+)_(?P<index>\d+)$")
+_PENDING_TASKS = re.compile(r"^(?P<array>\d+)_\[(?P<ranges>[\d,\-]+)(?:%\d+)?\]$")
+
+
+def array_of(job_id: str) -> tuple[str, int] | None:
+    """``(array id, tasks in this entry)`` of an array entry (``12_3``, ``12_[4-9%2]``);
+    None for a job that is not part of an array."""
+    task = _TASK.match(job_id)
+    if task:
+        return task["array"], 1
+    pending = _PENDING_TASKS.match(job_id)
+    if not pending:
+        return None
+    count = 0
+    for part in pending["ranges"].split(","):
+        low, _, high = part.partition("-")
+        if low.isdigit() and (not high or high.isdigit()):
+            count += int(high) - int(low) + 1 if high else 1
+    return pending["array"], count
+
+
+def pending_task_ids(job_id: str) -> list[str]:
+    """The task ids an entry of pending tasks stands for: ``12_[4-6]`` is 12_4, 12_5, 12_6
+    (each can be updated on its own: Slurm splits it off its array)."""
+    pending = _PENDING_TASKS.match(job_id)
+    if not pending:
+        return []
+    ids = []
+    for part in pending["ranges"].split(","):
+        low, _, high = part.partition("-")
+        if low.isdigit() and (not high or high.isdigit()):
+            ids += [f"{pending['array']}_{i}" for i in range(int(low), int(high or low) + 1)]
+    return ids
+
+
+def array_trials(session: Session, cluster: str,
+                 entries: Sequence[QueueEntry]) -> dict[str, tuple[int, int | None]]:
+    """``{entry job id: (experiment id, trial id or None)}`` for the entries of hpcdet
+    arrays of this cluster whose tasks the database confirms (one query)."""
+    tagged: dict[str, tuple[str, int]] = {}
+    for entry in entries:
+        tag = parse_tag(entry.comment)
+        parts = array_of(entry.job_id)
+        if tag is None or tag.cluster != cluster or tag.experiment_id is None or parts is None:
+            continue
+        tagged[entry.job_id] = (parts[0], tag.experiment_id)
+    if not tagged:
+        return {}
+    array_ids = {array_id for array_id, _ in tagged.values()}
+    rows = session.execute(select(Job.job_id, Job.trial_id, Trial.experiment_id)
+                           .join(Trial, Trial.id == Job.trial_id)
+                           .where(or_(*(Job.job_id.like(f"{a}\\_%", escape="\\")
+                                        for a in array_ids)))).all()
+    trial_of = {str(job_id): (trial_id, exp_id) for job_id, trial_id, exp_id in rows}
+    experiment_of = {str(job_id).partition("_")[0]: exp_id for job_id, _, exp_id in rows}
+    owned: dict[str, tuple[int, int | None]] = {}
+    for job_id, (array_id, exp_id) in tagged.items():
+        if experiment_of.get(array_id) != exp_id:
+            continue  # another master's array, or a copied tag
+        trial = trial_of.get(job_id)
+        owned[job_id] = (exp_id, trial[0] if trial and trial[1] == exp_id else None)
+    return owned
+
+
+def group_arrays(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per array where ``rows`` hold several of its entries, at its first row's
+    place: ``job_id`` the array's id, ``array_tasks`` {state: count}, slots summed."""
+    out: list[dict[str, Any]] = []
+    by_array: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        array_id = row.get("array_id")
+        if array_id is None:
+            out.append(dict(row))
+            continue
+        group = by_array.get(array_id)
+        if group is None:
+            group = by_array[array_id] = {**row, "job_id": array_id, "trial_id": None,
+                                          "array_tasks": {}, "slots_acquired": 0,
+                                          "slots_needed": 0, "nodes": [], "reason": None}
+            out.append(group)
+        _add(group, row)
+    return out
+
+
+def _add(group: dict[str, Any], row: Mapping[str, Any]) -> None:
+    tasks = int(row.get("array_task_count") or 1)
+    counts: dict[str, int] = group["array_tasks"]
+    state = str(row.get("slurm_state") or "")
+    counts[state] = counts.get(state, 0) + tasks
+    group["slots_needed"] += int(row.get("slots_needed") or 0) * tasks
+    group["slots_acquired"] += int(row.get("slots_acquired") or 0)
+    group["nodes"] = sorted({*group["nodes"], *(row.get("nodes") or [])})
+    if row.get("state") == "SCHEDULED":
+        group["state"] = "SCHEDULED"  # an array holds resources while one task runs
+    group["reason"] = group["reason"] or row.get("reason")

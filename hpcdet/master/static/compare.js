@@ -1,0 +1,135 @@
+// The experiment page's trial comparison: pick trials (a checkbox each; the three best are
+// picked at first), a group and a metric; their curves are drawn on one chart, a series per
+// trial with a legend, from GET /api/v1/experiments/<id>/metrics?trial_id=...&max_points=N
+// (downsampled per trial). The metric menu lists the picked trials' metrics (counters left
+// out) from GET /api/v1/trials/<id>/metrics/series?group=G (names only).
+// experiment.js calls window.hpcdetCompare.render(data, helpers) on every refresh.
+(function () {
+  "use strict";
+
+  var h = window.hpcdet;
+  var MAX_PICKED = 10;
+  var MAX_POINTS = 400;
+  var state = { picked: null, names: {}, drawnKey: "", data: null, helpers: null, wired: false };
+
+  function el(id) { return document.getElementById(id); }
+
+  function defaultPicks(data, helpers) {
+    var smaller = data.searcher_metric.smaller_is_better !== false;
+    var scored = data.trials.filter(function (t) { return helpers.bestValue(t) !== null; });
+    scored.sort(function (a, b) {
+      var d = helpers.bestValue(a) - helpers.bestValue(b);
+      return smaller ? d : -d;
+    });
+    return scored.slice(0, 3).map(function (t) { return t.id; });
+  }
+
+  function renderPicker(data) {
+    var list = el("compare-trials");
+    var have = Array.prototype.map.call(list.querySelectorAll("input"), function (i) { return i.value; });
+    var ids = data.trials.map(function (t) { return String(t.id); });
+    if (have.join(",") === ids.join(",")) { return; }
+    list.replaceChildren.apply(list, data.trials.map(function (t) {
+      var box = h.el("input", { type: "checkbox", value: String(t.id), checked: state.picked.indexOf(t.id) >= 0,
+                                "data-compare-trial": t.id });
+      box.addEventListener("change", function () { togglePick(t.id, box); });
+      return h.el("label", {}, [box, " trial " + t.id]);
+    }));
+  }
+
+  function togglePick(id, box) {
+    var at = state.picked.indexOf(id);
+    if (box.checked && at < 0) {
+      if (state.picked.length >= MAX_PICKED) {
+        box.checked = false;
+        h.setStatus("At most " + MAX_PICKED + " trials can be compared at once.");
+        return;
+      }
+      state.picked.push(id);
+    } else if (!box.checked && at >= 0) {
+      state.picked.splice(at, 1);
+    }
+    refresh(true);
+  }
+
+  // The union of the picked trials' metric names in the chosen group (fetched once a trial).
+  function loadNames(group) {
+    return Promise.all(state.picked.map(function (id) {
+      var key = group + ":" + id;
+      if (state.names[key]) { return Promise.resolve(state.names[key]); }
+      return h.getJSON("/api/v1/trials/" + id + "/metrics/series?group=" + group).then(function (answer) {
+        state.names[key] = answer.names || [];
+        return state.names[key];
+      });
+    })).then(function (lists) {
+      var seen = {};
+      lists.forEach(function (names) { names.forEach(function (n) { seen[n] = true; }); });
+      return Object.keys(seen).sort();
+    });
+  }
+
+  function fillMetrics(names, group) {
+    var select = el("compare-metric");
+    var current = select.value;
+    select.replaceChildren.apply(select, names.map(function (n) { return h.el("option", { value: n, text: n }); }));
+    var preferred = group === "validation" ? state.data.searcher_metric.name : "loss";
+    select.value = names.indexOf(current) >= 0 ? current : (names.indexOf(preferred) >= 0 ? preferred : (names[0] || ""));
+  }
+
+  function refresh(force) {
+    var group = el("compare-group").value;
+    var chart = el("compare-chart");
+    if (state.picked.length === 0) {
+      window.hpcdetChart.draw(chart, { kind: "line", series: [], empty: "Pick trials above to compare them." });
+      return Promise.resolve();
+    }
+    return loadNames(group).then(function (names) {
+      fillMetrics(names, group);
+      var name = el("compare-metric").value;
+      if (!name) {
+        window.hpcdetChart.draw(chart, { kind: "line", series: [], empty: "The picked trials reported no " + group + " metrics yet." });
+        return null;
+      }
+      var url = "/api/v1/experiments/" + state.data.experiment.id + "/metrics?group=" + group +
+        "&name=" + encodeURIComponent(name) + "&max_points=" + MAX_POINTS +
+        state.picked.map(function (id) { return "&trial_id=" + id; }).join("");
+      return h.getJSON(url).then(function (answer) {
+        var key = url + JSON.stringify(answer);
+        if (!force && key === state.drawnKey) { return; }
+        state.drawnKey = key;
+        var byId = {};
+        (answer.trials || []).forEach(function (t) { byId[t.trial_id] = t; });
+        window.hpcdetChart.draw(chart, {
+          kind: "line", xFromZero: true, xLabel: "batches (steps completed)", yLabel: name,
+          empty: "The picked trials reported no " + name + " yet.",
+          series: state.picked.map(function (id) {
+            return { name: "trial " + id, colour: state.helpers.colourOf(id),
+                     marked: id === state.data.experiment.best_trial_id,
+                     points: ((byId[id] || {}).points || []).map(function (p) {
+                       return { x: p.steps_completed, y: p.value, label: "trial " + id };
+                     }) };
+          }) });
+      });
+    }).catch(function (error) { h.setStatus("Comparing the trials failed (" + error.message + ")."); });
+  }
+
+  function render(data, helpers) {
+    var section = el("compare");
+    if (!section) { return; }
+    state.data = data;
+    state.helpers = helpers;
+    section.hidden = data.trials.length < 2;
+    if (section.hidden) { return; }
+    if (state.picked === null) { state.picked = defaultPicks(data, helpers); }
+    renderPicker(data);
+    if (!state.wired) {
+      state.wired = true;
+      el("compare-group").addEventListener("change", function () { refresh(true); });
+      el("compare-metric").addEventListener("change", function () { refresh(true); });
+      el("compare-form").addEventListener("submit", function (event) { event.preventDefault(); });
+    }
+    refresh(false);
+  }
+
+  window.hpcdetCompare = { render: render };
+}());
