@@ -43,8 +43,10 @@ from hpcdet.harness.launchers.placement import (
     PORT_RANGE,
     Placement,
     deterministic_port,
+    first_free_port,
     first_var,
     int_var,
+    port_candidates,
 )
 from hpcdet.harness.launchers.slurm import parse_tasks_per_node, slurm_placement
 
@@ -94,8 +96,9 @@ class ClusterEnv:
     @classmethod
     def single_process(cls, job_id: str | None = None) -> ClusterEnv:
         """A world of one: rank 0 of 1 on this host."""
-        # No other rank needs to agree on the port, so the pid is as good a seed as any.
-        port = deterministic_port(job_id or str(os.getpid()))
+        # No other rank needs to agree on the port: the first free one drawn from the job
+        # (or the pid) will do.
+        port = first_free_port(port_candidates(job_id or str(os.getpid())))
         return cls(0, 1, 0, 1, 0, 1, job_id, None, LOCAL_ADDR, port)
 
     def torch_env(self) -> dict[str, str]:

@@ -13,7 +13,12 @@ import os
 import sys
 from typing import Any
 
-from hpcdet.harness.launchers.placement import LOCAL_ADDR, Placement, deterministic_port
+from hpcdet.harness.launchers.placement import (
+    LOCAL_ADDR,
+    Placement,
+    first_free_port,
+    port_candidates,
+)
 
 
 def mpi4py_available() -> bool:
@@ -39,7 +44,7 @@ def complete_from_mpi(placement: Placement) -> Placement:
     """``placement`` with rank, size, node layout and rendezvous taken from MPI_COMM_WORLD.
 
     Rank 0 chooses the rendezvous (loopback when all ranks share its node, else its host
-    name, and the port of the job's key or of its own pid) and broadcasts it.
+    name, and the first free port drawn from the job's key or its own pid) and broadcasts it.
     """
     from mpi4py import MPI
 
@@ -73,5 +78,7 @@ def _node_layout(mpi: Any, world: Any) -> tuple[int, int, int, int]:
 
 def _rank0_rendezvous(mpi: Any, placement: Placement, nodes: int) -> tuple[str, int]:
     addr = LOCAL_ADDR if nodes == 1 else str(mpi.Get_processor_name())
-    port = placement.master_port or deterministic_port(placement.port_key or str(os.getpid()))
+    port = placement.master_port or first_free_port(
+        port_candidates(placement.port_key or str(os.getpid()))
+    )
     return addr, port

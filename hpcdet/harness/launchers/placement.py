@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping
+import socket
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 # Below Linux's ephemeral range (32768-60999 by default), where any outgoing connection on
@@ -77,6 +78,43 @@ def deterministic_port(job_id: str) -> int:
     Array and heterogeneous job ids (``123_4``, ``123+1``) keep all their digits, so
     the members of an array get different ports; a PBS id ``12.server`` seeds with 12.
     """
+    return next(port_candidates(job_id))
+
+
+def port_candidates(job_id: str) -> Iterator[int]:
+    """The ports :func:`deterministic_port` draws from ``job_id``, first one first, endlessly.
+
+    A rank that can tell the others its choice (rank 0 under mpi4py) walks on past a port
+    something else on its node already holds.
+    """
     digits = re.sub(r"\D", "", job_id)
     seed = int(digits) if digits else sum(job_id.encode())
-    return random.Random(seed).randint(*PORT_RANGE)
+    draw = random.Random(seed)
+    while True:
+        yield draw.randint(*PORT_RANGE)
+
+
+def first_free_port(candidates: Iterator[int], tries: int = 32) -> int:
+    """The first of ``candidates`` this node can listen on (all addresses, as TCPStore does).
+
+    Another process may take the port between this probe and the store's own bind; the
+    probe removes the common case, a port held before the job started (a CI run's store
+    failed with EADDRINUSE that way). After ``tries`` taken ports, the last one is returned
+    and the store's bind reports the error.
+    """
+    port = next(candidates)
+    for _ in range(tries - 1):
+        if _can_listen(port):
+            return port
+        port = next(candidates)
+    return port
+
+
+def _can_listen(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("", port))
+        except OSError:
+            return False
+    return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import socket
 
 import pytest
 
@@ -13,6 +14,7 @@ from hpcdet.harness.cluster_env import (
     parse_tasks_per_node,
 )
 from hpcdet.harness.launchers import mpi_world
+from hpcdet.harness.launchers.placement import first_free_port, port_candidates
 
 # What srun set in each task of a 1-node x 2-task step (trimmed to the variables we read).
 ONE_NODE_TWO_TASKS = {
@@ -143,6 +145,27 @@ def test_port_is_deterministic_in_range_and_differs_between_jobs() -> None:
     assert len(ports) > 40  # distinct jobs almost always get distinct ports
     assert deterministic_port("123_4") == deterministic_port("123_4")
     assert deterministic_port("123_4") != deterministic_port("123_5")
+
+
+def test_a_port_already_held_on_the_node_is_passed_over() -> None:
+    first = deterministic_port("4242")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("", first))
+        holder.listen()
+        chosen = first_free_port(port_candidates("4242"))
+    draws = port_candidates("4242")
+    assert next(draws) == first
+    assert chosen != first and chosen == next(draws)  # the next of the same seeded draws
+    assert PORT_RANGE[0] <= chosen <= PORT_RANGE[1]
+    assert first_free_port(port_candidates("4242")) == first  # free again once released
+
+
+def test_a_world_of_one_does_not_take_a_held_port() -> None:
+    first = deterministic_port("77")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("", first))
+        holder.listen()
+        assert ClusterEnv.single_process("77").master_port != first
 
 
 def test_inconsistent_variables_are_reported() -> None:
