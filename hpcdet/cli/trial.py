@@ -160,7 +160,8 @@ def describe(state: CliState, trial_id: int, profile: bool, as_json: bool) -> No
     if as_json:
         print_json(answer)
         return
-    metrics = client.get(f"/trials/{trial_id}/metrics", params={"group": "validation"})
+    metrics = client.get(f"/trials/{trial_id}/metrics",
+                         params={"group": "validation", "latest": "1"})
     text = describe_text(answer, metrics.get("metrics") or [])
     if profile:
         from hpcdet.cli.trial_profile import profile_text

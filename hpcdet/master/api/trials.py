@@ -64,29 +64,41 @@ def trial_detail(trial: Trial) -> dict[str, Any]:
 @bp.get("/trials/<int:trial_id>/metrics")
 def read_metrics(trial_id: int) -> Any:
     """Reported metrics, one entry per (group, step); rows a later run rolled back are hidden.
-    ``since_steps=N``: only the steps after N (what a poller has not seen yet)."""
+    ``since_steps=N``: only the steps after N (what a poller has not seen yet);
+    ``latest=N`` (with ``group``): only the group's N most recent steps."""
     trial_for(trial_id)
     group = request.args.get("group")
     since = int_arg("since_steps", -1, hi=2**62) if "since_steps" in request.args else None
+    latest = int_arg("latest", 1, lo=1) if "latest" in request.args else None
+    if latest is not None and not group:
+        raise ApiError(400, "bad_request", "query parameter latest: needs group")
     return {"metrics": metric_reports(trial_id, [metric_group(group)] if group else None,
-                                      since)}
+                                      since, latest)}
 
 
 def metric_reports(trial_id: int, groups: Collection[str] | None = None,
-                   since_steps: int | None = None) -> list[dict[str, Any]]:
+                   since_steps: int | None = None,
+                   latest_steps: int | None = None) -> list[dict[str, Any]]:
     """The trial's reports, one entry per (group, step), in group then step order.
 
-    Only ``groups`` when given, only steps after ``since_steps`` when given; rows a later
-    run rolled back (``archived``) are hidden.
+    Only ``groups`` when given, only steps after ``since_steps`` when given, only the
+    ``latest_steps`` most recent steps (of all ``groups`` together) when given; rows a
+    later run rolled back (``archived``) are hidden.
     """
+    visible = [Metric.trial_id == trial_id, Metric.archived.is_(False)]
+    if groups is not None:
+        visible.append(Metric.group.in_(list(groups)))
+    if since_steps is not None:
+        visible.append(Metric.steps_completed > since_steps)
     # Columns, not ORM objects: a long trial's 20,000 validations took 2 s as objects.
     query = select(Metric.group, Metric.steps_completed, Metric.name, Metric.value,
-                   Metric.reported_at).where(Metric.trial_id == trial_id,
-                                             Metric.archived.is_(False))
-    if groups is not None:
-        query = query.where(Metric.group.in_(list(groups)))
-    if since_steps is not None:
-        query = query.where(Metric.steps_completed > since_steps)
+                   Metric.reported_at).where(*visible)
+    if latest_steps is not None:
+        # det trial describe wants the latest validation: a 2-million-step trial's full list
+        # of validations was a 2.9 MB answer (114 ms at 10^8 rows) to show one of them.
+        recent = (select(Metric.steps_completed).where(*visible).distinct()
+                  .order_by(Metric.steps_completed.desc()).limit(latest_steps))
+        query = query.where(Metric.steps_completed.in_(recent.scalar_subquery()))
     steps: dict[tuple[str, int], dict[str, Any]] = {}
     for group, step, name, value, reported_at in db().execute(
             query.order_by(Metric.group, Metric.steps_completed, Metric.id)):

@@ -148,6 +148,23 @@ def test_since_steps_answers_only_the_new_reports(tb_app: Flask, api: FlaskClien
     assert_error(api.get(f"{url}?since_steps=x", headers=ALICE), 400, "bad_request")
 
 
+def test_latest_answers_only_the_most_recent_steps(tb_app: Flask, api: FlaskClient) -> None:
+    _, trial_id = experiment_with_trial(tb_app, api)
+    for steps, loss in ((10, 0.9), (20, 0.7), (30, 0.5)):
+        report(api, trial_id, "validation", steps, validation_loss=loss, accuracy=1 - loss)
+    report(api, trial_id, "training", 40, loss=1.0)  # a later step of another group
+    url = f"/api/v1/trials/{trial_id}/metrics?group=validation"
+    [last] = api.get(f"{url}&latest=1", headers=ALICE).json["metrics"]
+    assert last["steps_completed"] == 30
+    assert last["metrics"] == {"validation_loss": 0.5, "accuracy": 0.5}  # every name of it
+    two = api.get(f"{url}&latest=2", headers=ALICE).json["metrics"]
+    assert [m["steps_completed"] for m in two] == [20, 30]
+    assert len(api.get(f"{url}&latest=9", headers=ALICE).json["metrics"]) == 3
+    for bad in (f"{url}&latest=0", f"{url}&latest=x",
+                f"/api/v1/trials/{trial_id}/metrics?latest=1"):
+        assert_error(api.get(bad, headers=ALICE), 400, "bad_request")
+
+
 @pytest.fixture
 def munge_app(settings: MasterSettings, fake: FakeSchedulerBackend) -> Iterator[Flask]:
     yield from make_app(replace(settings, auth_mode="munge"), fake)
