@@ -35,6 +35,7 @@ from hpcdet.dispatcher import Backend, UnsupportedError
 from hpcdet.dispatcher.queue import QueueEntry
 from hpcdet.dispatcher.tags import parse_tag
 from hpcdet.master import models
+from hpcdet.master.allocation_models import Allocation
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Job, Trial, as_utc
 from hpcdet.master.queue.array_rows import array_of, array_trials
@@ -103,7 +104,8 @@ def ownerships(session: Session, settings: MasterSettings,
                entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
     """``{slurm job id: Ownership}`` for every entry, with a few queries in all."""
     cluster = settings.resource_manager.cluster_name
-    trials = {**_trial_jobs(session, cluster, entries), **_array_jobs(session, cluster, entries)}
+    trials = {**_trial_jobs(session, cluster, entries), **_array_jobs(session, cluster, entries),
+              **_allocation_jobs(session, cluster, entries)}
     tasks = _task_rows(session, cluster, entries)
     return {entry.job_id: trials.get(entry.job_id) or tasks.get(entry.job_id) or Ownership()
             for entry in entries}
@@ -133,6 +135,22 @@ def _array_jobs(session: Session, cluster: str,
             for job_id, (exp_id, trial_id) in owned.items() if exp_id in experiments}
 
 
+def _allocation_jobs(session: Session, cluster: str,
+                     entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
+    """Allocation jobs (allocation mode) are their experiment's, like its trials' jobs."""
+    claimed = {entry.job_id: allocation for entry in entries
+               if (allocation := _tagged(entry, cluster, "allocation"))}
+    if not claimed:
+        return {}
+    rows = session.execute(select(Allocation.job_id, Allocation.id, Allocation.experiment_id)
+                           .where(Allocation.id.in_(set(claimed.values())))).all()
+    confirmed = {job_id: exp_id for job_id, allocation_id, exp_id in rows
+                 if job_id is not None and claimed.get(job_id) == allocation_id}
+    experiments = _experiments(session, set(confirmed.values()))
+    return {job_id: Ownership(EXPERIMENT, experiments[exp_id])
+            for job_id, exp_id in confirmed.items() if exp_id in experiments}
+
+
 def _experiments(session: Session, ids: set[int]) -> dict[int, Experiment]:
     if not ids:
         return {}
@@ -160,11 +178,12 @@ def _command_tasks(session: Session, ids: set[int]) -> dict[int, Any]:
 
 
 def _tagged(entry: QueueEntry, cluster: str, kind: str) -> int | None:
-    """The trial (or task) id in ``entry``'s hpcdet tag, when it names this cluster."""
+    """The trial, task or allocation id in ``entry``'s hpcdet tag, when it names this
+    cluster."""
     tag = parse_tag(entry.comment)
     if tag is None or tag.cluster != cluster:
         return None
-    return tag.trial_id if kind == "trial" else tag.task_id
+    return {"trial": tag.trial_id, "task": tag.task_id, "allocation": tag.allocation_id}[kind]
 
 
 # ---- what an experiment says ---------------------------------------------------------------

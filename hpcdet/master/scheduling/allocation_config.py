@@ -15,6 +15,7 @@ from typing import Any
 from hpcdet.dispatcher import Backend, Submission
 from hpcdet.dispatcher.allocation import AllocationSpec, render_allocation
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, TOKEN_FILE
+from hpcdet.dispatcher.tags import allocation_tag
 from hpcdet.errors import ConfigError
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.scheduling.job_dirs import trial_job_dir
@@ -88,7 +89,7 @@ def allocation_spec(settings: MasterSettings, backend: Backend, pool: Pool,
         command=tuple(command), cpus_per_slot=probe.cpus_per_rank,
         gpus_per_slot=1 if probe.gpus_per_node else 0, gpu_type=probe.gpu_type,
         partition=probe.partition, account=probe.account, qos=probe.qos, wckey=probe.wckey,
-        comment=f"hpcdet:{settings.resource_manager.cluster_name}:allocation-{allocation_id}",
+        comment=allocation_tag(settings.resource_manager.cluster_name, allocation_id),
         nice=probe.nice, exclude=probe.exclude, sbatch_args=probe.sbatch_args,
         environment={"PYTHONUNBUFFERED": "1"})
 

@@ -14,6 +14,8 @@ from queue_helpers import FakeJob, FakeSlurmQueue, add_experiment, trial_comment
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.tags import allocation_tag
+from hpcdet.master.allocation_models import Allocation
 from hpcdet.master.app import create_app
 from hpcdet.master.db import session_scope
 from hpcdet.master.queue.job_queue import job_list, read_queue_snapshot
@@ -439,3 +441,23 @@ def test_a_tasks_job_type_is_its_kind() -> None:
     assert job_type(task_of("command")) == "COMMAND" == job_type(task_of("batch"))
     assert job_type(Ownership(COMMAND, task_id=1)) == "COMMAND"  # no row (yet)
     assert job_type(Ownership(EXPERIMENT)) == "EXPERIMENT"
+
+
+def test_an_allocation_job_is_its_experiments(
+        queue_app: Flask, queue_client: FlaskClient, slurm_queue: FakeSlurmQueue) -> None:
+    with session_scope(sessions(queue_app)) as session:
+        exp = add_experiment(session, name="asha", owner="ann", jobs=[])
+        allocation = Allocation(experiment_id=exp.id, job_id="201", slots=4)
+        session.add(allocation)
+        session.flush()
+        exp_id, tag = exp.id, allocation_tag("unit", allocation.id)
+        other = allocation_tag("unit", allocation.id + 1)  # no such allocation
+    slurm_queue.add(FakeJob("201", 700, name="det-alloc", comment=tag, cpus=4),
+                    FakeJob("202", 600, name="det-alloc", comment=other),
+                    FakeJob("203", 500, name="det-alloc", comment=tag))  # a copied tag
+    snapshot_now(queue_app)
+    rows = {row["job_id"]: row for row in queue_client.get("/api/v1/jobs").get_json()["jobs"]}
+    assert rows["201"].items() >= {"type": "EXPERIMENT", "name": "asha", "user": "ann",
+                                   "experiment_id": exp_id, "external": False}.items()
+    for job_id in ("202", "203"):
+        assert rows[job_id]["type"] == "EXTERNAL" and rows[job_id]["external"]
