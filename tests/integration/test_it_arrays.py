@@ -23,7 +23,7 @@ TRAIN = """\
 import os, pathlib, time
 import hpcdet.core
 
-release = pathlib.Path(os.environ["DET_JOB_DIR"]).parent.parent / "release"
+release = pathlib.Path(os.environ["DET_JOB_DIR"]).parent / "release"  # exp-N/release
 with hpcdet.core.init() as core:
     print("trial", os.environ["DET_TRIAL_ID"], "task", os.environ.get("SLURM_ARRAY_TASK_ID"),
           flush=True)
