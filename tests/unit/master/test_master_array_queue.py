@@ -18,7 +18,7 @@ from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
 from hpcdet.master.db import session_scope
 from hpcdet.master.models import Job
-from hpcdet.master.queue.array_rows import array_of, group_arrays, pending_task_ids
+from hpcdet.master.queue.array_rows import group_arrays
 from hpcdet.master.queue.job_queue import read_queue_snapshot
 from hpcdet.master.queue.snapshots import QUEUE, store_snapshot
 from hpcdet.master.settings.core import MasterSettings
@@ -109,12 +109,13 @@ def test_one_pending_task_of_an_array_can_be_updated_alone(
     ("12", None), ("12+0", None)])
 def test_array_entries_are_read_from_slurms_ids(job_id: str,
                                                 expected: tuple[str, int] | None) -> None:
-    assert array_of(job_id) == expected
+    assert SlurmBackend.array_entry(job_id) == expected
 
 
 def test_pending_tasks_expand_to_their_ids() -> None:
-    assert pending_task_ids("12_[1,4-6%2]") == ["12_1", "12_4", "12_5", "12_6"]
-    assert pending_task_ids("12_3") == []
+    assert SlurmBackend.array_pending_task_ids("12_[1,4-6%2]") == ["12_1", "12_4", "12_5",
+                                                                    "12_6"]
+    assert SlurmBackend.array_pending_task_ids("12_3") == []
 
 
 def test_rows_outside_arrays_are_left_as_they_are() -> None:
