@@ -3,9 +3,10 @@
 * :func:`parse_queue`: ``qstat -t -f -F json`` (every user's unfinished jobs; without ``-x``
   finished ones stay out) as :class:`QueueEntry` rows. ``-t`` lists each subjob of a job
   array (``12[3].server``) beside the array itself (``12[].server``, state ``B`` once one
-  has begun): the subjobs are the rows, the array's own record is left out. A job's queue is its ``partition``;
-  hpcdet's tag is the job variable ``HPCDET_JOB_TAG`` in ``Variable_List``; ``Priority`` is
-  the job's ``-p`` and ``nice`` the nice that maps to it (:func:`render.nice_of`).
+  has begun): the subjobs are the rows, the array's own record is left out. A job's queue
+  is its ``partition``; hpcdet's tag is the job variable ``HPCDET_JOB_TAG`` in
+  ``Variable_List``; ``Priority`` is the job's ``-p`` and ``nice`` the nice that maps to it
+  (:func:`render.nice_of`).
 * :func:`queue_order`: running jobs first, then waiting ones by ``Priority`` (highest
   first), then ``qtime`` and id: the order PBS's default FIFO scheduler considers them in
   within a queue.
