@@ -200,7 +200,8 @@ class PbsBackend(Backend):
                 raise
 
     def find(self, names: Sequence[str]) -> dict[str, str]:
-        """One ``qstat -x -f -F json`` (every job, finished ones too) searched by name."""
+        """One ``qstat -x -f -F json`` (every job, finished ones too) searched by name; an
+        array's name answers the array's id (``123[].server``)."""
         wanted = set(dict.fromkeys(names))
         for name in wanted:
             check_safe(name, "job name")
@@ -211,6 +212,8 @@ class PbsBackend(Backend):
         found: dict[str, str] = {}
         for job_id, record in jobs.items():
             name = record.get("Job_Name")
+            if arrays.array_entry(job_id) is not None:
+                continue  # a subjob: its array (123[].server) is the one found by name
             if name in wanted and _number(job_id) > _number(found.get(name, "0")):
                 found[name] = job_id
         return found

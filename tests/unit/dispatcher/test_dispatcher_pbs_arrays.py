@@ -213,3 +213,12 @@ def test_a_subjobs_priority_change_is_refused_saying_why(recorded_slurm: Any) ->
     with pytest.raises(JobUpdateRefusedError, match="no single subjob") as refused:
         backend.update_job("1[3].vm", JobUpdate(nice=10))
     assert "Invalid request" in refused.value.reason
+
+
+def test_find_answers_an_arrays_name_with_the_arrays_id(recorded_slurm: Any) -> None:
+    """A master restarted between qsub and recording the ids finds the array by name."""
+    jobs = json.loads(data("array-queue.json"))
+    jobs["Jobs"] = dict(reversed(list(jobs["Jobs"].items())))  # subjobs before the array
+    runner = recorded_slurm({"qstat": json.dumps(jobs)})
+    assert PbsBackend(runner=runner).find(["det-array-x-1"]) == {"det-array-x-1": "1[].vm"}
+    assert runner.calls == [("qstat", "-x", "-f", "-F", "json")]
