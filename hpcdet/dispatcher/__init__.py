@@ -17,6 +17,7 @@ from hpcdet.dispatcher.base import (
     JobStatus,
     Submission,
     UnsupportedError,
+    backend_class,
     get_backend,
 )
 
@@ -32,5 +33,6 @@ __all__ = [
     "JobStatus",
     "Submission",
     "UnsupportedError",
+    "backend_class",
     "get_backend",
 ]

@@ -244,6 +244,32 @@ class Backend(abc.ABC):
         """Write the index file and the array's script, submit it; return the array's id."""
         raise UnsupportedError(f"the {self.name} backend submits no job arrays")
 
+    # The ids of array tasks are each scheduler's own (Slurm ``12_3``, PBS ``12[3].server``):
+    # these pure functions are the only place that knows them, so the master can name a
+    # task, and read the queue's array entries, with the backend's class alone.
+
+    @staticmethod
+    def array_task_id(array_id: str, index: int) -> str:
+        """The job id of task ``index`` of the array ``array_id`` (as submit_array returned)."""
+        raise UnsupportedError("this backend submits no job arrays")
+
+    @staticmethod
+    def array_entry(job_id: str) -> tuple[str, int] | None:
+        """``(array id, tasks it stands for)`` of a queue entry of an array (a task, or a
+        scheduler's entry of several pending tasks); None for a job of no array."""
+        return None
+
+    @staticmethod
+    def array_pending_task_ids(job_id: str) -> list[str]:
+        """The task ids a queue entry of several pending tasks stands for (each can be
+        updated on its own); empty for any other entry."""
+        return []
+
+    @staticmethod
+    def array_task_prefix(array_id: str) -> str:
+        """What the job id of every task of ``array_id``, and of no other job, starts with."""
+        raise UnsupportedError("this backend submits no job arrays")
+
     # ---- the queue and the pools (read on the master's timer, never per request) ----------
 
     def read_queue(self) -> list[QueueEntry]:
@@ -284,13 +310,17 @@ BACKEND_MODULES: Mapping[str, str] = {
 }
 
 
-def get_backend(name: str, **options: Any) -> Backend:
-    """Import the backend module for ``name`` lazily and construct its backend."""
+def backend_class(name: str) -> type[Backend]:
+    """Import the backend module for ``name`` lazily; its backend's class."""
     try:
         module_name = BACKEND_MODULES[name]
     except KeyError:
         known = ", ".join(sorted(BACKEND_MODULES))
         raise ValueError(f"unknown resource manager type {name!r} (known: {known})") from None
-    module = importlib.import_module(module_name)
-    backend: Backend = module.BACKEND(**options)
-    return backend
+    cls: type[Backend] = importlib.import_module(module_name).BACKEND
+    return cls
+
+
+def get_backend(name: str, **options: Any) -> Backend:
+    """Import the backend module for ``name`` lazily and construct its backend."""
+    return backend_class(name)(**options)

@@ -25,7 +25,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from hpcdet.dispatcher.arrays import write_index
 from hpcdet.dispatcher.base import (
+    ArrayLimits,
+    ArraySpec,
     Backend,
     JobRef,
     JobSpec,
@@ -35,9 +38,10 @@ from hpcdet.dispatcher.base import (
 )
 from hpcdet.dispatcher.commands import Runner, UnparseableOutputError
 from hpcdet.dispatcher.jobdir import tar_of
+from hpcdet.dispatcher.pbs import arrays
 from hpcdet.dispatcher.pbs import queue as pbs_queue
-from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args
-from hpcdet.dispatcher.pbs.render import priority, template_context, validate_spec
+from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args, render_qsub_args
+from hpcdet.dispatcher.pbs.render import directives, priority, template_context, validate_spec
 from hpcdet.dispatcher.pbs.status import DELIMITER, job_status, only_unknown_ids, parse_dsv
 from hpcdet.dispatcher.pools import PartitionInfo
 from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError, QueueEntry
@@ -95,6 +99,7 @@ class PbsBackend(Backend):
         self.bin_dir = bin_dir
         self.poll_by_id_max = poll_by_id_max
         self._templates = make_environment(template_dir)
+        self._array_limits: ArrayLimits | None = None  # read once (array_limits)
 
     def _cmd(self, name: str) -> str:
         return posixpath.join(self.bin_dir, name) if self.bin_dir else name
@@ -119,22 +124,65 @@ class PbsBackend(Backend):
                                   0o700)
         return parse_qsub_output(submission.argv, self.runner(submission.argv))
 
+    def array_limits(self) -> ArrayLimits:
+        """``max_array_size`` (and ``max_queued``): one ``qstat -B -f -F json``, then cached."""
+        if self._array_limits is None:
+            argv = (self._cmd("qstat"), "-B", "-f", "-F", "json")
+            server = pbs_queue.load_json(argv, self.runner(argv), "Server")
+            self._array_limits = arrays.parse_array_limits(server)
+        return self._array_limits
+
+    def render_array(self, spec: JobSpec, array: ArraySpec) -> Submission:
+        """The array's script: ``spec``'s ``#PBS`` lines (one of its trials'), ``array``'s
+        subjobs."""
+        validate_spec(spec)
+        user_args = parse_qsub_args(spec.sbatch_args, path="spec.sbatch_args")
+        template = self._templates.get_template(arrays.ARRAY_TEMPLATE_NAME)
+        return arrays.render_array(
+            spec, array, qsub=self._cmd("qsub"),
+            trial_lines=directives(spec, self.gpu_type_resource, self.ask_for_gpus),
+            user_directives=render_qsub_args(user_args), render=template.render)
+
+    def submit_array(self, submission: Submission, array: ArraySpec) -> str:
+        """Write the index file and the array's script, then one ``qsub``; the array's id
+        (``123[].server``). Not in run-as-owner mode (the master writes the files)."""
+        if self.runas is not None and submission.owner:
+            raise ValidationError("job arrays are not submitted in run-as-owner mode")
+        write_index(array, self.transport)
+        array_id = self.submit(submission)
+        arrays.task_id(array_id, 0)  # an array's id, or qsub did not make an array
+        return array_id
+
+    @staticmethod
+    def array_task_id(array_id: str, index: int) -> str:
+        return arrays.task_id(array_id, index)
+
+    @staticmethod
+    def array_entry(job_id: str) -> tuple[str, int] | None:
+        return arrays.array_entry(job_id)
+
+    @staticmethod
+    def array_task_prefix(array_id: str) -> str:
+        return arrays.task_prefix(array_id)
+
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
-        """ONE ``qstat -x -f -F dsv`` (naming the ids when there are few, else listing every
-        job: see :data:`POLL_BY_ID_MAX`), then exit files for jobs qstat does not know."""
+        """ONE ``qstat -x -t -f -F dsv`` (naming the ids when there are few, else listing
+        every job: see :data:`POLL_BY_ID_MAX`; ``-t``: array subjobs one by one), then exit
+        files for jobs qstat does not know."""
         if not jobs:
             return {}
         ids = list(dict.fromkeys(checked_id(job.job_id) for job in jobs))
         named = ids if len(ids) <= self.poll_by_id_max else []
-        argv = (self._cmd("qstat"), "-x", "-f", "-F", "dsv", "-D", DELIMITER, *named)
+        argv = (self._cmd("qstat"), "-x", "-t", "-f", "-F", "dsv", "-D", DELIMITER, *named)
         try:
             stdout = self.runner(argv)
         except SchedulerError as exc:
             if not only_unknown_ids(exc.stderr):
                 raise
             stdout = exc.stdout  # qstat exits 153 but still lists the jobs it knows
-        records = _by_number(parse_dsv(stdout))
-        return {job.job_id: _resolve(records.get(_number(job.job_id)), job, self.transport)
+        records = _by_key(parse_dsv(stdout))
+        return {job.job_id: _resolve(records.get(arrays.record_key(job.job_id)), job,
+                                     self.transport)
                 for job in jobs}
 
     def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
@@ -152,7 +200,8 @@ class PbsBackend(Backend):
                 raise
 
     def find(self, names: Sequence[str]) -> dict[str, str]:
-        """One ``qstat -x -f -F json`` (every job, finished ones too) searched by name."""
+        """One ``qstat -x -f -F json`` (every job, finished ones too) searched by name; an
+        array's name answers the array's id (``123[].server``)."""
         wanted = set(dict.fromkeys(names))
         for name in wanted:
             check_safe(name, "job name")
@@ -163,13 +212,16 @@ class PbsBackend(Backend):
         found: dict[str, str] = {}
         for job_id, record in jobs.items():
             name = record.get("Job_Name")
+            if arrays.array_entry(job_id) is not None:
+                continue  # a subjob: its array (123[].server) is the one found by name
             if name in wanted and _number(job_id) > _number(found.get(name, "0")):
                 found[name] = job_id
         return found
 
     def read_queue(self) -> list[QueueEntry]:
-        """Every user's unfinished jobs in PBS's order; one ``qstat -f -F json``."""
-        argv = (self._cmd("qstat"), "-f", "-F", "json")
+        """Every user's unfinished jobs in PBS's order; one ``qstat -t -f -F json`` (an
+        array's subjobs one by one, in place of the array)."""
+        argv = (self._cmd("qstat"), "-t", "-f", "-F", "json")
         return pbs_queue.parse_queue(pbs_queue.load_json(argv, self.runner(argv), "Jobs"))
 
     def read_pools(self) -> list[PartitionInfo]:
@@ -199,6 +251,10 @@ class PbsBackend(Backend):
                 self._update(job_id, owner, "partition", update.partition,
                              (self._cmd("qmove"), update.partition, job_id))
         except SchedulerError as exc:
+            if arrays.array_entry(job_id) is not None:  # say why PBS answers Invalid request
+                exc = SchedulerError(exc.argv, exc.returncode, exc.stdout,
+                                     f"{exc.stderr.strip()} (PBS changes no single subjob of "
+                                     "a job array: qalter and qmove refuse subjob ids)")
             raise JobUpdateRefusedError(exc) from exc
 
     def _update(self, job_id: str, owner: str | None, key: str, value: str,
@@ -253,8 +309,8 @@ def _number(job_id: str) -> int:
     return int(digits.group()) if digits else 0
 
 
-def _by_number(records: dict[str, dict[str, str]]) -> dict[int, dict[str, str]]:
-    return {_number(job_id): record for job_id, record in records.items()}
+def _by_key(records: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    return {arrays.record_key(job_id): record for job_id, record in records.items()}
 
 
 def _resolve(record: dict[str, str] | None, job: JobRef, files: Transport) -> JobStatus:

@@ -1,9 +1,12 @@
 """PBS's queue and pools as hpcdet shows them, and ``qmove``/``qalter -p`` of a queued job.
 
-* :func:`parse_queue`: ``qstat -f -F json`` (every user's unfinished jobs; without ``-x``
-  finished ones stay out) as :class:`QueueEntry` rows. A job's queue is its ``partition``;
-  hpcdet's tag is the job variable ``HPCDET_JOB_TAG`` in ``Variable_List``; ``Priority`` is
-  the job's ``-p`` and ``nice`` the nice that maps to it (:func:`render.nice_of`).
+* :func:`parse_queue`: ``qstat -t -f -F json`` (every user's unfinished jobs; without ``-x``
+  finished ones stay out) as :class:`QueueEntry` rows. ``-t`` lists each subjob of a job
+  array (``12[3].server``) beside the array itself (``12[].server``, state ``B`` once one
+  has begun): the subjobs are the rows, the array's own record is left out. A job's queue
+  is its ``partition``; hpcdet's tag is the job variable ``HPCDET_JOB_TAG`` in
+  ``Variable_List``; ``Priority`` is the job's ``-p`` and ``nice`` the nice that maps to it
+  (:func:`render.nice_of`).
 * :func:`queue_order`: running jobs first, then waiting ones by ``Priority`` (highest
   first), then ``qtime`` and id: the order PBS's default FIFO scheduler considers them in
   within a queue.
@@ -67,7 +70,7 @@ def load_json(argv: Sequence[str], stdout: str, key: str) -> dict[str, Any]:
 def parse_queue(jobs: Mapping[str, Mapping[str, Any]]) -> list[QueueEntry]:
     """The ``Jobs`` object of ``qstat -f -F json`` as entries, in :func:`queue_order`."""
     return queue_order([_entry(job_id, record) for job_id, record in jobs.items()
-                        if record.get("job_state") in STATES])
+                        if record.get("job_state") in STATES and "[]" not in job_id])
 
 
 def _entry(job_id: str, record: Mapping[str, Any]) -> QueueEntry:

@@ -13,6 +13,9 @@ Measured on OpenPBS 23.06.06 (``scripts/dev-pbs``; recordings in ``tests/data/pb
   the walltime was exceeded, ``256 + signal`` when PBS killed it (``271`` SIGTERM, ``265``
   SIGKILL after ``kill_delay``), none for a job deleted while queued.
 * ``run_count`` counts the executions started so far; ``qrerun`` puts a job back with it.
+* Array subjobs (``qstat -t``): ``123[4].server``, their own records. A subjob deleted while
+  queued reads ``X``, substate 70 and ``Exit_status`` 1 while its array runs (``F``, 91 and 0
+  once the array ended), and has no ``run_count``: it never started, so it was cancelled.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ def phase_of(record: Mapping[str, Any]) -> JobPhase:
         return JobPhase.TIMEOUT
     if "exceeded resource mem" in comment:
         return JobPhase.OUT_OF_MEMORY
-    if _int(record.get("substate")) == SUBSTATE_TERMINATED or exit_status is None:
+    never_ran = state == "X" and record.get("run_count") is None  # a subjob deleted queued
+    if _int(record.get("substate")) == SUBSTATE_TERMINATED or exit_status is None or never_ran:
         return JobPhase.CANCELLED  # qdel while running (91), or while queued (no status)
     return JobPhase.COMPLETED if exit_status == 0 else JobPhase.FAILED
 

@@ -18,22 +18,29 @@ import posixpath
 import re
 from collections.abc import Callable
 
+from hpcdet.dispatcher.arrays import (
+    ARRAY_SCRIPT,
+    INDEX_FILE,
+    check_array,
+    index_text,
+    write_index,
+)
 from hpcdet.dispatcher.base import ArrayLimits, ArraySpec, JobSpec, Submission
 from hpcdet.dispatcher.commands import Runner, UnparseableOutputError
 from hpcdet.dispatcher.render import DirectiveValue, render_directives
-from hpcdet.dispatcher.safety import check_safe
-from hpcdet.dispatcher.transport import Transport
-from hpcdet.errors import ValidationError
+
+__all__ = ["ARRAY_SCRIPT", "INDEX_FILE", "array_directives", "array_entry", "array_range",
+           "check_array", "index_text", "parse_array_limits", "pending_task_ids",
+           "read_array_limits", "render_array", "task_id", "write_index"]
 
 ARRAY_TEMPLATE_NAME = "slurm_array.sh.j2"
-ARRAY_SCRIPT = "array.sh"
-INDEX_FILE = "tasks"
 # Slurm's defaults, for a configuration line that is missing.
 DEFAULT_MAX_ARRAY_SIZE = 1001
 DEFAULT_MAX_JOB_COUNT = 10000
 _CONFIG_LINE = re.compile(r"^\s*(MaxArraySize|MaxJobCount)\s*=\s*(\d+)\s*$")
-# What the array's script accepts from the index file: an absolute path to a job-N.sh.
-_TASK_SCRIPT = re.compile(r"^/[^\n\r\x00]*/job-\d+\.sh$")
+# A task in squeue (12_3), and the entry of an array's pending tasks (12_[4-9%2]).
+_TASK = re.compile(r"^(?P<array>\d+)_(?P<index>\d+)$")
+_PENDING_TASKS = re.compile(r"^(?P<array>\d+)_\[(?P<ranges>[\d,\-]+)(?:%\d+)?\]$")
 
 
 def parse_array_limits(stdout: str) -> ArrayLimits:
@@ -55,25 +62,6 @@ def parse_array_limits(stdout: str) -> ArrayLimits:
 def read_array_limits(runner: Runner, scontrol: str = "scontrol") -> ArrayLimits:
     """One ``scontrol show config``."""
     return parse_array_limits(runner((scontrol, "show", "config")))
-
-
-def check_array(array: ArraySpec) -> None:
-    """Refuse an array whose name, directory or task scripts cannot be written safely."""
-    check_safe(array.name, "array name")
-    check_safe(array.array_dir, "array directory")
-    if not array.name:
-        raise ValidationError("an array needs a name")
-    if not posixpath.isabs(array.array_dir) or "\\" in array.array_dir:
-        raise ValidationError(f"array directory must be an absolute path without a "
-                              f"backslash: {array.array_dir!r}")
-    if not array.scripts:
-        raise ValidationError(f"array {array.name} has no tasks")
-    for index, script in enumerate(array.scripts):
-        if not _TASK_SCRIPT.match(check_safe(script, f"array task {index}")):
-            raise ValidationError(f"array task {index}: {script!r} is not an absolute path "
-                                  "to a trial's job-N.sh")
-    if array.throttle is not None and array.throttle < 1:
-        raise ValidationError(f"array throttle must be at least 1, not {array.throttle}")
 
 
 def array_range(size: int, throttle: int | None) -> str:
@@ -105,13 +93,37 @@ def render_array(spec: JobSpec, array: ArraySpec, *, sbatch: str,
     return Submission(script, path, (sbatch, "--parsable", path), owner=spec.owner)
 
 
-def index_text(array: ArraySpec) -> bytes:
-    """The index file: task ``i``'s script on line ``i + 1``."""
-    check_array(array)
-    return "".join(f"{script}\n" for script in array.scripts).encode("utf-8")
+def task_id(array_id: str, index: int) -> str:
+    """Slurm's id of one task: ``<array id>_<index>``."""
+    return f"{array_id}_{index}"
 
 
-def write_index(array: ArraySpec, files: Transport) -> None:
-    """Create the array's directory and write its index file (atomically, 0600)."""
-    files.make_dirs(array.array_dir, 0o700)
-    files.write_file(posixpath.join(array.array_dir, INDEX_FILE), index_text(array), 0o600)
+def array_entry(job_id: str) -> tuple[str, int] | None:
+    """``(array id, tasks in this entry)`` of an array entry (``12_3``, ``12_[4-9%2]``);
+    None for a job that is not part of an array."""
+    task = _TASK.match(job_id)
+    if task:
+        return task["array"], 1
+    pending = _PENDING_TASKS.match(job_id)
+    if not pending:
+        return None
+    return pending["array"], len(_indices(pending["ranges"]))
+
+
+def pending_task_ids(job_id: str) -> list[str]:
+    """The task ids an entry of pending tasks stands for: ``12_[4-6]`` is 12_4, 12_5, 12_6
+    (each can be updated on its own: Slurm splits it off its array)."""
+    pending = _PENDING_TASKS.match(job_id)
+    if not pending:
+        return []
+    return [task_id(pending["array"], index) for index in _indices(pending["ranges"])]
+
+
+def _indices(ranges: str) -> list[int]:
+    """``1,4-6`` as 1, 4, 5, 6."""
+    indices: list[int] = []
+    for part in ranges.split(","):
+        low, _, high = part.partition("-")
+        if low.isdigit() and (not high or high.isdigit()):
+            indices += range(int(low), int(high or low) + 1)
+    return indices

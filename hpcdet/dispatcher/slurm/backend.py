@@ -175,6 +175,22 @@ class SlurmBackend(SlurmClusterMixin, Backend):
         arrays.write_index(array, self.transport)
         return self.submit(submission)
 
+    @staticmethod
+    def array_task_id(array_id: str, index: int) -> str:
+        return arrays.task_id(array_id, index)
+
+    @staticmethod
+    def array_entry(job_id: str) -> tuple[str, int] | None:
+        return arrays.array_entry(job_id)
+
+    @staticmethod
+    def array_pending_task_ids(job_id: str) -> list[str]:
+        return arrays.pending_task_ids(job_id)
+
+    @staticmethod
+    def array_task_prefix(array_id: str) -> str:
+        return f"{array_id}_"
+
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
         """One ``squeue``, then at most one ``sacct`` for the rest, then exit files."""
         if not jobs:

@@ -1,10 +1,11 @@
 """Job arrays in the job queue (docs/job-arrays.md): whose array tasks are, and one row per array.
 
 Slurm lists an array's running tasks one by one (``12_3``) and its pending tasks as one
-entry (``12_[4-9%2]``). Every entry of an hpcdet array carries the array's tag
-(``hpcdet:<cluster>:experiment-<id>:array``); it is the experiment's when job rows of that
-experiment's trials hold task ids of that array, and a task's trial is the one whose job
-row holds its id.
+entry (``12_[4-9%2]``); PBS (``qstat -t``) each subjob (``12[3].server``). Only the
+backend's class reads these ids (:meth:`Backend.array_entry`). Every entry of an hpcdet array
+carries the array's tag (``hpcdet:<cluster>:experiment-<id>:array``); it is the
+experiment's when job rows of that experiment's trials hold task ids of that array, and a
+task's trial is the one whose job row holds its id.
 
 :func:`group_arrays` folds the rows of one array into one row with counts per state
 (``det job list``, /queue); ``?expand`` (``det job list --expand``) keeps a row per entry.
@@ -12,72 +13,40 @@ row holds its id.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from hpcdet.dispatcher import Backend
 from hpcdet.dispatcher.queue import QueueEntry
 from hpcdet.dispatcher.tags import parse_tag
 from hpcdet.master.models import Job, Trial
 
-_TASK = re.compile(r"^(?P<array>\d+)_(?P<index>\d+)$")
-_PENDING_TASKS = re.compile(r"^(?P<array>\d+)_\[(?P<ranges>[\d,\-]+)(?:%\d+)?\]$")
 
-
-def array_of(job_id: str) -> tuple[str, int] | None:
-    """``(array id, tasks in this entry)`` of an array entry (``12_3``, ``12_[4-9%2]``);
-    None for a job that is not part of an array."""
-    task = _TASK.match(job_id)
-    if task:
-        return task["array"], 1
-    pending = _PENDING_TASKS.match(job_id)
-    if not pending:
-        return None
-    count = 0
-    for part in pending["ranges"].split(","):
-        low, _, high = part.partition("-")
-        if low.isdigit() and (not high or high.isdigit()):
-            count += int(high) - int(low) + 1 if high else 1
-    return pending["array"], count
-
-
-def pending_task_ids(job_id: str) -> list[str]:
-    """The task ids an entry of pending tasks stands for: ``12_[4-6]`` is 12_4, 12_5, 12_6
-    (each can be updated on its own: Slurm splits it off its array)."""
-    pending = _PENDING_TASKS.match(job_id)
-    if not pending:
-        return []
-    ids = []
-    for part in pending["ranges"].split(","):
-        low, _, high = part.partition("-")
-        if low.isdigit() and (not high or high.isdigit()):
-            ids += [f"{pending['array']}_{i}" for i in range(int(low), int(high or low) + 1)]
-    return ids
-
-
-def array_trials(session: Session, cluster: str,
-                 entries: Sequence[QueueEntry]) -> dict[str, tuple[int, int | None]]:
+def array_trials(session: Session, cluster: str, entries: Sequence[QueueEntry],
+                 ids: type[Backend]) -> dict[str, tuple[int, int | None]]:
     """``{entry job id: (experiment id, trial id or None)}`` for the entries of hpcdet
-    arrays of this cluster whose tasks the database confirms (one query)."""
+    arrays of this cluster whose tasks the database confirms (one query); ``ids``: the
+    backend whose job ids these are."""
     tagged: dict[str, tuple[str, int]] = {}
     for entry in entries:
         tag = parse_tag(entry.comment)
-        parts = array_of(entry.job_id)
+        parts = ids.array_entry(entry.job_id)
         if tag is None or tag.cluster != cluster or tag.experiment_id is None or parts is None:
             continue
         tagged[entry.job_id] = (parts[0], tag.experiment_id)
     if not tagged:
         return {}
-    array_ids = {array_id for array_id, _ in tagged.values()}
+    prefixes = {ids.array_task_prefix(array_id) for array_id, _ in tagged.values()}
     rows = session.execute(select(Job.job_id, Job.trial_id, Trial.experiment_id)
                            .join(Trial, Trial.id == Job.trial_id)
-                           .where(or_(*(Job.job_id.like(f"{a}\\_%", escape="\\")
-                                        for a in array_ids)))).all()
+                           .where(or_(*(Job.job_id.startswith(prefix, autoescape=True)
+                                        for prefix in prefixes)))).all()
     trial_of = {str(job_id): (trial_id, exp_id) for job_id, trial_id, exp_id in rows}
-    experiment_of = {str(job_id).partition("_")[0]: exp_id for job_id, _, exp_id in rows}
+    experiment_of = {task[0]: exp_id for job_id, _, exp_id in rows
+                     if (task := ids.array_entry(str(job_id)))}
     owned: dict[str, tuple[int, int | None]] = {}
     for job_id, (array_id, exp_id) in tagged.items():
         if experiment_of.get(array_id) != exp_id:

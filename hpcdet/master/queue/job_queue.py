@@ -31,14 +31,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, load_only
 
-from hpcdet.dispatcher import Backend, UnsupportedError
+from hpcdet.dispatcher import Backend, UnsupportedError, backend_class
 from hpcdet.dispatcher.queue import QueueEntry
 from hpcdet.dispatcher.tags import parse_tag
 from hpcdet.master import models
 from hpcdet.master.allocation_models import Allocation
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Job, Trial, as_utc
-from hpcdet.master.queue.array_rows import array_of, array_trials
+from hpcdet.master.queue.array_rows import array_trials
 from hpcdet.master.queue.pools import Pool, pools_from_snapshot, resolve_pool, settings_pool
 from hpcdet.master.queue.snapshots import POOLS, QUEUE, load_snapshot, store_snapshot
 from hpcdet.master.scheduling.placement import DEFAULT_PRIORITY
@@ -104,7 +104,9 @@ def ownerships(session: Session, settings: MasterSettings,
                entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
     """``{slurm job id: Ownership}`` for every entry, with a few queries in all."""
     cluster = settings.resource_manager.cluster_name
-    trials = {**_trial_jobs(session, cluster, entries), **_array_jobs(session, cluster, entries),
+    ids = backend_class(settings.resource_manager.type)
+    trials = {**_trial_jobs(session, cluster, entries),
+              **_array_jobs(session, cluster, entries, ids),
               **_allocation_jobs(session, cluster, entries)}
     tasks = _task_rows(session, cluster, entries)
     return {entry.job_id: trials.get(entry.job_id) or tasks.get(entry.job_id) or Ownership()
@@ -127,9 +129,9 @@ def _trial_jobs(session: Session, cluster: str,
             for job_id, (trial_id, exp_id) in confirmed.items()}
 
 
-def _array_jobs(session: Session, cluster: str,
-                entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
-    owned = array_trials(session, cluster, entries)
+def _array_jobs(session: Session, cluster: str, entries: Sequence[QueueEntry],
+                ids: type[Backend]) -> dict[str, Ownership]:
+    owned = array_trials(session, cluster, entries, ids)
     experiments = _experiments(session, {exp_id for exp_id, _ in owned.values()})
     return {job_id: Ownership(EXPERIMENT, experiments[exp_id], trial_id)
             for job_id, (exp_id, trial_id) in owned.items() if exp_id in experiments}
@@ -263,7 +265,9 @@ def job_rows(session: Session, settings: MasterSettings, entries: Sequence[Queue
              pool: Pool | None = None) -> list[dict[str, Any]]:
     """One row per entry (of ``pool`` only, when given), numbered in queue order."""
     owned = ownerships(session, settings, entries)
-    rows = [job_row(settings, entry, owned[entry.job_id]) for entry in entries]
+    ids = backend_class(settings.resource_manager.type)
+    rows = [job_row(settings, entry, owned[entry.job_id], ids.array_entry(entry.job_id))
+            for entry in entries]
     if pool is not None:
         rows = [row for row in rows if in_pool(row, pool)]
     for position, row in enumerate(rows, start=1):
@@ -280,10 +284,11 @@ def in_pool(row: Mapping[str, Any], pool: Pool) -> bool:
     return pool.partition is not None and pool.partition.lower() in partitions
 
 
-def job_row(settings: MasterSettings, entry: QueueEntry, owner: Ownership) -> dict[str, Any]:
-    """The row ``det job list`` shows for one Slurm job."""
+def job_row(settings: MasterSettings, entry: QueueEntry, owner: Ownership,
+            array: tuple[str, int] | None = None) -> dict[str, Any]:
+    """The row ``det job list`` shows for one scheduler job; ``array``: its array's id and
+    the tasks the entry stands for (:meth:`Backend.array_entry`), if it is of an array."""
     needed = entry.gpus or entry.cpus
-    array = array_of(entry.job_id)
     return {
         "position": None, "job_id": entry.job_id, "type": job_type(owner),
         "name": _name(entry, owner), "experiment_id": _experiment_id(owner),

@@ -37,7 +37,6 @@ from hpcdet.dispatcher.queue import (
 from hpcdet.errors import ConfigError, SchedulerError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment
-from hpcdet.master.queue.array_rows import pending_task_ids
 from hpcdet.master.queue.job_queue import (
     COMMAND,
     EXPERIMENT,
@@ -83,13 +82,15 @@ class _Queue:
 
     entries: list[QueueEntry]
     owned: dict[str, Ownership]
+    # The backend's class, which reads its array entries' ids.
+    ids: type[Backend]
     by_id: dict[str, QueueEntry] = field(init=False)
     stale: bool = False
 
     def __post_init__(self) -> None:
         self.by_id = {entry.job_id: entry for entry in self.entries}
         for entry in self.entries:  # an array's pending tasks, listed as one entry
-            for task_id in pending_task_ids(entry.job_id):
+            for task_id in self.ids.array_pending_task_ids(entry.job_id):
                 self.by_id.setdefault(task_id, replace(entry, job_id=task_id))
                 self.owned.setdefault(task_id, self.owned.get(entry.job_id, Ownership()))
 
@@ -217,7 +218,7 @@ def read_queue_state(session: Session, settings: MasterSettings, backend: Backen
     except SchedulerError as exc:
         raise ApiError(503, "scheduler_unavailable",
                        f"could not read Slurm's queue: {exc}") from exc
-    return _Queue(entries, ownerships(session, settings, entries))
+    return _Queue(entries, ownerships(session, settings, entries), type(backend))
 
 
 def check_request(action: _Action, request: UpdateRequest, where: str) -> None:

@@ -3,19 +3,21 @@
 The reconciler hands :class:`ArraySubmitter` the trials that are QUEUED without a job. Trials
 of one experiment none of whose jobs reached the scheduler yet, with the same excluded nodes,
 render the same job but for their own directory, name and tag (:func:`shared_part`); they go
-as one array per chunk of the scheduler's ``MaxArraySize``.
+as one array per chunk of the scheduler's largest array (Slurm ``MaxArraySize``, PBS
+``max_array_size``).
 Everything else (restarts, a lone trial, a scheduler without arrays) goes back to the
 reconciler's one-job-per-trial path.
 
 Crash safety is the single path's: every trial gets its intent row (a job row without a job
 id) named ``<array name>@<index>`` and committed before the ``sbatch``; a restarted master
-finds the array by its name and gives each intent the task id ``<array id>_<index>``.
+finds the array by its name and gives each intent its task's id (Slurm ``<array id>_<index>``,
+PBS ``<number>[<index>].<server>``: :meth:`Backend.array_task_id`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -55,11 +57,6 @@ def split_intent_name(name: str) -> tuple[str, int] | None:
     if not sep or not array or not index.isdigit():
         return None
     return array, int(index)
-
-
-def task_job_id(array_id: str, index: int) -> str:
-    """Slurm's id of one task: ``<array id>_<index>``."""
-    return f"{array_id}_{index}"
 
 
 def chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
@@ -236,7 +233,7 @@ class ArraySubmitter:
             jobs = _jobs_by_pk(session, tasks)
             for index, task in enumerate(tasks):
                 job = jobs[task.job_pk]
-                job.job_id = task_job_id(array_id, index)
+                job.job_id = self.host.backend.array_task_id(array_id, index)
                 job.script_path = task.submission.script_path
 
 
@@ -246,11 +243,12 @@ def _jobs_by_pk(session: Session, tasks: Sequence[PreparedTask]) -> dict[int, Jo
     return {job.id: job for job in session.scalars(select(Job).where(Job.id.in_(pks)))}
 
 
-def recovered_ids(names: Sequence[str], find: dict[str, str]) -> dict[str, str]:
+def recovered_ids(names: Sequence[str], find: dict[str, str],
+                  task_id: Callable[[str, int], str]) -> dict[str, str]:
     """``{intent name: job id}`` for the intents whose job (or array) ``find`` knows.
 
     ``find`` maps job names to ids as :meth:`Backend.find` answers for the names of
-    :func:`names_to_find`.
+    :func:`names_to_find`; ``task_id`` names an array's task (:meth:`Backend.array_task_id`).
     """
     found: dict[str, str] = {}
     for name in names:
@@ -259,7 +257,7 @@ def recovered_ids(names: Sequence[str], find: dict[str, str]) -> dict[str, str]:
             if name in find:
                 found[name] = find[name]
         elif task[0] in find:
-            found[name] = task_job_id(find[task[0]], task[1])
+            found[name] = task_id(find[task[0]], task[1])
     return found
 
 

@@ -341,7 +341,8 @@ class Reconciler:
             if not intents:
                 return 0
             names = [j.name for j in intents if j.name]
-            found = arrays.recovered_ids(names, self.backend.find(arrays.names_to_find(names)))
+            found = arrays.recovered_ids(names, self.backend.find(arrays.names_to_find(names)),
+                                         self.backend.array_task_id)
             for job in intents:
                 self._settle_intent(session, job, found.get(job.name))
             return len(intents)

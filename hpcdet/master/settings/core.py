@@ -73,7 +73,7 @@ class ResourceManagerSettings:
     # How often pools and the queue are read from Slurm (the API serves the cached copy).
     pool_refresh_seconds: float = 15.0
     # Submit the trials of one experiment queued together as one job array where the
-    # scheduler takes arrays (Slurm); false: one job per trial (docs/job-arrays.md).
+    # scheduler takes arrays (Slurm, PBS); false: one job per trial (docs/job-arrays.md).
     job_arrays: bool = True
     slurm_defaults: SlurmDefaults = field(default_factory=SlurmDefaults)
     partition_overrides: Mapping[str, PartitionOverride] = field(default_factory=dict)

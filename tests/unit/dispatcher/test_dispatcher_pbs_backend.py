@@ -50,8 +50,8 @@ def test_poll_is_one_qstat_and_unknown_ids_are_missing(recorded_slurm: Any, tmp_
     ids = ["6.vm", "7.vm", "9.vm", "10.vm", "11.vm", "999.vm"]
     statuses = backend.poll([JobRef(job_id, str(tmp_path)) for job_id in ids])
     assert len(runner.calls) == 1
-    assert runner.calls[0][:7] == ("qstat", "-x", "-f", "-F", "dsv", "-D", "\x1f")
-    assert runner.calls[0][7:] == tuple(ids)
+    assert runner.calls[0][:8] == ("qstat", "-x", "-t", "-f", "-F", "dsv", "-D", "\x1f")
+    assert runner.calls[0][8:] == tuple(ids)
     assert [statuses[i].phase for i in ids] == [
         JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.TIMEOUT, JobPhase.CANCELLED,
         JobPhase.COMPLETED, JobPhase.MISSING]
@@ -65,7 +65,7 @@ def test_poll_of_many_jobs_lists_every_job_once(recorded_slurm: Any, tmp_path: P
     backend = PbsBackend(runner=runner, poll_by_id_max=2)
     ids = ["6.vm", "7.vm", "9.vm", "12345.vm"]
     statuses = backend.poll([JobRef(job_id, str(tmp_path)) for job_id in ids])
-    assert runner.calls == [("qstat", "-x", "-f", "-F", "dsv", "-D", "\x1f")]
+    assert runner.calls == [("qstat", "-x", "-t", "-f", "-F", "dsv", "-D", "\x1f")]
     assert [statuses[i].phase for i in ids] == [JobPhase.COMPLETED, JobPhase.FAILED,
                                                 JobPhase.TIMEOUT, JobPhase.MISSING]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hpcdet.dispatcher import ArrayLimits, ArraySpec, JobPhase, JobRef, JobStatus, Submission
+from hpcdet.dispatcher.pbs.backend import PbsBackend
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import SchedulerError
 
@@ -45,14 +46,18 @@ class FakeSchedulerBackend(SlurmBackend):
         self._before_sbatch()
         self.submitted.append(submission)
         self.submitted_arrays.append((submission, array))
-        array_id = str(100 + len(self.submitted))
+        array_id = self.new_array_id()
         for index in range(len(array.scripts)):
-            self.phases[f"{array_id}_{index}"] = JobPhase.PENDING
+            self.phases[self.array_task_id(array_id, index)] = JobPhase.PENDING
         self.names[array.name] = array_id
         if self.crash == "after":
             self.crash = None
             raise KeyboardInterrupt(f"the master died after sbatch queued array {array_id}")
         return array_id
+
+    def new_array_id(self) -> str:
+        """Slurm's: a plain number."""
+        return str(100 + len(self.submitted))
 
     def _before_sbatch(self) -> None:
         """A refused submission, or the master dying before sbatch ran, as scripted."""
@@ -93,6 +98,18 @@ class FakeSchedulerBackend(SlurmBackend):
         self.cancelled += job_ids
         for job_id in job_ids if self.cancel_ends_jobs else ():
             self.phases[job_id] = JobPhase.CANCELLED
+
+
+class FakePbsIdsBackend(FakeSchedulerBackend):
+    """The fake with PBS's array ids: qsub -J answers ``101[].vm``, subjobs ``101[4].vm``."""
+
+    array_task_id = staticmethod(PbsBackend.array_task_id)
+    array_entry = staticmethod(PbsBackend.array_entry)
+    array_pending_task_ids = staticmethod(PbsBackend.array_pending_task_ids)
+    array_task_prefix = staticmethod(PbsBackend.array_task_prefix)
+
+    def new_array_id(self) -> str:
+        return f"{100 + len(self.submitted)}[].vm"
 
 
 def _job_name(script: str) -> str:

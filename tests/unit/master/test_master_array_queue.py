@@ -4,6 +4,8 @@ counts (``?arrays=grouped``), and updates of one pending task."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,11 +16,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.cli.job import jobs_table
+from hpcdet.dispatcher.pbs.backend import PbsBackend
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
 from hpcdet.master.db import session_scope
 from hpcdet.master.models import Job
-from hpcdet.master.queue.array_rows import array_of, group_arrays, pending_task_ids
+from hpcdet.master.queue.array_rows import group_arrays
 from hpcdet.master.queue.job_queue import read_queue_snapshot
 from hpcdet.master.queue.snapshots import QUEUE, store_snapshot
 from hpcdet.master.settings.core import MasterSettings
@@ -109,14 +112,44 @@ def test_one_pending_task_of_an_array_can_be_updated_alone(
     ("12", None), ("12+0", None)])
 def test_array_entries_are_read_from_slurms_ids(job_id: str,
                                                 expected: tuple[str, int] | None) -> None:
-    assert array_of(job_id) == expected
+    assert SlurmBackend.array_entry(job_id) == expected
 
 
 def test_pending_tasks_expand_to_their_ids() -> None:
-    assert pending_task_ids("12_[1,4-6%2]") == ["12_1", "12_4", "12_5", "12_6"]
-    assert pending_task_ids("12_3") == []
+    assert SlurmBackend.array_pending_task_ids("12_[1,4-6%2]") == ["12_1", "12_4", "12_5",
+                                                                    "12_6"]
+    assert SlurmBackend.array_pending_task_ids("12_3") == []
 
 
 def test_rows_outside_arrays_are_left_as_they_are() -> None:
     rows: list[dict[str, Any]] = [{"job_id": "7", "array_id": None, "position": 1}]
     assert group_arrays(rows) == rows
+
+
+def test_a_pbs_array_is_one_line_of_its_subjobs(settings: MasterSettings) -> None:
+    """PBS lists every subjob (``qstat -t``, recorded: tests/data/pbs/array-queue.json);
+    the master reads their ids through the PBS backend's class and groups them."""
+    recorded = (Path(__file__).resolve().parents[2] / "data" / "pbs" / "array-queue.json")
+    pbs = replace(settings, resource_manager=replace(settings.resource_manager, type="pbs"))
+    answer: dict[str, str] = {}
+    app = create_app(pbs, backend=PbsBackend(runner=lambda argv: answer["qstat"]))
+    try:
+        with session_scope(sessions(app)) as session:
+            exp_id = add_experiment(session, name="search", owner="ann",
+                                    jobs=[(f"1[{i}].vm", 1) for i in range(4)]).id
+        answer["qstat"] = recorded.read_text().replace(
+            "hpcdet:it:experiment-9:array", f"hpcdet:unit:experiment-{exp_id}:array")
+        data = read_queue_snapshot(app.config["HPCDET_BACKEND"], pbs)
+        with session_scope(sessions(app)) as session:
+            store_snapshot(session, QUEUE, data)
+        client = app.test_client()
+        rows = client.get("/api/v1/jobs", headers={"X-Hpcdet-User": "ann"}).get_json()["jobs"]
+        assert [(row["job_id"], row["type"], row["array_id"]) for row in rows] == [
+            (f"1[{i}].vm", "EXPERIMENT", "1[].vm") for i in range(4)]
+        grouped = client.get("/api/v1/jobs?arrays=grouped",
+                             headers={"X-Hpcdet-User": "ann"}).get_json()["jobs"]
+        assert [row["job_id"] for row in grouped] == ["1[].vm"]
+        assert grouped[0]["array_tasks"] == {"R": 2, "Q": 2}
+        assert f"search (exp {exp_id}, array: 2 Q, 2 R)" in jobs_table(grouped)
+    finally:
+        app.config["HPCDET_ENGINE"].dispose()

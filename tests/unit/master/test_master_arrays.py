@@ -11,13 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fake_scheduler import FakeSchedulerBackend
+from fake_scheduler import FakePbsIdsBackend, FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
 from master_helpers import create
 from sqlalchemy import select
 
 from hpcdet.dispatcher import ArrayLimits, JobPhase
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Job, Trial
 from hpcdet.master.scheduling import arrays
@@ -206,5 +207,29 @@ def test_intent_names_say_array_and_index(name: str,
 def test_recovery_maps_an_array_found_by_name_onto_its_tasks() -> None:
     names = ["det-array-1-2@0", "det-array-1-2@1", "det-1-9-1", "det-array-1-7@0"]
     assert arrays.names_to_find(names) == ["det-array-1-2", "det-1-9-1", "det-array-1-7"]
-    found = arrays.recovered_ids(names, {"det-array-1-2": "40", "det-1-9-1": "41"})
+    found = arrays.recovered_ids(names, {"det-array-1-2": "40", "det-1-9-1": "41"},
+                                 SlurmBackend.array_task_id)
     assert found == {"det-array-1-2@0": "40_0", "det-array-1-2@1": "40_1", "det-1-9-1": "41"}
+
+
+def test_pbs_subjob_ids_name_the_trials_and_an_adopted_array(
+        client: FlaskClient, app: Flask) -> None:
+    """The master names tasks through the backend: PBS's ``101[i].vm``, not Slurm's."""
+    fake = FakePbsIdsBackend()
+    fake.arrays = ArrayLimits(max_array_size=10000, max_job_count=10000)
+    exp_id = create(client, SEARCH).get_json()["experiment"]["id"]
+    fake.crash = "after"
+    with pytest.raises(KeyboardInterrupt):
+        new_reconciler(app, fake).cycle()
+    reconciler = new_reconciler(app, fake)  # the restarted master finds the array
+    assert reconciler.cycle().intents_recovered == 6
+    subjobs = [f"101[{i}].vm" for i in range(6)]
+    assert [job_id for _, job_id, _, _ in jobs(app)] == subjobs
+    for job_id in subjobs:
+        fake.phases[job_id] = JobPhase.RUNNING
+    reconciler.cycle()
+    victim = client.get(f"/api/v1/experiments/{exp_id}").get_json()["trials"][3]["id"]
+    client.post(f"/api/v1/trials/{victim}/kill")
+    reconciler.cycle()
+    assert fake.cancelled == ["101[3].vm"]
+    assert trial_states(app).count("RUNNING") == 5
