@@ -12,10 +12,9 @@ What Determined's ``determined`` package offers at the top level is here too, so
 
 from typing import TYPE_CHECKING
 
-from hpcdet.harness.early_exit import InvalidHP as InvalidHP  # light: standard library only
-
 if TYPE_CHECKING:
     from hpcdet._info import ClusterInfo, TrialInfo, get_cluster_info
+    from hpcdet.harness.early_exit import InvalidHP as InvalidHP
 
 __version__ = "0.1.0"
 
@@ -25,18 +24,22 @@ LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
 
 _SUBPACKAGES = ("pytorch", "core", "launch")
 _INFO_NAMES = ("get_cluster_info", "ClusterInfo", "TrialInfo")
+# Where the other names of the top level live, imported on first use: `det` imports
+# hpcdet (its package) at every start, and needs none of them.
+_LAZY_NAMES = {"InvalidHP": "hpcdet.harness.early_exit",
+               **{name: "hpcdet._info" for name in _INFO_NAMES}}
 
 __all__ = ["LOG_FORMAT", "ClusterInfo", "InvalidHP", "TrialInfo", "get_cluster_info"]
 
 
 def __getattr__(name: str) -> object:
-    """``hpcdet.pytorch`` (and ``hpcdet.core``, the ClusterInfo API) on first use, as
+    """``hpcdet.pytorch`` (and ``hpcdet.core``, the ClusterInfo API, InvalidHP) on first use, as
     ``import determined as det; det.pytorch.PyTorchTrial`` works: ``import hpcdet`` itself
     must not import torch."""
     import importlib
 
     if name in _SUBPACKAGES:
         return importlib.import_module(f"hpcdet.{name}")
-    if name in _INFO_NAMES:
-        return getattr(importlib.import_module("hpcdet._info"), name)
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     raise AttributeError(f"module 'hpcdet' has no attribute {name!r}")

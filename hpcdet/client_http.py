@@ -21,8 +21,8 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import quote, unquote, urlencode, urlsplit
 
+from hpcdet.client_url import quote_path, split_url, urlencode
 from hpcdet.client_wire import Connection, Head, RemoteDisconnected
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
     import httpx
 
-# Characters a path may hold as they are (RFC 3986 pchar, "/" and "%" of escapes already made).
-_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
 # Errors on a reused keep-alive connection that mean the server closed it while it was idle:
 # an idempotent request is sent again once on a fresh connection (as urllib3 does). Idle
 # connections the server closed are mostly found before reuse (Connection.dropped); a POST
@@ -138,7 +136,7 @@ def build_url(base: str, path: str, params: Mapping[str, Any] | None = None) -> 
     head, sep, query = url.partition("?")
     scheme, rest = head.split("://", 1)
     host, slash, url_path = rest.partition("/")
-    url = f"{scheme}://{host}{quote(slash + url_path, safe=_PATH_SAFE)}{sep}{query}"
+    url = f"{scheme}://{host}{quote_path(slash + url_path)}{sep}{query}"
     if not params:
         return url
     pairs = [(key, _param_text(item)) for key, value in params.items()
@@ -167,12 +165,12 @@ class StdlibTransport:
 
     def send(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None,
              *, stream: bool = False) -> Response:
-        parts = urlsplit(url)
-        key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        proxy = _proxy_for(parts.scheme, key[1])
+        scheme, host, port, path, query = split_url(url)
+        key = (scheme, host, port or _default_port(scheme))
+        target = (path or "/") + (f"?{query}" if query else "")
+        proxy = _proxy_for(scheme, host)
         send_headers = dict(headers)
-        if proxy is not None and parts.scheme == "http":
+        if proxy is not None and scheme == "http":
             target = url  # a plain HTTP proxy takes the whole URL
             send_headers.update(proxy.headers)
         connection, reused = self._connection(key, proxy)
@@ -281,6 +279,8 @@ def _default_port(scheme: str) -> int:
 
 class _Proxy:
     def __init__(self, url: str) -> None:
+        from urllib.parse import unquote, urlsplit  # loaded by urllib.request already
+
         parts = urlsplit(url if "://" in url else "http://" + url)
         if parts.scheme != "http":
             raise OSError(f"proxy {parts.scheme}://{parts.hostname}: only http:// proxies "

@@ -112,7 +112,7 @@ def run(state: CliState, config_file: str | None, configs: Sequence[str],
 def command_config(config_file: str | None, configs: Sequence[str]) -> dict[str, Any]:
     """The config from ``--config-file`` and ``--config`` values (files, then settings)."""
     from hpcdet.cli.config_file import load_config_file
-    from hpcdet.cli.experiment import apply_overrides, parse_override
+    from hpcdet.cli.overrides import apply_overrides, parse_override
 
     files = [value for value in configs if "=" not in value]
     if config_file is not None:

@@ -8,7 +8,6 @@ following, not the experiment.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,8 +26,9 @@ from hpcdet.cli.output import (
     warn,
 )
 
-# The trial module's helpers (logs, trial tables) are imported by the commands that use
-# them: `det experiment list` does not need hpcdet.cli.trial (~1.5 ms of det's start).
+# The trial module's helpers (logs, trial tables) and the --config overrides
+# (hpcdet.cli.overrides) are imported by the commands that use them: `det experiment list`
+# needs neither (nor dataclasses, which cost ~1.5 ms of det's start).
 
 SKIPPED_SHOWN = 5
 
@@ -140,6 +140,7 @@ def create_body(config_file: str, context_dir: str, *, dry_run: bool,
     """
     from hpcdet.cli.config_file import load_config_file
     from hpcdet.cli.context import build_context
+    from hpcdet.cli.overrides import override_text, parse_override
 
     parsed = [parse_override(arg) for arg in overrides]
     config = load_config_file(config_file)
@@ -152,61 +153,6 @@ def create_body(config_file: str, context_dir: str, *, dry_run: bool,
 
     context = base64.b64encode(archive.data).decode("ascii")
     return {"config": text, "context": context, "dry_run": dry_run}
-
-
-@dataclasses.dataclass(frozen=True)
-class Override:
-    """One ``--config KEY=VALUE``: the dotted key split into its parts, the parsed value."""
-
-    arg: str
-    path: tuple[str, ...]
-    value: Any
-
-
-def parse_override(arg: str) -> Override:
-    """Split ``KEY=VALUE`` and parse VALUE as YAML (``4`` is an int, ``[a, b]`` a list)."""
-    import yaml
-
-    key, sep, raw = arg.partition("=")
-    path = tuple(part.strip() for part in key.split("."))
-    if not sep:
-        raise CliError(f"--config {arg!r}: expected KEY=VALUE with a dotted KEY such as "
-                       "resources.slots_per_trial=4")
-    if not all(path):
-        raise CliError(f"--config {arg!r}: the key {key!r} is empty or has an empty part")
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise CliError(f"--config {arg!r}: the value is not valid YAML: {problem}") from None
-    return Override(arg, path, value)
-
-
-def apply_overrides(doc: Mapping[str, Any], overrides: Sequence[Override]) -> dict[str, Any]:
-    """A copy of ``doc`` with each override set in order; missing mappings are created
-    (an empty ``key:`` counts as missing), anything else in the way is an error."""
-    import copy
-
-    out = copy.deepcopy(dict(doc))
-    for override in overrides:
-        node = out
-        for depth, part in enumerate(override.path[:-1]):
-            if node.get(part) is None:
-                node[part] = {}
-            if not isinstance(node[part], dict):
-                where = ".".join(override.path[:depth + 1])
-                raise CliError(f"--config {override.arg!r}: {where} is a "
-                               f"{type(node[part]).__name__}, not a mapping")
-            node = node[part]
-        node[override.path[-1]] = override.value
-    return out
-
-
-def override_text(doc: Mapping[str, Any], overrides: Sequence[Override]) -> str:
-    """The overridden document as YAML text, keys in the order written."""
-    import yaml
-
-    return str(yaml.safe_dump(apply_overrides(doc, overrides), sort_keys=False))
 
 
 def _warn_skipped(skipped: Sequence[str]) -> None:
@@ -243,11 +189,11 @@ def _report_created(state: CliState, experiment_id: int, *, follow: bool) -> Non
         click.get_current_context().exit(1)
 
 
-@dataclasses.dataclass
 class Progress:
     """Prints a status line on stderr whenever the line for its subject changes."""
 
-    last: dict[str, str] = dataclasses.field(default_factory=dict)
+    def __init__(self) -> None:
+        self.last: dict[str, str] = {}
 
     def show(self, subject: str, line: str) -> None:
         if self.last.get(subject) != line:

@@ -224,7 +224,7 @@ def _config_doc(config_file: str | None, overrides: tuple[str, ...],
                 base: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``base``, then the config file's keys merged over it, then the ``--config``s."""
     from hpcdet.cli.config_file import load_config_file
-    from hpcdet.cli.experiment import apply_overrides, parse_override
+    from hpcdet.cli.overrides import apply_overrides, parse_override
 
     doc = dict(base or {})
     if config_file is not None:

@@ -38,7 +38,7 @@ def run_local_experiment(config_file: str, context_dir: str, overrides: Sequence
 
 def _load(config_file: str, overrides: Sequence[str]) -> dict[str, Any]:
     from hpcdet.cli.config_file import load_config_file
-    from hpcdet.cli.experiment import apply_overrides, parse_override
+    from hpcdet.cli.overrides import apply_overrides, parse_override
 
     doc = load_config_file(config_file).data
     parsed = [parse_override(arg) for arg in overrides]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -12,6 +11,8 @@ from hpcdet.cli.output import render_table
 
 def csv_text(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """RFC 4180 CSV with a header row; nothing is shown as an empty field, never ``None``."""
+    import csv  # only for --csv: the tables of `det experiment list` do without it
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(headers)

@@ -2,10 +2,17 @@
 each command is run in a fresh interpreter, which then names the modules it loaded. Not a
 timing: an import that a command does not need fails here, whatever the host's speed.
 
+The interpreter runs without site (``python -S``, the venv's site-packages put on the path
+instead), as a wheel install starts but for site itself: the dev venv's site runs the
+editable install's finder, which imports pathlib, urllib.parse, re and more before det
+starts, and would hide those imports from the check.
+
 * the only third-party package ``det --help`` and ``det experiment list`` import is click;
 * no HTTP package (the client speaks HTTP/1.1 on a socket: not even http.client, whose
-  email and ssl imports cost ~12 ms; ssl only for an https master), no YAML, no torch,
-  SQLAlchemy or Flask; none of the project's modules that these commands do not use;
+  email and ssl imports cost ~12 ms; ssl only for an https master), no urllib.parse (the
+  client escapes and splits plain URLs itself), no YAML, no torch, SQLAlchemy or Flask;
+  none of dataclasses, getpass, csv or pathlib;
+* exactly the project's modules these commands use;
 * ``det --help`` lists every command without importing its module, by the summaries kept
   in hpcdet.cli.main, which must match the commands' own short help.
 """
@@ -16,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,24 +40,32 @@ ALLOWED_THIRD_PARTY = {"click"}
 DENIED = ("httpx", "httpcore", "h11", "anyio", "certifi", "idna", "rich", "pygments", "yaml",
           "jinja2", "torch", "numpy", "sqlalchemy", "flask", "werkzeug", "pathspec", "boto3",
           "jsonschema", "tabulate", "zoneinfo", "hpcdet.dispatcher", "hpcdet.master",
-          "hpcdet.expconf", "hpcdet.searcher", "hpcdet.harness.entrypoint",
-          "hpcdet.cli.checkpoint", "hpcdet.cli.experiment_edit", "hpcdet.cli.trial", "tarfile",
-          "tempfile", "shutil", "traceback", "http.client", "email", "ssl", "encodings.idna",
-          "urllib.request")
+          "hpcdet.expconf", "hpcdet.searcher", "hpcdet.harness", "hpcdet.cli.checkpoint",
+          "hpcdet.cli.experiment_edit", "hpcdet.cli.trial", "hpcdet.cli.overrides", "tarfile",
+          "tempfile", "shutil", "traceback", "http", "email", "ssl", "encodings.idna", "urllib",
+          "ipaddress", "pathlib", "fnmatch", "dataclasses", "copy", "getpass", "termios", "csv",
+          "base64")
+# The project's modules each command imports: all of them, and only these.
+HELP_MODULES = ["hpcdet", "hpcdet.cli", "hpcdet.cli._lazy", "hpcdet.cli.main", "hpcdet.errors"]
+LIST_MODULES = sorted([*HELP_MODULES, "hpcdet.cli.experiment", "hpcdet.cli.lifecycle",
+                       "hpcdet.cli.options", "hpcdet.cli.output", "hpcdet.cli.session",
+                       "hpcdet.client", "hpcdet.client_http", "hpcdet.client_tls",
+                       "hpcdet.client_url", "hpcdet.client_wire"])
+SITE_PACKAGES = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
 # Runs det as its console script does, then prints what it loaded beyond the interpreter's
-# start (site and the venv's .pth files), as JSON on the last line of stderr: the modules,
-# and the top-level packages among them that come from site-packages.
+# start, as JSON on the last line of stderr: the modules, and the top-level packages among
+# them that come from site-packages (argv[1], os.pathsep-separated).
 _PROBE = """
 import sys
 base = set(sys.modules)
+roots = sys.argv.pop(1).split(":")
 from hpcdet.cli import main
 try:
     main(sys.argv[1:])
 except SystemExit:
     pass
 loaded = sorted(set(sys.modules) - base)
-import json, sysconfig
-roots = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+import json
 third = sorted({name.split(".")[0] for name in loaded
                 if any(str(getattr(sys.modules[name], "__file__", None) or "").startswith(r + "/")
                        for r in roots) and not name.startswith("hpcdet")})
@@ -57,12 +73,18 @@ print(json.dumps({"modules": loaded, "third_party": third}), file=sys.stderr)
 """
 
 
-def loaded_by(args: list[str], master: str) -> dict[str, Any]:
-    """The modules ``det ARGS`` loads in a fresh interpreter, and its output."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "DET_MASTER": master, "DET_USER": "alice"}
+def loaded_by(args: list[str], master: str, *, user: str | None = "alice") -> dict[str, Any]:
+    """The modules ``det ARGS`` loads in a fresh interpreter without site, and its output;
+    ``user``: ``DET_USER`` (None: unset, det finds the login name)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *SITE_PACKAGES]),
+           "DET_MASTER": master}
     env.pop("DET_USER_TOKEN", None)
-    done = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True,
-                          text=True, env=env, timeout=60, cwd="/", check=False)
+    env.pop("DET_USER", None)
+    if user is not None:
+        env["DET_USER"] = user
+    done = subprocess.run([sys.executable, "-S", "-c", _PROBE, os.pathsep.join(SITE_PACKAGES),
+                           *args], capture_output=True, text=True, env=env, timeout=60, cwd="/",
+                          check=False)
     *_, last = done.stderr.splitlines()
     return {**json.loads(last), "stdout": done.stdout, "stderr": done.stderr}
 
@@ -109,14 +131,17 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def project_modules(found: dict[str, Any]) -> list[str]:
+    return [m for m in found["modules"] if m == "hpcdet" or m.startswith("hpcdet.")]
+
+
 def test_help_imports_click_alone_and_no_command_module() -> None:
     found = loaded_by(["--help"], "http://127.0.0.1:1")
     assert "Usage: det" in found["stdout"]
     assert found["third_party"] == sorted(ALLOWED_THIRD_PARTY)
     assert denied_in(found["modules"]) == []
-    assert [m for m in found["modules"] if m.startswith("hpcdet.cli.")] == [
-        "hpcdet.cli._lazy", "hpcdet.cli.main"]
-    assert "http.client" not in found["modules"]
+    assert project_modules(found) == HELP_MODULES
+    assert "socket" not in found["modules"] and "json" not in found["modules"]
 
 
 def test_experiment_list_against_a_master_imports_only_what_it_uses(live_master: str) -> None:
@@ -124,6 +149,7 @@ def test_experiment_list_against_a_master_imports_only_what_it_uses(live_master:
     assert "digits" in found["stdout"]
     assert found["third_party"] == sorted(ALLOWED_THIRD_PARTY)
     assert denied_in(found["modules"]) == []
+    assert project_modules(found) == sorted([*LIST_MODULES, "hpcdet.cli.tables"])
 
 
 def test_experiment_list_against_an_unreachable_master() -> None:
@@ -131,6 +157,15 @@ def test_experiment_list_against_an_unreachable_master() -> None:
     found = loaded_by(["experiment", "list"], f"http://127.0.0.1:{port}")
     assert "cannot reach the master" in found["stderr"]
     assert found["third_party"] == sorted(ALLOWED_THIRD_PARTY)
+    assert denied_in(found["modules"]) == []
+    assert project_modules(found) == LIST_MODULES
+
+
+def test_experiment_list_without_det_user_finds_the_login_name_without_getpass(
+        live_master: str) -> None:
+    """``-u``'s default (no DET_USER): the login name, found without importing getpass."""
+    found = loaded_by(["experiment", "list"], live_master, user=None)
+    assert "digits" in found["stdout"]
     assert denied_in(found["modules"]) == []
 
 
