@@ -31,12 +31,13 @@ back is stored archived.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import io
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +129,7 @@ class _Pending:
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
     result: Applied | None = None
+    on_done: Callable[[], None] | None = None  # called in the writer's thread, after done
 
 
 class MetricWriter:
@@ -162,6 +164,13 @@ class MetricWriter:
             self._tokens[trial_id] = (token, time.monotonic())
         return token
 
+    def cached_token(self, trial_id: int) -> str | None:
+        """:meth:`token_of` from the cache only: None when it would read the database."""
+        cached = self._tokens.get(trial_id)
+        if cached is None or time.monotonic() - cached[1] >= TOKEN_CACHE_SECONDS:
+            return None
+        return cached[0]
+
     def write(self, trial_id: int, group: str, reports: Sequence[tuple[int, dict[str, float]]],
               *, stream: Stream | None = None, first_seq: int | None = None) -> Applied:
         """Store ``(steps_completed, metrics)`` reports of one group (seq ``first_seq``, +1...)."""
@@ -178,14 +187,32 @@ class MetricWriter:
 
         Raises :class:`StaleRunError` (nothing stored) for an execution that is not the newest.
         """
-        pending = _Pending(batch)
+        pending = self._enqueue(_Pending(batch))
+        if not pending.done.wait(WRITE_TIMEOUT):
+            raise TimeoutError("the metric writer did not commit in time")
+        return _outcome(pending)
+
+    async def apply_async(self, batch: ReportBatch) -> Applied:
+        """:meth:`apply` for a coroutine: it waits on the event loop, holding no thread."""
+        loop = asyncio.get_running_loop()
+        committed: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:  # in the writer's thread
+            loop.call_soon_threadsafe(_resolve, committed)
+
+        pending = self._enqueue(_Pending(batch, on_done=wake))
+        try:
+            await asyncio.wait_for(committed, WRITE_TIMEOUT)
+        except TimeoutError:
+            raise TimeoutError("the metric writer did not commit in time") from None
+        return _outcome(pending)
+
+    def _enqueue(self, pending: _Pending) -> _Pending:
         with self._wake:
             self._ensure_thread()
             self._waiting.append(pending)
             self._wake.notify()
-        if not pending.done.wait(WRITE_TIMEOUT):
-            raise TimeoutError("the metric writer did not commit in time")
-        return _outcome(pending)
+        return pending
 
     def apply_now(self, batch: ReportBatch) -> Applied:
         """Apply ``batch`` in a transaction of its own, in the calling thread."""
@@ -217,6 +244,8 @@ class MetricWriter:
         finally:
             for pending in batch:
                 pending.done.set()
+                if pending.on_done is not None:
+                    _call_quietly(pending.on_done)
 
     def _write_with_retry(self, batch: list[_Pending]) -> None:
         # Writers of two worker processes may lock the same trials' rows in different
@@ -244,6 +273,19 @@ def _retryable(exc: Exception) -> bool:
     """A deadlock (PostgreSQL) or a stale SQLite snapshot: the same batch may well succeed."""
     message = str(exc).lower()
     return "deadlock" in message or "database is locked" in message
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():  # not given up on (cancelled) meanwhile
+        future.set_result(None)
+
+
+def _call_quietly(callback: Callable[[], None]) -> None:
+    """Run a waiter's callback; one whose event loop has closed must not stop the others'."""
+    try:
+        callback()
+    except RuntimeError:  # "Event loop is closed"
+        pass
 
 
 def _outcome(pending: _Pending) -> Applied:
