@@ -20,7 +20,7 @@ CATEGORIES: Sequence[tuple[str, Sequence[str]]] = (
                                                "selectors.py", "uvloop")),
     ("a2wsgi bridge (WSGI adapter, its thread pool)", ("a2wsgi/", "concurrent/futures/")),
     ("Flask/werkzeug request handling", ("flask/", "werkzeug/")),
-    ("fast metrics route (ASGI)", ("master/api/fast_metrics.py",)),
+    ("fast metrics route (ASGI, api/metrics_asgi.py)", ("api/metrics_asgi.py",)),
     ("JSON parse", ("json/decoder.py", "json/__init__.py", "orjson")),
     ("body checks (depth, NUL, non-finite)", ("check_depth", "find_nul", "find_non_finite")),
     ("validation (metrics_batch)", ("metrics_batch", "_metrics_report", "_finite")),

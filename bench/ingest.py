@@ -1,9 +1,10 @@
-"""Metric rows per second the master stores in PostgreSQL while 64 trials report at once.
+"""Metric rows per second the master stores in PostgreSQL while many trials report at once.
 
 What is measured
-    A real ``det-master`` (gunicorn gthread, ``--workers``/``--threads``) on a fresh
-    PostgreSQL database, and 64 reporter threads in this process, one per trial, each with its
-    own keep-alive ``http.client`` connection, POSTing back to back to
+    A real ``det-master`` (gunicorn's uvicorn workers, ``--workers``; ``--threads`` per
+    worker for the Flask views) on a fresh PostgreSQL database, and 64 reporter threads
+    (``--trials``) in this process or spread over ``--client-processes``, one per trial,
+    each with its own keep-alive ``http.client`` connection, POSTing back to back to
     ``/api/v1/trials/<id>/metrics`` (Bearer = the trial's token) a batch of ``--batch-steps``
     steps x ``--metrics`` metrics (default 10 x 5 = 50 rows per request), with increasing
     ``steps_completed`` per trial. After a warm-up (``--warmup``, excluded) the load runs for
@@ -25,8 +26,19 @@ What is measured
     (open loop, like trials that train between reports) and takes each request's latency from
     the moment it was due, so a master that falls behind shows it.
 
+Scenarios
+    ``--scenario headroom`` (issue 20) runs, one after the other, each on a fresh database
+    and master, 64 trials at 30,000 rows/s paced (target p99 < 50 ms) and 256 trials at
+    30,000 rows/s paced (target 0 errors), both with the harness's bodies (``--streams``:
+    stream, seq, resumed_from), and prints them side by side. Either target also needs the
+    offered rows stored (>= 98 %) and no error. ``--baseline-tree DIR`` runs each load
+    against DIR's master too, right after this tree's: before and after on the same host in
+    one run. The master runs with ``PYTHONPATH`` = its tree (``--extra-pythonpath`` adds
+    packages of this tree's extras that ``.venv`` lacks).
+
 How to reproduce
     .venv/bin/python bench/ingest.py            # human table; --json for one JSON object
+    .venv/bin/python bench/ingest.py --scenario headroom --client-processes 2
     .venv/bin/python bench/ingest.py --rate 10000          # paced: 10,000 rows/s offered
     .venv/bin/python bench/ingest.py --py-spy /tmp/prof    # + py-spy profile of each worker
 
@@ -40,16 +52,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
-import json
 import math
 import multiprocessing
 import multiprocessing.connection
 import os
 import random
-import secrets
 import shlex
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -73,17 +81,9 @@ from _ingest_cpu import (  # noqa: E402
     role_of,
 )
 from _ingest_profile import breakdown  # noqa: E402
-from sqlalchemy import create_engine, func, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
-from sqlalchemy.orm import Session  # noqa: E402
 
-from hpcdet import expconf  # noqa: E402
-from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope  # noqa: E402
-from hpcdet.master.experiments.searcher_store import build_searcher  # noqa: E402
-from hpcdet.master.models import Experiment, Trial  # noqa: E402
-from hpcdet.master.security.tokens import hash_token  # noqa: E402
-from hpcdet.master.transitions import transition  # noqa: E402
-from hpcdet.states import State  # noqa: E402
+from hpcdet.master.db import migrate  # noqa: E402
 
 ADMIN_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 TARGET_ROWS_PER_S = 30_000
@@ -113,178 +113,20 @@ SCENARIOS: dict[str, tuple[Case, ...]] = {
 
 
 
-# ---- database ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BenchDb:
-    url: str
-    created: bool  # dropped at the end only if this run created it
-
-
-def create_database(admin_url: str) -> BenchDb:
-    name = f"hpcdet_bench_{secrets.token_hex(4)}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        admin.dispose()
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    return BenchDb(url, created=True)
-
-
-def drop_database(admin_url: str, db: BenchDb) -> None:
-    if not db.created:
-        return
-    name = make_url(db.url).database
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        log(f"dropped database {name}")
-    finally:
-        admin.dispose()
-
-
-# A complete config (the master's defaults filled in), as a stored experiment has.
-SEEDED_CONFIG = expconf.with_defaults({
-    "name": "bench-ingest", "entrypoint": "true", "reproducibility": {"experiment_seed": 1},
-    "searcher": {"name": "single", "metric": "loss", "smaller_is_better": True,
-                 "max_length": {"batches": 1}}})
-
-
-def seed_trials(url: str, count: int) -> list[tuple[int, str]]:
-    """One ACTIVE experiment with ``count`` RUNNING trials; returns (trial id, token) pairs."""
-    engine = make_engine(url)
-    try:
-        with session_scope(make_session_factory(engine)) as session:
-            if session.scalar(select(func.count()).select_from(Experiment)):
-                raise SystemExit(f"{url}: the database is not empty; give an empty one")
-            exp = Experiment(name="bench-ingest", owner="bench", original_config="",
-                             config=SEEDED_CONFIG, context=b"", searcher_name="single",
-                             # Started already: the master's search step must not start it
-                             # again (it would submit a trial) or fail on it every cycle.
-                             searcher_state=build_searcher(SEEDED_CONFIG).to_state())
-            session.add(exp)
-            transition(session, exp, State.ACTIVE, cause="bench/ingest.py")
-            plain = [secrets.token_urlsafe(32) for _ in range(count)]
-            trials = [_running_trial(session, exp.id, token) for token in plain]
-            session.flush()
-            return [(t.id, token) for t, token in zip(trials, plain, strict=True)]
-    finally:
-        engine.dispose()
-
-
-def _running_trial(session: Session, experiment_id: int, token: str) -> Trial:
-    """A RUNNING trial whose token is ``token`` (the database keeps only its hash)."""
-    trial = Trial(experiment_id=experiment_id, hparams={}, seed=0, token=hash_token(token))
-    session.add(trial)
-    transition(session, trial, State.QUEUED, cause="bench/ingest.py")
-    transition(session, trial, State.RUNNING, cause="bench/ingest.py")
-    return trial
-
-
-def stored_rows(url: str, window: tuple[float, float]) -> dict[str, Any]:
-    """Rows in the database, in the window (server clock), and each trial's progress."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            total = conn.execute(text("SELECT count(*) FROM metrics")).scalar_one()
-            in_window = conn.execute(text(
-                "SELECT count(*) FROM metrics WHERE reported_at >= to_timestamp(:a) "
-                "AND reported_at < to_timestamp(:b)"), {"a": window[0], "b": window[1]}
-            ).scalar_one()
-            steps = {int(trial_id): int(done) for trial_id, done in conn.execute(
-                text("SELECT id, steps_completed FROM trials"))}
-    finally:
-        engine.dispose()
-    return {"total": int(total), "in_window": int(in_window), "steps": steps}
-
-
-def backend_pids(url: str) -> list[int]:
-    """PostgreSQL backend pids connected to the bench database (but not this query's)."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return [int(p) for p in conn.execute(text(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid()")).scalars()]
-    finally:
-        engine.dispose()
-
-
-# ---- the master --------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def write_master_yaml(workdir: Path, db_url: str, port: int, args: argparse.Namespace) -> Path:
-    config = {
-        "host": "127.0.0.1", "port": port, "db": {"url": db_url},
-        "webserver": {"workers": args.workers, "threads": args.threads},
-        "reconciler": {"interval_seconds": 5}, "state_dir": str(workdir / "state"),
-        "auth": {"mode": "open"},  # only trial tokens are used here
-        "resource_manager": {"job_storage_root": str(workdir / "jobs"),
-                             "master_host": "127.0.0.1"},
-    }  # fmt: skip
-    path = workdir / "master.yaml"
-    path.write_text(json.dumps(config, indent=2))  # JSON is YAML
-    return path
-
-
-def start_master(config: Path, log_path: Path, pythonpath: str) -> subprocess.Popen[bytes]:
-    """det-master of the tree(s) on ``pythonpath`` (the editable install would take main's)."""
-    env = {**os.environ, "PYTHONPATH": pythonpath}
-    with log_path.open("wb") as out:
-        return subprocess.Popen([str(REPO / ".venv" / "bin" / "det-master"), "--config",
-                                 str(config)], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=config.parent, start_new_session=True, env=env)
-
-
-def wait_ready(proc: subprocess.Popen[bytes], port: int, log_path: Path,
-               timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"det-master exited with {proc.returncode}:\n{tail(log_path)}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/v1/master")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"det-master did not answer within {timeout:.0f} s:\n{tail(log_path)}")
-
-
-def stop_master(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the master (gunicorn stops its workers, serve.py the reconciler), then KILL."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the session it was started in: anything left
-    except ProcessLookupError:
-        pass
-    log("stopped det-master")
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
+from _ingest_setup import (  # noqa: E402
+    BenchDb,
+    backend_pids,
+    create_database,
+    drop_database,
+    free_port,
+    seed_trials,
+    start_master,
+    stop_master,
+    stored_rows,
+    wait_ready,
+    write_master_yaml,
+)
+from _ingest_table import render_table  # noqa: E402
 
 # ---- CPU accounting ----------------------------------------------------------------------
 
@@ -587,116 +429,6 @@ def _steps_mismatches(reporters: Sequence[Reporter], stored: dict[int, int]) -> 
 
 def _first_exceptions(reporters: Sequence[Reporter]) -> list[str]:
     return [message for r in reporters for message in r.exceptions][:5]
-
-
-# ---- output ------------------------------------------------------------------------------
-
-
-def render_table(result: dict[str, Any]) -> str:
-    """One run: its full table; several (a scenario, a baseline): side by side."""
-    runs = result["runs"]
-    head = [f"# reproduce: {result['reproduce']}", "",
-            f"Metric ingest: {result['rows_per_request']} rows/request ({result['batch_steps']} "
-            f"steps x {result['metrics']} metrics, "
-            f"{'the harness bodies: stream + seq' if result['streams'] else 'no stream'}), "
-            f"det-master {result['workers']} workers x {result['threads']} threads, "
-            f"PostgreSQL; {result['client_processes']} client process(es)",
-            f"window {result['seconds']:g} s after {result['warmup']:g} s warm-up; the host has "
-            f"{os.cpu_count()} cores", ""]
-    body = _one_run(runs[0]) if len(runs) == 1 else _side_by_side(runs)
-    profiles = [f"\n{r['label']} [{r['tree']}]:\n" + "\n".join(
-        f"  {name:<50} {share:>6.1%}" for name, share in r["profile"].items())
-        for r in runs if r.get("profile")]
-    if profiles:
-        body += ["", "Where the workers' CPU went (py-spy --gil samples, innermost matching "
-                 "frame; bench/_ingest_profile.py):"] + profiles
-    return "\n".join(head + body)
-
-
-def _one_run(a: dict[str, Any]) -> list[str]:
-    targets, lat = a["targets"], a["latency_ms"]
-    detail, ok = a["errors_detail"], a["requests_ok"]
-    p99_target = f"< {a['p99_target_ms']:g}" if a["p99_target_ms"] else ""
-    rows_target = f">= {a['rows_target']:,.0f}"
-    lines = [
-        f"{a['label']} [{a['tree']}]; load: "
-        + (f"paced, {a['rate']:,.0f} rows/s offered" if a["rate"] else
-           "closed loop, each reporter sends its next request as soon as one is answered"), "",
-        f"{'measure':<28} {'value':>12}  {'target':<14} verdict", "-" * 66,
-        f"{'rows/s stored':<28} {a['rows_per_s']:>12,.0f}  {rows_target:<14} "
-        f"{_verdict(targets['rows_per_s'])}",
-        f"{'  (server clock cross-check)':<28} {a['rows_per_s_server_clock']:>12,.0f}",
-        f"{'requests/s':<28} {a['requests_per_s']:>12,.1f}",
-        f"{'latency p50 ms':<28} {lat['p50']:>12.1f}",
-        f"{'latency p90 ms':<28} {lat['p90']:>12.1f}",
-        f"{'latency p99 ms':<28} {lat['p99']:>12.1f}  {p99_target:<14} "
-        f"{_verdict(targets['p99_ms']) if 'p99_ms' in targets else ''}",
-        f"{'latency max ms':<28} {lat['max']:>12.1f}",
-        f"{'errors':<28} {a['errors']:>12}  {'0':<14} {_verdict(targets['errors'])}", "",
-        f"requests ok: warm-up {ok['warmup']}, window {ok['window']}, drain {ok['drain']}; "
-        f"rows in db {detail['db_rows']:,} vs expected {detail['db_rows_expected']:,} "
-        f"(difference {detail['db_row_difference']}); trials with wrong steps_completed: "
-        f"{detail['trials_with_wrong_steps_completed']}",
-    ]
-    if a["rate"]:
-        lines.append(f"paced requests due but never sent (master behind): "
-                     f"{a['requests_due_but_unsent']}")
-    lines.append("client connections per gunicorn worker: "
-                 f"{' / '.join(map(str, a['connections_per_worker']))}")
-    if detail["first_exceptions"]:
-        lines.append(f"first errors: {detail['first_exceptions']}")
-    lines += ["", "CPU during the window:", f"  {'':<50} {'cores':>6} {'ms/request':>11}"]
-    per_request = a["cpu_ms_per_request"]
-    lines += [f"  {role:<50} {cores:>6.2f} {per_request[role]:>11.2f}"
-              for role, cores in a["cpu_cores"].items()]
-    return lines
-
-
-_CPU_ROWS = (("CPU ms/request: workers", "gunicorn workers"),
-             ("  PostgreSQL backends", "postgres backends (bench db)"),
-             ("  bench client(s)", None),
-             ("cores: rest of host", "rest of host (other users' processes, kernel)"),
-             ("cores: host total busy", "host total busy"))
-
-
-_SHORT = {"rows_per_s": "rate", "p99_ms": "p99", "errors": "errors"}
-
-
-def _side_by_side(runs: list[dict[str, Any]]) -> list[str]:
-    width = max(24, *(len(r["label"]) + 2 for r in runs))
-
-    def row(name: str, cells: Sequence[str]) -> str:
-        return f"{name:<34}" + "".join(f"{c:>{width}}" for c in cells)
-
-    lines = [row("", [r["label"] for r in runs]), row("", [f"[{r['tree']}]" for r in runs]),
-             "-" * (34 + width * len(runs)),
-             row("rows/s stored", [f"{r['rows_per_s']:,.0f}" for r in runs]),
-             row("  target", [f">= {r['rows_target']:,.0f}" for r in runs]),
-             row("requests/s", [f"{r['requests_per_s']:,.1f}" for r in runs])]
-    lines += [row(f"latency {q} ms", [f"{r['latency_ms'][q]:.1f}" for r in runs])
-              for q in ("p50", "p90", "p99", "max")]
-    lines += [row("  p99 target", [f"< {r['p99_target_ms']:g}" if r["p99_target_ms"] else "-"
-                                   for r in runs]),
-              row("errors", [str(r["errors"]) for r in runs]),
-              row("requests due but never sent", [str(r["requests_due_but_unsent"])
-                                                  for r in runs]),
-              row("connections per worker", [" / ".join(map(str, r["connections_per_worker"]))
-                                             for r in runs])]
-    for name, role in _CPU_ROWS:
-        cells = []
-        for r in runs:
-            source = r["cpu_ms_per_request"] if name.startswith(("CPU", "  ")) else r["cpu_cores"]
-            value = (source["bench client (this process)"]
-                     + source.get("bench client processes", 0.0)) if role is None else source[role]
-            cells.append(f"{value:.2f}")
-        lines.append(row(name, cells))
-    lines += ["", row("verdict", ["met" if all(r["targets"].values()) else "MISSED " + ",".join(
-        _SHORT[k] for k, met in r["targets"].items() if not met) for r in runs])]
-    return lines
-
-
-def _verdict(met: bool) -> str:
-    return "met" if met else "MISSED"
 
 
 def reproduce_command(args: argparse.Namespace) -> str:
