@@ -1,9 +1,10 @@
-"""Metric rows per second the master stores in PostgreSQL while 64 trials report at once.
+"""Metric rows per second the master stores in PostgreSQL while many trials report at once.
 
 What is measured
-    A real ``det-master`` (gunicorn gthread, ``--workers``/``--threads``) on a fresh
-    PostgreSQL database, and 64 reporter threads in this process, one per trial, each with its
-    own keep-alive ``http.client`` connection, POSTing back to back to
+    A real ``det-master`` (gunicorn's uvicorn workers, ``--workers``; ``--threads`` per
+    worker for the Flask views) on a fresh PostgreSQL database, and 64 reporter threads
+    (``--trials``) in this process or spread over ``--client-processes``, one per trial,
+    each with its own keep-alive ``http.client`` connection, POSTing back to back to
     ``/api/v1/trials/<id>/metrics`` (Bearer = the trial's token) a batch of ``--batch-steps``
     steps x ``--metrics`` metrics (default 10 x 5 = 50 rows per request), with increasing
     ``steps_completed`` per trial. After a warm-up (``--warmup``, excluded) the load runs for
@@ -17,7 +18,8 @@ What is measured
     backends of the bench database, the rest of the host), and how many client connections
     each gunicorn worker holds (keep-alive connections stay with the worker that accepted them).
 
-    Targets (2-core machine): >= 30,000 rows/s, zero errors, p99 < 100 ms.
+    Targets (2-core machine): >= 30,000 rows/s (paced: >= 98 % of the offered rate), zero
+    errors, p99 < 100 ms; a scenario sets its own p99 target.
 
     Note that in this closed loop (no pause between requests) latency and throughput are tied
     by Little's law: mean latency = 64 / (requests/s), so p99 < 100 ms needs > 640 requests/s
@@ -25,8 +27,19 @@ What is measured
     (open loop, like trials that train between reports) and takes each request's latency from
     the moment it was due, so a master that falls behind shows it.
 
+Scenarios
+    ``--scenario headroom`` (issue 20) runs, one after the other, each on a fresh database
+    and master, 64 trials at 30,000 rows/s paced (target p99 < 50 ms) and 256 trials at
+    30,000 rows/s paced (target 0 errors), both with the harness's bodies (``--streams``:
+    stream, seq, resumed_from), and prints them side by side. Either target also needs the
+    offered rows stored (>= 98 %) and no error. ``--baseline-tree DIR`` runs each load
+    against DIR's master too, right after this tree's: before and after on the same host in
+    one run. The master runs with ``PYTHONPATH`` = its tree (``--extra-pythonpath`` adds
+    packages of this tree's extras that ``.venv`` lacks).
+
 How to reproduce
     .venv/bin/python bench/ingest.py            # human table; --json for one JSON object
+    .venv/bin/python bench/ingest.py --scenario headroom --client-processes 2
     .venv/bin/python bench/ingest.py --rate 10000          # paced: 10,000 rows/s offered
     .venv/bin/python bench/ingest.py --py-spy /tmp/prof    # + py-spy profile of each worker
 
@@ -40,15 +53,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
-import json
 import math
+import multiprocessing
+import multiprocessing.connection
 import os
 import random
-import resource
-import secrets
 import shlex
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -62,283 +72,64 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from _common import log, run_script, terminate_as_interrupt  # noqa: E402
-from sqlalchemy import create_engine, func, select, text  # noqa: E402
+from _common import bench_main, log, reproduce_with, run_script  # noqa: E402
+from _ingest_cpu import (  # noqa: E402
+    connections_per_worker,
+    cpu_breakdown,
+    cpu_snapshot,
+    descendants,
+    postgres_pids,
+    role_of,
+)
+from _ingest_profile import breakdown  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
-from sqlalchemy.orm import Session  # noqa: E402
 
-from hpcdet import expconf  # noqa: E402
-from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope  # noqa: E402
-from hpcdet.master.experiments.searcher_store import build_searcher  # noqa: E402
-from hpcdet.master.models import Experiment, Trial  # noqa: E402
-from hpcdet.master.security.tokens import hash_token  # noqa: E402
-from hpcdet.master.transitions import transition  # noqa: E402
-from hpcdet.states import State  # noqa: E402
+from hpcdet.master.db import migrate  # noqa: E402
 
 ADMIN_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 TARGET_ROWS_PER_S = 30_000
 TARGET_P99_MS = 100.0
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-
-# ---- database ----------------------------------------------------------------------------
+# The paced target keeps up when it stores this share of the offered rows in the window.
+KEEPS_UP = 0.98
+STREAM = ('"stream":{"run_id":1,"requeue":0,"rank":0},'
+          '"resumed_from":{"uuid":null,"steps_completed":0}')
 
 
 @dataclass(frozen=True)
-class BenchDb:
-    url: str
-    created: bool  # dropped at the end only if this run created it
+class Case:
+    """One measured load of a scenario, and what it must meet (None: not a target here)."""
+
+    label: str
+    trials: int
+    rate: float
+    p99_ms: float | None
+    errors: bool = True
 
 
-def create_database(admin_url: str) -> BenchDb:
-    name = f"hpcdet_bench_{secrets.token_hex(4)}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        admin.dispose()
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    return BenchDb(url, created=True)
+# Issue 20: the paced target with headroom. Both use the harness's bodies (--streams).
+SCENARIOS: dict[str, tuple[Case, ...]] = {
+    "headroom": (Case("64 trials @ 30k rows/s", 64, 30_000, 50.0),
+                 Case("256 trials @ 30k rows/s", 256, 30_000, None)),
+}
 
 
-def drop_database(admin_url: str, db: BenchDb) -> None:
-    if not db.created:
-        return
-    name = make_url(db.url).database
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        log(f"dropped database {name}")
-    finally:
-        admin.dispose()
 
-
-# A complete config (the master's defaults filled in), as a stored experiment has.
-SEEDED_CONFIG = expconf.with_defaults({
-    "name": "bench-ingest", "entrypoint": "true", "reproducibility": {"experiment_seed": 1},
-    "searcher": {"name": "single", "metric": "loss", "smaller_is_better": True,
-                 "max_length": {"batches": 1}}})
-
-
-def seed_trials(url: str, count: int) -> list[tuple[int, str]]:
-    """One ACTIVE experiment with ``count`` RUNNING trials; returns (trial id, token) pairs."""
-    engine = make_engine(url)
-    try:
-        with session_scope(make_session_factory(engine)) as session:
-            if session.scalar(select(func.count()).select_from(Experiment)):
-                raise SystemExit(f"{url}: the database is not empty; give an empty one")
-            exp = Experiment(name="bench-ingest", owner="bench", original_config="",
-                             config=SEEDED_CONFIG, context=b"", searcher_name="single",
-                             # Started already: the master's search step must not start it
-                             # again (it would submit a trial) or fail on it every cycle.
-                             searcher_state=build_searcher(SEEDED_CONFIG).to_state())
-            session.add(exp)
-            transition(session, exp, State.ACTIVE, cause="bench/ingest.py")
-            plain = [secrets.token_urlsafe(32) for _ in range(count)]
-            trials = [_running_trial(session, exp.id, token) for token in plain]
-            session.flush()
-            return [(t.id, token) for t, token in zip(trials, plain, strict=True)]
-    finally:
-        engine.dispose()
-
-
-def _running_trial(session: Session, experiment_id: int, token: str) -> Trial:
-    """A RUNNING trial whose token is ``token`` (the database keeps only its hash)."""
-    trial = Trial(experiment_id=experiment_id, hparams={}, seed=0, token=hash_token(token))
-    session.add(trial)
-    transition(session, trial, State.QUEUED, cause="bench/ingest.py")
-    transition(session, trial, State.RUNNING, cause="bench/ingest.py")
-    return trial
-
-
-def stored_rows(url: str, window: tuple[float, float]) -> dict[str, Any]:
-    """Rows in the database, in the window (server clock), and each trial's progress."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            total = conn.execute(text("SELECT count(*) FROM metrics")).scalar_one()
-            in_window = conn.execute(text(
-                "SELECT count(*) FROM metrics WHERE reported_at >= to_timestamp(:a) "
-                "AND reported_at < to_timestamp(:b)"), {"a": window[0], "b": window[1]}
-            ).scalar_one()
-            steps = {int(trial_id): int(done) for trial_id, done in conn.execute(
-                text("SELECT id, steps_completed FROM trials"))}
-    finally:
-        engine.dispose()
-    return {"total": int(total), "in_window": int(in_window), "steps": steps}
-
-
-def backend_pids(url: str) -> list[int]:
-    """PostgreSQL backend pids connected to the bench database (but not this query's)."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return [int(p) for p in conn.execute(text(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid()")).scalars()]
-    finally:
-        engine.dispose()
-
-
-# ---- the master --------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def write_master_yaml(workdir: Path, db_url: str, port: int, args: argparse.Namespace) -> Path:
-    config = {
-        "host": "127.0.0.1", "port": port, "db": {"url": db_url},
-        "webserver": {"workers": args.workers, "threads": args.threads},
-        "reconciler": {"interval_seconds": 5}, "state_dir": str(workdir / "state"),
-        "auth": {"mode": "open"},  # only trial tokens are used here
-        "resource_manager": {"job_storage_root": str(workdir / "jobs"),
-                             "master_host": "127.0.0.1"},
-    }  # fmt: skip
-    path = workdir / "master.yaml"
-    path.write_text(json.dumps(config, indent=2))  # JSON is YAML
-    return path
-
-
-def start_master(config: Path, log_path: Path) -> subprocess.Popen[bytes]:
-    with log_path.open("wb") as out:
-        return subprocess.Popen([str(REPO / ".venv" / "bin" / "det-master"), "--config",
-                                 str(config)], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=config.parent, start_new_session=True)
-
-
-def wait_ready(proc: subprocess.Popen[bytes], port: int, log_path: Path,
-               timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"det-master exited with {proc.returncode}:\n{tail(log_path)}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/v1/master")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"det-master did not answer within {timeout:.0f} s:\n{tail(log_path)}")
-
-
-def stop_master(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the master (gunicorn stops its workers, serve.py the reconciler), then KILL."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the session it was started in: anything left
-    except ProcessLookupError:
-        pass
-    log("stopped det-master")
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
+from _ingest_setup import (  # noqa: E402
+    BenchDb,
+    backend_pids,
+    create_database,
+    drop_database,
+    free_port,
+    seed_trials,
+    start_master,
+    stop_master,
+    stored_rows,
+    wait_ready,
+    write_master_yaml,
+)
+from _ingest_table import render_table  # noqa: E402
 
 # ---- CPU accounting ----------------------------------------------------------------------
-
-
-def proc_stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds user+system) of ``pid``, or None if it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2:].split()
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def descendants(root: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (st := proc_stat(int(entry.name))) is not None:
-            parents[int(entry.name)] = st[0]
-    found, frontier = [root], [root]
-    while frontier:
-        frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
-        found += frontier
-    return found
-
-
-def role_of(pid: int, master_pid: int) -> str:
-    if pid == master_pid:
-        return "gunicorn arbiter"
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return "master, other children"
-    if "resource_tracker" in cmdline:
-        return "master, other children"
-    return "reconciler" if "multiprocessing" in cmdline else "gunicorn workers"
-
-
-def connections_per_worker(port: int, workers: Sequence[int]) -> dict[int, int]:
-    """Established client connections each gunicorn worker holds on ``port``.
-
-    Keep-alive connections stay with the worker that accepted them, so this shows how evenly
-    the load was spread.
-    """
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                cols = line.split()
-                if cols[3] == "01" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                    inodes.add(f"socket:[{cols[9]}]")
-    counts: dict[int, int] = {}
-    for pid in workers:
-        fds = Path(f"/proc/{pid}/fd")
-        with contextlib.suppress(OSError):
-            counts[pid] = sum(1 for fd in fds.iterdir() if _readlink(fd) in inodes)
-    return counts
-
-
-def _readlink(path: Path) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:
-        return ""
-
-
-def host_busy_seconds() -> float:
-    """CPU seconds (all cores) the host spent not idle, from /proc/stat."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = values[3] + values[4]  # idle + iowait
-    return (sum(values[:8]) - idle) / CLK_TCK
-
-
-@dataclass
-class CpuSnapshot:
-    client_s: float
-    host_busy_s: float
-    by_role: dict[str, float]
-
-
-def cpu_snapshot(groups: dict[str, list[int]]) -> CpuSnapshot:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    by_role: dict[str, float] = {}
-    for role, pids in groups.items():
-        by_role[role] = sum(st[1] for pid in pids if (st := proc_stat(pid)) is not None)
-    return CpuSnapshot(usage.ru_utime + usage.ru_stime, host_busy_seconds(), by_role)
-
 
 def cpu_groups(master_pid: int, db_url: str) -> dict[str, list[int]]:
     groups: dict[str, list[int]] = {"gunicorn workers": [], "gunicorn arbiter": [],
@@ -352,32 +143,12 @@ def cpu_groups(master_pid: int, db_url: str) -> dict[str, list[int]]:
     return groups
 
 
-def postgres_pids() -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError):
-            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "postgres":
-                pids.append(int(entry.name))
-    return pids
-
-
-def cpu_breakdown(start: CpuSnapshot, end: CpuSnapshot, seconds: float) -> dict[str, float]:
-    """Cores used per role during the window; 'rest of host' is whatever nobody above used."""
-    cores = {"bench client (this process)": (end.client_s - start.client_s) / seconds}
-    for role in end.by_role:
-        cores[role] = (end.by_role[role] - start.by_role.get(role, 0.0)) / seconds
-    host = (end.host_busy_s - start.host_busy_s) / seconds
-    cores["rest of host (other users' processes, kernel)"] = host - sum(cores.values())
-    cores["host total busy"] = host
-    return cores
-
-
 # ---- load --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Plan:
-    start: float  # perf_counter
+    start: float  # perf_counter (CLOCK_MONOTONIC: the same in the client processes)
     warmup_end: float
     end: float
     interval: float = 0.0  # seconds between one reporter's requests; 0: back to back
@@ -392,6 +163,7 @@ class Reporter:
     port: int
     steps_per_batch: int
     metric_names: Sequence[str]
+    streams: bool = False  # the harness's bodies: stream, seq (= step - 1), resumed_from
     results: list[tuple[float, float, bool, int]] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
     unsent: int = 0  # paced: requests that fell due but could not be sent before the end
@@ -407,7 +179,10 @@ class Reporter:
 
     def body(self, first_step: int) -> bytes:
         reports = ",".join(self._report % (first_step + i) for i in range(self.steps_per_batch))
-        return ('{"group":"training","reports":[' + reports + "]}").encode()
+        head = '{"group":"training",'
+        if self.streams:
+            head += f'"seq":{first_step - 1},{STREAM},'
+        return (head + '"reports":[' + reports + "]}").encode()
 
     def run(self, plan: Plan, stop: threading.Event) -> None:
         """Report until the window ends: back to back, or every ``plan.interval`` seconds."""
@@ -462,28 +237,83 @@ class LoadResult:
     connections: dict[int, int]  # worker pid -> established client connections
 
 
+class ClientProcesses:
+    """The reporters spread over ``count`` forked processes, one thread per reporter in each
+    (one Python process's GIL serialises 256 reporters' sends: their latency would be the
+    client's). ``count`` 1 runs them as threads of this process."""
+
+    def __init__(self, reporters: list[Reporter], count: int) -> None:
+        self.reporters, self.count = reporters, count
+        self._children: list[tuple[multiprocessing.process.BaseProcess,
+                                   multiprocessing.connection.Connection, list[Reporter]]] = []
+        self._threads: list[threading.Thread] = []
+
+    def start(self, plan: Plan, stop: threading.Event) -> None:
+        if self.count == 1:
+            self._threads = [threading.Thread(target=r.run, args=(plan, stop), daemon=True)
+                             for r in self.reporters]
+            for thread in self._threads:
+                thread.start()
+            return
+        fork = multiprocessing.get_context("fork")
+        for i in range(self.count):
+            share = self.reporters[i::self.count]
+            mine, theirs = fork.Pipe(duplex=False)
+            child = fork.Process(target=_client_main, args=(share, plan, theirs), daemon=True)
+            child.start()
+            theirs.close()
+            self._children.append((child, mine, share))
+
+    def pids(self) -> list[int]:
+        return [child.pid for child, _, _ in self._children if child.pid is not None]
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join(120)
+        for child, results, share in self._children:
+            if results.poll(120):
+                for reporter, (done, errors, unsent) in zip(share, results.recv(), strict=True):
+                    reporter.results, reporter.exceptions, reporter.unsent = done, errors, unsent
+            child.join(10)
+            if child.is_alive():
+                child.kill()
+
+
+def _client_main(reporters: list[Reporter], plan: Plan,
+                 out: multiprocessing.connection.Connection) -> None:
+    stop = threading.Event()
+    threads = [threading.Thread(target=r.run, args=(plan, stop), daemon=True) for r in reporters]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    out.send([(r.results, r.exceptions, r.unsent) for r in reporters])
+    out.close()
+
+
 def run_load(trials: list[tuple[int, str]], port: int, args: argparse.Namespace,
              master_pid: int, db_url: str) -> LoadResult:
     names = [f"metric_{i}" for i in range(args.metrics)]
-    reporters = [Reporter(tid, token, port, args.batch_steps, names) for tid, token in trials]
-    start = time.perf_counter() + 0.5  # time for every thread to start and connect
+    reporters = [Reporter(tid, token, port, args.batch_steps, names, args.streams)
+                 for tid, token in trials]
+    start = time.perf_counter() + 0.5 + 0.1 * args.client_processes  # threads start, connect
     rows_per_request = args.batch_steps * args.metrics
     interval = len(reporters) * rows_per_request / args.rate if args.rate else 0.0
     plan = Plan(start, start + args.warmup, start + args.warmup + args.seconds, interval)
     stop = threading.Event()
-    threads = [threading.Thread(target=r.run, args=(plan, stop), daemon=True) for r in reporters]
+    clients = ClientProcesses(reporters, args.client_processes)
+    profilers: list[subprocess.Popen[bytes]] = []
     try:
-        for thread in threads:
-            thread.start()
+        clients.start(plan, stop)
         _sleep_until(plan.warmup_end)
         groups = cpu_groups(master_pid, db_url)
+        groups["bench client processes"] = clients.pids()
         profilers = start_profilers(args.py_spy, groups["gunicorn workers"], args.seconds)
         connections = connections_per_worker(port, groups["gunicorn workers"])
         wall_start, cpu_start = time.time(), cpu_snapshot(groups)
         _sleep_until(plan.end)
         wall_end, cpu_end = time.time(), cpu_snapshot(groups)
-        for thread in threads:
-            thread.join(120)
+        clients.join()
     finally:
         stop.set()
     for profiler in profilers:
@@ -539,7 +369,8 @@ def by_phase(reporters: Sequence[Reporter], plan: Plan) -> tuple[dict[str, int],
     return phase_ok, sorted(window_latency), failed
 
 
-def analyse(load: LoadResult, stored: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def analyse(load: LoadResult, stored: dict[str, Any], args: argparse.Namespace,
+            case: Case) -> dict[str, Any]:
     rows_per_request = args.batch_steps * args.metrics
     plan, wall = load.plan, load.wall_window
     phase_ok, window_latency, errors_http = by_phase(load.reporters, plan)
@@ -572,9 +403,20 @@ def analyse(load: LoadResult, stored: dict[str, Any], args: argparse.Namespace) 
         "cpu_ms_per_request": {role: cores * 1e3 * window_s / max(1, len(window_latency))
                                for role, cores in load.cpu_cores.items()},
         "connections_per_worker": sorted(load.connections.values(), reverse=True),
-        "targets": {"rows_per_s": rows_per_s >= TARGET_ROWS_PER_S, "errors": errors == 0,
-                    "p99_ms": p99_ms < TARGET_P99_MS},
+        "targets": _targets(case, rows_per_s, p99_ms, errors),
     }
+
+
+def rows_target(case: Case) -> float:
+    """Paced: the offered rate (less the window's edges); back to back: 30,000 rows/s."""
+    return case.rate * KEEPS_UP if case.rate else TARGET_ROWS_PER_S
+
+
+def _targets(case: Case, rows_per_s: float, p99_ms: float, errors: int) -> dict[str, bool]:
+    met = {"rows_per_s": rows_per_s >= rows_target(case), "errors": errors == 0}
+    if case.p99_ms is not None:
+        met["p99_ms"] = p99_ms < case.p99_ms
+    return met
 
 
 def _steps_mismatches(reporters: Sequence[Reporter], stored: dict[int, int]) -> int:
@@ -590,81 +432,69 @@ def _first_exceptions(reporters: Sequence[Reporter]) -> list[str]:
     return [message for r in reporters for message in r.exceptions][:5]
 
 
-# ---- output ------------------------------------------------------------------------------
-
-
-def render_table(result: dict[str, Any]) -> str:
-    a, targets = result, result["targets"]
-    lat, detail, ok = a["latency_ms"], a["errors_detail"], a["requests_ok"]
-    lines = [
-        f"# reproduce: {a['reproduce']}", "",
-        f"Metric ingest: {a['trials']} trials x {a['rows_per_request']} rows/request "
-        f"({a['batch_steps']} steps x {a['metrics']} metrics), det-master gunicorn "
-        f"{a['workers']} workers x {a['threads']} threads, PostgreSQL",
-        f"window {a['window_s']:.1f} s after {a['warmup']:g} s warm-up; load: "
-        + (f"paced, {a['rate']:,.0f} rows/s offered" if a["rate"] else
-           "closed loop, each reporter sends its next request as soon as one is answered"), "",
-        f"{'measure':<28} {'value':>12}  {'target':<14} verdict",
-        "-" * 66,
-        f"{'rows/s stored':<28} {a['rows_per_s']:>12,.0f}  {'>= 30,000':<14} "
-        f"{_verdict(targets['rows_per_s'])}",
-        f"{'  (server clock cross-check)':<28} {a['rows_per_s_server_clock']:>12,.0f}",
-        f"{'requests/s':<28} {a['requests_per_s']:>12,.1f}",
-        f"{'latency p50 ms':<28} {lat['p50']:>12.1f}",
-        f"{'latency p90 ms':<28} {lat['p90']:>12.1f}",
-        f"{'latency p99 ms':<28} {lat['p99']:>12.1f}  {'< 100':<14} "
-        f"{_verdict(targets['p99_ms'])}",
-        f"{'latency max ms':<28} {lat['max']:>12.1f}",
-        f"{'errors':<28} {a['errors']:>12}  {'0':<14} {_verdict(targets['errors'])}",
-        "",
-        f"requests ok: warm-up {ok['warmup']}, window {ok['window']}, drain {ok['drain']}; "
-        f"rows in db {detail['db_rows']:,} vs expected {detail['db_rows_expected']:,} "
-        f"(difference {detail['db_row_difference']}); trials with wrong steps_completed: "
-        f"{detail['trials_with_wrong_steps_completed']}",
-    ]
-    if a["rate"]:
-        lines.append(f"paced requests due but never sent (master behind): "
-                     f"{a['requests_due_but_unsent']}")
-    lines.append("client connections per gunicorn worker: "
-                 f"{' / '.join(map(str, a['connections_per_worker']))}")
-    if detail["first_exceptions"]:
-        lines.append(f"first errors: {detail['first_exceptions']}")
-    lines += ["", f"CPU during the window (the machine has {os.cpu_count()} cores):",
-              f"  {'':<50} {'cores':>6} {'ms/request':>11}"]
-    per_request = a["cpu_ms_per_request"]
-    lines += [f"  {role:<50} {cores:>6.2f} {per_request[role]:>11.2f}"
-              for role, cores in a["cpu_cores"].items()]
-    return "\n".join(lines)
-
-
-def _verdict(met: bool) -> str:
-    return "met" if met else "MISSED"
-
-
 def reproduce_command(args: argparse.Namespace) -> str:
-    flags = [f"--trials={args.trials}", f"--batch-steps={args.batch_steps}",
-             f"--metrics={args.metrics}", f"--seconds={args.seconds:g}",
-             f"--warmup={args.warmup:g}", f"--workers={args.workers}",
-             f"--threads={args.threads}"] + ([f"--rate={args.rate:g}"] if args.rate else [])
-    if args.db_url:
-        flags.append(f"--db-url={shlex.quote(args.db_url)}")
-    if args.py_spy:
-        flags.append(f"--py-spy={shlex.quote(args.py_spy)}")
-    if args.json:
-        flags.append("--json")
-    return f"cd {shlex.quote(str(REPO))} && .venv/bin/python bench/ingest.py {' '.join(flags)}"
+    line = reproduce_with("bench/ingest.py", args, parse_args([]),
+                          skip=("json", "extra_pythonpath", "streams" if args.scenario else ""))
+    return " ".join([line, *(f"--extra-pythonpath {shlex.quote(d)}"
+                             for d in args.extra_pythonpath)])
 
 
 # ---- main --------------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace, workdir: Path, db: BenchDb) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Tree:
+    name: str  # "this tree" or "baseline"
+    pythonpath: str  # for det-master
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    cases = SCENARIOS[args.scenario] if args.scenario else (
+        Case(f"{args.trials} trials", args.trials, args.rate, TARGET_P99_MS),)
+    trees = [Tree("this tree", os.pathsep.join([str(REPO), *args.extra_pythonpath]))]
+    if args.baseline_tree:
+        trees.append(Tree("baseline", str(Path(args.baseline_tree).resolve())))
+    runs = []
+    for index, case in enumerate(cases):
+        for tree in trees:
+            log(f"== {case.label} [{tree.name}]")
+            runs.append(run_case(args, case, tree, index))
+    settings = {k: getattr(args, k) for k in ("batch_steps", "metrics", "seconds", "warmup",
+                                              "workers", "threads", "streams",
+                                              "client_processes")}
+    return {"reproduce": reproduce_command(args), **settings,
+            "rows_per_request": args.batch_steps * args.metrics, "runs": runs,
+            "target_met": all(all(r["targets"].values()) for r in runs
+                              if r["tree"] == "this tree")}
+
+
+def run_case(args: argparse.Namespace, case: Case, tree: Tree, index: int) -> dict[str, Any]:
+    """One load on a fresh database and master of ``tree``; its analysis."""
+    run_args = argparse.Namespace(**{**vars(args), "trials": case.trials, "rate": case.rate})
+    if args.py_spy:
+        slug = "baseline" if tree.name == "baseline" else "this"
+        run_args.py_spy = str(Path(args.py_spy) / f"{index}-{case.trials}-{slug}")
+    with tempfile.TemporaryDirectory(prefix="hpcdet-bench-") as tmp:
+        db = BenchDb(args.db_url, created=False) if args.db_url else create_database(
+            args.admin_url)
+        try:
+            result = run_on(run_args, Path(tmp), db, case, tree)
+        finally:
+            drop_database(args.admin_url, db)
+    if run_args.py_spy:
+        result["profile"] = breakdown(run_args.py_spy)
+    return result
+
+
+def run_on(args: argparse.Namespace, workdir: Path, db: BenchDb, case: Case,
+           tree: Tree) -> dict[str, Any]:
     log(f"migrating {make_url(db.url).render_as_string()}")
     migrate(db.url)
     trials = seed_trials(db.url, args.trials)
     port = free_port()
     log_path = workdir / "det-master.log"
-    master = start_master(write_master_yaml(workdir, db.url, port, args), log_path)
+    master = start_master(write_master_yaml(workdir, db.url, port, args), log_path,
+                          tree.pythonpath)
     try:
         wait_ready(master, port, log_path)
         log(f"det-master up on 127.0.0.1:{port} (log {log_path}); load: {args.warmup:g} s "
@@ -672,16 +502,19 @@ def run(args: argparse.Namespace, workdir: Path, db: BenchDb) -> dict[str, Any]:
         load = run_load(trials, port, args, master.pid, db.url)
     finally:
         stop_master(master)
-    result = analyse(load, stored_rows(db.url, load.wall_window), args)
-    settings = {k: getattr(args, k) for k in ("trials", "batch_steps", "metrics", "seconds",
-                                              "warmup", "workers", "threads", "rate")}
-    return {"reproduce": reproduce_command(args), **settings, **result}
+    result = analyse(load, stored_rows(db.url, load.wall_window), args, case)
+    return {"label": case.label, "tree": tree.name, "trials": case.trials, "rate": case.rate,
+            "rows_target": rows_target(case), "p99_target_ms": case.p99_ms, **result}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
+    add("--scenario", choices=sorted(SCENARIOS), default=None,
+        help="run a named set of loads one after another (each on a fresh database and "
+             "master) instead of --trials/--rate: headroom = 64 and 256 trials at 30,000 "
+             "rows/s paced, with the harness's bodies (--streams)")
     add("--trials", type=int, default=64, help="concurrent reporters, one per trial (64)")
     add("--batch-steps", type=int, default=10, help="steps per request (10)")
     add("--metrics", type=int, default=5, help="metrics per step (5)")
@@ -690,33 +523,38 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--rate", type=float, default=0, metavar="ROWS_PER_S",
         help="pace the reporters to offer this many rows/s in all (0: back to back, the "
              "default); latency is then taken from when each request was due")
+    add("--streams", action="store_true",
+        help="send the harness's bodies (stream, seq, resumed_from: the exactly-once path)")
+    add("--client-processes", type=int, default=1,
+        help="spread the reporters over this many forked processes (1: threads of this one)")
     add("--workers", type=int, default=2, help="gunicorn workers of the master (2)")
     add("--threads", type=int, default=8, help="threads per gunicorn worker (8)")
+    add("--baseline-tree", metavar="DIR", default=None,
+        help="also run each load against the master of this tree (e.g. a worktree of main), "
+             "interleaved: before/after on the same host in one run")
+    add("--extra-pythonpath", metavar="DIR", action="append", default=[],
+        help="put DIR on this tree's master's PYTHONPATH (packages of its extras that "
+             ".venv lacks); may be repeated")
     add("--db-url", default=None, help="use this existing, empty database (not dropped)")
     add("--admin-url", default=ADMIN_URL, help=f"where to create the database ({ADMIN_URL})")
     add("--py-spy", metavar="DIR", default=None,
-        help="record each gunicorn worker with py-spy during the window into DIR "
-             "(pip install py-spy; perturbs the figures)")
+        help="record each gunicorn worker with py-spy during the window into DIR/<run> and "
+             "print where their CPU went (pip install py-spy; perturbs the figures)")
     add("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if min(args.trials, args.batch_steps, args.metrics, args.workers, args.threads) < 1 or \
-            args.seconds <= 0 or args.warmup < 0 or args.rate < 0:
+    if min(args.trials, args.batch_steps, args.metrics, args.workers, args.threads,
+           args.client_processes) < 1 or args.seconds <= 0 or args.warmup < 0 or args.rate < 0:
         parser.error("counts must be >= 1, --seconds > 0, --warmup >= 0")
+    if args.scenario:
+        args.streams = True  # the scenarios measure what the harness sends
+    if args.db_url and (args.scenario or args.baseline_tree):
+        parser.error("--db-url takes one run: not with --scenario or --baseline-tree")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    log(f"# reproduce: {reproduce_command(args)}")
-    with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="hpcdet-bench-") as tmp:
-        db = BenchDb(args.db_url, created=False) if args.db_url else create_database(
-            args.admin_url)
-        try:
-            result = run(args, Path(tmp), db)
-        finally:
-            drop_database(args.admin_url, db)
-    print(json.dumps(result, indent=2, default=str) if args.json else render_table(result))
-    return 0 if all(result["targets"].values()) else 1
+    return bench_main(argv, parse_args=parse_args, run=run, render_table=render_table,
+                      reproduce_command=reproduce_command)
 
 
 if __name__ == "__main__":

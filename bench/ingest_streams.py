@@ -32,18 +32,6 @@ import ingest  # bench/ingest.py: this script's directory is on sys.path
 from _common import run_script
 from sqlalchemy import create_engine, text
 
-STREAM = ('"stream":{"run_id":1,"requeue":0,"rank":0},'
-          '"resumed_from":{"uuid":null,"steps_completed":0}')
-
-
-class StreamReporter(ingest.Reporter):
-    """A reporter whose requests carry their stream; seq = step - 1 (steps start at 1)."""
-
-    def body(self, first_step: int) -> bytes:
-        reports = ",".join(self._report % (first_step + i) for i in range(self.steps_per_batch))
-        head = f'{{"group":"training","seq":{first_step - 1},{STREAM},"reports":['
-        return (head + reports + "]}").encode()
-
 
 def sqlite_stored_rows(url: str, window: tuple[float, float]) -> dict[str, Any]:
     """bench/ingest.py's ``stored_rows`` for SQLite (naive UTC timestamps as text)."""
@@ -87,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ingest.reproduce_command = lambda args: command(args).replace(
         "bench/ingest.py", "bench/ingest_streams.py " + " ".join(map(shlex.quote, flags)), 1)
     if not mine.legacy:
-        ingest.Reporter = StreamReporter  # type: ignore[misc]
+        rest.append("--streams")  # bench/ingest.py's Reporter sends the harness's bodies
     with tempfile.TemporaryDirectory(prefix="hpcdet-bench-sqlite-") as tmp:
         if mine.sqlite:
             use_sqlite(Path(tmp))

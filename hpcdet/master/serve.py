@@ -6,6 +6,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -60,6 +61,7 @@ def _run_master(settings: MasterSettings) -> None:
     log.info("hpcdet master on %s (listening on %s:%s, database %s)", settings.master_url,
              settings.host, settings.port, settings.database_kind)
     warn_if_open(settings)
+    refuse_port_in_use(settings.host, settings.port)
     try:
         _serve(settings)
     finally:
@@ -248,15 +250,34 @@ WORKER_CLASS = "uvicorn_worker.UvicornWorker"
 
 
 def gunicorn_options(settings: MasterSettings) -> dict[str, Any]:
-    """gunicorn's settings for the master (TLS's too, when configured)."""
+    """gunicorn's settings for the master (TLS's too, when configured).
+
+    ``reuse_port``: each worker listens on a socket of its own (SO_REUSEPORT) and the kernel
+    spreads new connections over them. On one shared socket an asyncio worker accepts every
+    connection waiting at once: 64 reporters connecting together all went to one of the two
+    workers, and stayed there (keep-alive), leaving the other idle (docs/performance.md).
+    """
     options: dict[str, Any] = {
         "bind": f"{settings.host}:{settings.port}", "workers": settings.workers,
-        "worker_class": WORKER_CLASS, "timeout": 120,
+        "worker_class": WORKER_CLASS, "timeout": 120, "reuse_port": True,
         "accesslog": None, "errorlog": "-", "loglevel": "warning",
     }
     if settings.tls is not None:
         options.update(settings.tls.gunicorn_options())
     return options
+
+
+def refuse_port_in_use(host: str, port: int) -> None:
+    """Fail at start if something listens on the port already: with ``reuse_port`` a second
+    master of the same user would otherwise share it silently with the first."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") \
+                from None
 
 
 def _serve(settings: MasterSettings) -> None:

@@ -3,7 +3,9 @@
 ``/proxy/<task_id>/...`` (HTTP and WebSocket) goes to the proxy, on the event loop: a held
 WebSocket costs a coroutine, not a thread. Everything else goes to the Flask app through
 ``a2wsgi``'s WSGI adapter, whose thread pool (``webserver.threads`` per worker) runs the
-views as gunicorn's threads did; its responses stream back chunk by chunk.
+views as gunicorn's threads did; its responses stream back chunk by chunk. The one
+exception is the trials' metric reports, answered on the event loop when they are what the
+harness sends (:mod:`hpcdet.master.api.metrics_asgi`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from a2wsgi import WSGIMiddleware
 from flask import Flask
 
 from hpcdet.master.api.errors import error_body
+from hpcdet.master.api.metrics_asgi import MetricsRoute
 from hpcdet.master.errors import ApiError
 from hpcdet.master.proxy import forward
 from hpcdet.master.proxy import headers as hdr
@@ -40,6 +43,7 @@ class MasterApp:
     def __init__(self, flask_app: Flask, threads: int) -> None:
         self.flask_app = flask_app
         self.wsgi = WSGIMiddleware(flask_app, workers=threads)  # type: ignore[arg-type]
+        self.metrics = MetricsRoute(flask_app, self.wsgi)  # type: ignore[arg-type]
         self.client: httpx.AsyncClient | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -48,6 +52,8 @@ class MasterApp:
             await self._lifespan(receive, send)
         elif scope.get("path", "").startswith(PREFIX) or scope.get("path") == PREFIX[:-1]:
             await self.proxy(scope, receive, send)
+        elif kind == "http" and self.metrics.matches(scope):
+            await self.metrics(scope, receive, send)
         elif kind == "http":
             await self.wsgi(scope, receive, send)  # type: ignore[arg-type]
         else:  # a WebSocket anywhere but the proxy

@@ -80,8 +80,8 @@ def metrics_batch(trial_id: int, body: Mapping[str, Any]) -> ReportBatch:
         raise ApiError(400, "bad_request", f"reports: must be a list of at most {MAX_REPORTS}")
     stream, first = _stream(trial_id, body)
     return ReportBatch(trial_id, [
-        Report(group, *_metrics_report(f"reports[{i}]", r),
-               seq=None if first is None else first + i) for i, r in enumerate(raw)], stream)
+        Report(group, *_metrics_report(i, r), seq=None if first is None else first + i)
+        for i, r in enumerate(raw)], stream)
 
 
 def checkpoint_batch(trial_id: int, body: Mapping[str, Any]) -> ReportBatch:
@@ -100,7 +100,7 @@ def spooled_report(line: Any) -> Report:
         if not isinstance(body, Mapping):
             raise ApiError(400, "bad_request", "checkpoint: must be an object")
         return _checkpoint_report(body, seq)
-    return Report(metric_group(line.get("group")), *_metrics_report("report", line), seq=seq)
+    return Report(metric_group(line.get("group")), *_metrics_report(None, line), seq=seq)
 
 
 def metric_group(value: Any) -> str:
@@ -138,15 +138,28 @@ def _stream(trial_id: int, body: Mapping[str, Any]) -> tuple[Stream | None, int 
     return stream, _count("seq", body.get("seq"))
 
 
-def _metrics_report(where: str, report: Any) -> tuple[int, dict[str, float]]:
+def _metrics_report(index: int | None, report: Any) -> tuple[int, dict[str, float]]:
+    """``reports[index]`` (a spooled line's report: None) as (steps, metrics)."""
     if not isinstance(report, Mapping):
-        raise ApiError(400, "bad_request", f"{where}: must be an object")
+        raise ApiError(400, "bad_request", f"{_where(index)}: must be an object")
     steps, metrics = report.get("steps_completed"), report.get("metrics")
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise ApiError(400, "bad_request", f"{where}.steps_completed: must be an integer >= 0")
+    if type(steps) is not int or steps < 0:  # not a bool (an int subclass) either
+        raise ApiError(400, "bad_request",
+                       f"{_where(index)}.steps_completed: must be an integer >= 0")
     if not isinstance(metrics, Mapping):
-        raise ApiError(400, "bad_request", f"{where}.metrics: must be an object")
-    return steps, {str(k): _finite(f"{where}.metrics.{k}", v) for k, v in metrics.items()}
+        raise ApiError(400, "bad_request", f"{_where(index)}.metrics: must be an object")
+    checked = {}
+    for name, value in metrics.items():
+        # Reports are many: the common value (a finite float) costs one test, and the
+        # message of an error is only written for an error.
+        if type(value) is not float or not math.isfinite(value):
+            value = _finite(f"{_where(index)}.metrics.{name}", value)
+        checked[str(name)] = value
+    return steps, checked
+
+
+def _where(index: int | None) -> str:
+    return "report" if index is None else f"reports[{index}]"
 
 
 def _checkpoint_report(body: Mapping[str, Any], seq: int | None) -> Report:

@@ -87,3 +87,23 @@ def test_a_batch_sqlite_refused_as_locked_is_written_again(
     writer = MetricWriter(app.config["HPCDET_ENGINE"])
     assert writer.write(trial_id, "training", [(1, {"loss": 0.5})]).rows == 1
     assert len(calls) == 2
+
+
+def test_apply_async_stores_and_a_closed_loop_stops_no_other_waiter(app: Flask) -> None:
+    import asyncio
+
+    from hpcdet.master.reports.ingest import Report, ReportBatch, _Pending
+
+    (trial_id,) = _trials(app, 1)
+    writer = MetricWriter(app.config["HPCDET_ENGINE"])
+    batch = ReportBatch(trial_id, [Report("training", 1, {"loss": 1.0})])
+    assert asyncio.run(writer.apply_async(batch)).rows == 1
+
+    def closed_loop() -> None:
+        raise RuntimeError("Event loop is closed")
+
+    gone = _Pending(ReportBatch(trial_id, [Report("training", 2, {"loss": 1.0})]),
+                    on_done=closed_loop)
+    waiting = _Pending(ReportBatch(trial_id, [Report("training", 3, {"loss": 1.0})]))
+    writer._flush([gone, waiting])
+    assert waiting.done.is_set() and waiting.result is not None and waiting.result.rows == 1

@@ -58,5 +58,22 @@ def test_gunicorn_runs_asyncio_workers_with_the_tls_files(settings: MasterSettin
     plain = gunicorn_options(replace(settings, workers=3, threads=5))
     assert plain["worker_class"] == "uvicorn_worker.UvicornWorker"
     assert plain["workers"] == 3 and "threads" not in plain and "certfile" not in plain
+    assert plain["reuse_port"] is True  # each worker its own socket: connections spread
     tls = gunicorn_options(replace(settings, tls=TlsSettings("/etc/c.pem", "/etc/k.pem")))
     assert (tls["certfile"], tls["keyfile"]) == ("/etc/c.pem", "/etc/k.pem")
+
+
+def test_a_port_something_listens_on_is_refused_at_start() -> None:
+    import socket
+
+    import click
+
+    from hpcdet.master.serve import refuse_port_in_use
+
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # as another master's
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        with pytest.raises(click.ClickException, match=f"cannot listen on 127.0.0.1:{port}"):
+            refuse_port_in_use("127.0.0.1", port)
