@@ -62,10 +62,17 @@ def _stdlib_loads(body: bytes) -> Any:
     return json.loads(body.decode("utf-8"), parse_constant=refuse)  # UTF-8 only, as orjson
 
 
-try:  # orjson: about 3x faster on the reporter's bodies; it refuses NaN and Infinity too
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - orjson is in the master extra
-    _loads = _stdlib_loads
+def _json_loads() -> Callable[[bytes], Any]:
+    """orjson's ``loads`` (about 3x faster on the reporter's bodies; it refuses NaN and
+    Infinity too), else the standard library's, made as strict."""
+    try:
+        from orjson import loads
+    except ImportError:  # pragma: no cover - orjson is in the master extra
+        return _stdlib_loads
+    return loads
+
+
+_loads = _json_loads()
 
 
 class _NotHere(Exception):
