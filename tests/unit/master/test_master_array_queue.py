@@ -3,6 +3,7 @@ counts (``?arrays=grouped``), and updates of one pending task."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -120,3 +121,26 @@ def test_pending_tasks_expand_to_their_ids() -> None:
 def test_rows_outside_arrays_are_left_as_they_are() -> None:
     rows: list[dict[str, Any]] = [{"job_id": "7", "array_id": None, "position": 1}]
     assert group_arrays(rows) == rows
+
+
+def test_the_queue_page_shows_one_expandable_row_per_array(
+        queue_app: Flask, queue_client: FlaskClient, slurm_queue: FakeSlurmQueue) -> None:
+    first_trial = seed(queue_app, slurm_queue)
+    html = queue_client.get("/queue").get_data(as_text=True)
+    assert re.findall(r'<tr data-job-id="([^"]+)"', html) == ["40", "41", "50"]
+    assert '<summary>40 <span data-array-tasks>(array: 4 PENDING, 2 RUNNING)</span>' in html
+    entries = re.findall(r'<li data-array-entry="([^"]+)">', html)
+    assert entries[:3] == ["40_0", "40_1", "40_[2-5%2]"]
+    assert f'<a href="/trials/{first_trial}">trial {first_trial}</a>' in html
+    assert 'data-change="40"' not in html  # an array changes task by task (expanded)
+    assert "arrays=grouped" in re.findall(r'data-poll="([^"]+)"', html)[0]
+
+
+def test_the_queue_page_expanded_has_a_row_per_entry(
+        queue_app: Flask, queue_client: FlaskClient, slurm_queue: FakeSlurmQueue) -> None:
+    seed(queue_app, slurm_queue)
+    html = queue_client.get("/queue?expand=1").get_data(as_text=True)
+    assert re.findall(r'<tr data-job-id="([^"]+)"', html) == [
+        "40_0", "40_1", "40_[2-5%2]", "41", "50_[0-3]"]
+    assert "<details data-array-id" not in html
+    assert "arrays=grouped" not in re.findall(r'data-poll="([^"]+)"', html)[0]
