@@ -98,7 +98,8 @@ def _in_workspace(actor: str, workspace: str | None,
 
 @bp.route("/experiments/<int:exp_id>", methods=["GET", "PATCH", "DELETE"])
 def describe_experiment(exp_id: int) -> Any:
-    """One experiment with its effective config, history and trials (see experiment_detail);
+    """One experiment with its effective config, history and trial counts (see
+    experiment_detail; the trials themselves: ``GET .../trials``);
     PATCH and DELETE: :mod:`hpcdet.master.api.experiment_edits`."""
     if request.method == "PATCH":
         return experiment_edits.patch_experiment(exp_id)

@@ -68,8 +68,9 @@ def test_a_failed_job_ends_the_trial_and_experiment_in_error(
     reconciler.cycle()
     fake.phases["101"] = JobPhase.FAILED
     reconciler.cycle()
-    described = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()
-    assert described["trials"][0]["state"] == "ERROR"
+    listed = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()
+    assert listed["trials"][0]["state"] == "ERROR"
+    described = client.get(f"/api/v1/experiments/{exp_id}").get_json()
     history = [h["to"] for h in described["experiment"]["history"]]
     assert history == ["ACTIVE", "STOPPING_ERROR", "ERROR"]
 
