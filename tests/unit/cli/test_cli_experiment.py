@@ -201,6 +201,24 @@ def test_describe(det: Det, fake_master: FakeMaster) -> None:
     assert "State history:\nAt" in out and "created" in out
 
 
+def test_describe_json_keeps_every_trial_under_trials(det: Det,
+                                                     fake_master: FakeMaster) -> None:
+    # The master pages the trials; --json still prints them all with the experiment, the
+    # shape scripts and the integration tests read.
+    fake_master.add("GET", "/experiments/5", {"experiment": _experiment(num_trials=3)})
+    fake_master.add("GET", "/experiments/5/trials",
+                    {"trials": [_trial(7), _trial(8)], "pagination": {"total": 3}},
+                    {"trials": [_trial(9)], "pagination": {"total": 3}})
+    result = det("e", "describe", "5", "--json")
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["experiment"]["id"] == 5
+    assert [t["id"] for t in answer["trials"]] == [7, 8, 9]
+    pages = [dict(r.url.params) for r in fake_master.sent("GET", "/experiments/5/trials")]
+    assert [(p["offset"], p["limit"], p["sortBy"]) for p in pages] == [
+        ("0", "1000", "id"), ("2", "1000", "id")]
+
+
 def test_kill(det: Det, fake_master: FakeMaster) -> None:
     fake_master.add("POST", "/experiments/5/kill",
                     {"experiment": _experiment("STOPPING_KILLED")})
