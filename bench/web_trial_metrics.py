@@ -168,7 +168,7 @@ def seed_database(app: Flask, trials: int, validations: int, steps: int) -> dict
         with app.config["HPCDET_ENGINE"].connect() as conn:
             conn.execution_options(isolation_level="AUTOCOMMIT").execute(
                 text("VACUUM ANALYZE metrics"))
-    return {"experiment_id": exp_id, "trial_id": ids[0], "picked": ids[:3]}
+    return {"experiment_id": exp_id, "trial_id": ids[0], "picked": ids[:3], "page": ids[:100]}
 
 
 # ---- measuring ---------------------------------------------------------------------------
@@ -218,7 +218,16 @@ def requests(ids: dict[str, Any]) -> list[tuple[str, str, bool]]:
         ("series validation", f"{series}&group=validation&name=validation_loss", True),
         ("full validation metrics", f"/api/v1/trials/{trial}/metrics?group=validation", False),
         ("experiment page", f"/experiments/{exp}", True),
-        ("experiment series", f"/api/v1/experiments/{exp}/metrics", True),
+        # What the page polls: the experiment (counts, no trials), its page of trials and
+        # their series (the 100 best; their ids are the first 100 only roughly: same cost).
+        ("experiment API", f"/api/v1/experiments/{exp}", True),
+        ("trials page API", f"/api/v1/experiments/{exp}/trials?sortBy=best_validation_metric"
+                            "&limit=100", True),
+        ("trials by id, page 50", f"/api/v1/experiments/{exp}/trials?offset=4900&limit=100",
+         False),
+        ("page's series", f"/api/v1/experiments/{exp}/metrics?"
+                          + "&".join(f"trial_id={t}" for t in ids["page"]), True),
+        ("all trials' series", f"/api/v1/experiments/{exp}/metrics", False),
         ("comparison", f"/api/v1/experiments/{exp}/metrics?group=training&name=loss"
                        f"&max_points=400{picked}", False),
     ]

@@ -215,3 +215,33 @@ def _error_from_response(response: Response) -> MasterError:
         text = response.text.strip().splitlines()[0] if response.text.strip() else ""
         message = f"master answered {response.status_code} {response.reason_phrase}"
         return MasterError(f"{message}: {text}" if text else message, status=response.status_code)
+
+
+# ``GET /experiments/<id>/trials`` answers at most this many trials a page (its maximum).
+TRIAL_PAGE_SIZE = 1000
+
+
+def experiment_trials(client: MasterClient, experiment_id: int, *,
+                      page_size: int = TRIAL_PAGE_SIZE) -> list[dict[str, Any]]:
+    """Every trial of the experiment in id order, read page by page (the master pages them).
+
+    Id order keeps the pages stable while the searcher adds trials: new ones come last.
+    """
+    trials: list[dict[str, Any]] = []
+    while True:
+        answer = client.get(f"/experiments/{experiment_id}/trials",
+                            params={"offset": len(trials), "limit": page_size,
+                                    "sortBy": "id"})
+        page = answer.get("trials") or []
+        trials += page
+        total = (answer.get("pagination") or {}).get("total", len(trials))
+        if not page or len(trials) >= total:
+            return trials
+
+
+def first_trial_id(client: MasterClient, experiment_id: int) -> int | None:
+    """The experiment's first trial (lowest id), or None before it has any."""
+    answer = client.get(f"/experiments/{experiment_id}/trials",
+                        params={"limit": 1, "sortBy": "id"})
+    trials = answer.get("trials") or []
+    return int(trials[0]["id"]) if trials else None

@@ -221,13 +221,13 @@ def wait_for_first_trial(state: CliState, experiment_id: int, progress: Progress
     """The id of the experiment's first trial once it exists; None if the experiment
     ended without any."""
     from hpcdet.cli.trial import is_terminal
+    from hpcdet.client import first_trial_id
 
     while True:
-        answer = state.client().get(f"/experiments/{experiment_id}")
-        trials = answer.get("trials") or []
-        if trials:
-            return min(int(t["id"]) for t in trials)
-        exp_state = answer["experiment"]["state"]
+        trial_id = first_trial_id(state.client(), experiment_id)
+        if trial_id is not None:
+            return trial_id
+        exp_state = state.client().get(f"/experiments/{experiment_id}")["experiment"]["state"]
         progress.show("experiment", f"experiment {experiment_id}: {exp_state}")
         if is_terminal(exp_state):
             return None
@@ -332,8 +332,15 @@ def _note_more(total: Any, shown_up_to: int) -> None:
 @JSON_OPTION
 @pass_state
 def describe(state: CliState, experiment_id: int, as_json: bool) -> None:
-    """Show an experiment's settings, trials and state history."""
+    """Show an experiment's settings, trials and state history.
+
+    Every trial is listed (read page by page); --json prints the experiment with them all
+    under "trials".
+    """
+    from hpcdet.client import experiment_trials
+
     answer = state.client().get(f"/experiments/{experiment_id}")
+    answer["trials"] = experiment_trials(state.client(), experiment_id)
     if as_json:
         print_json(answer)
     else:
@@ -448,8 +455,9 @@ def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
     if follow:
         trial_id = wait_for_first_trial(state, experiment_id, Progress())
     else:
-        trials = state.client().get(f"/experiments/{experiment_id}")["trials"] or []
-        trial_id = min((int(t["id"]) for t in trials), default=None)
+        from hpcdet.client import first_trial_id
+
+        trial_id = first_trial_id(state.client(), experiment_id)
     if trial_id is None:
         raise CliError(f"experiment {experiment_id} has no trials")
     show_logs(state, trial_id, follow=follow, head=head, tail=tail,

@@ -65,12 +65,15 @@ def list_trials(state: CliState, experiment_id: int, as_json: bool) -> None:
 
 
 def print_trials(state: CliState, experiment_id: int, *, as_json: bool) -> None:
-    """What ``det trial list`` and ``det experiment list-trials`` print."""
-    answer = state.client().get(f"/experiments/{experiment_id}/trials")
+    """What ``det trial list`` and ``det experiment list-trials`` print: every trial, read
+    page by page (``--json``: ``{"trials": [...]}``)."""
+    from hpcdet.client import experiment_trials
+
+    trials = experiment_trials(state.client(), experiment_id)
     if as_json:
-        print_json(answer)
+        print_json({"trials": trials})
     else:
-        click.echo(trials_table(answer.get("trials") or []))
+        click.echo(trials_table(trials))
 
 
 def trials_table(trials: Sequence[Mapping[str, Any]], *, metric: str | None = None,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from hpcdet.client import MasterClient, master_url_from_env
+from hpcdet.client import MasterClient, experiment_trials, master_url_from_env
 from hpcdet.services.service_file import owner_token
 
 # The groups TensorBoard shows, as Determined's TensorBoard names them (``training/loss``).
@@ -60,11 +60,8 @@ class MasterMetrics:
                                 token=token))
 
     def trial_ids(self, experiment_ids: Sequence[int]) -> list[int]:
-        ids: list[int] = []
-        for exp_id in experiment_ids:
-            answer = self._client.get(f"/experiments/{exp_id}/trials")
-            ids += [int(trial["id"]) for trial in answer.get("trials") or []]
-        return ids
+        return [int(trial["id"]) for exp_id in experiment_ids
+                for trial in experiment_trials(self._client, exp_id)]
 
     def reports(self, trial_id: int, group: str, since_steps: int | None) -> list[Report]:
         params: dict[str, Any] = {"group": group}

@@ -86,6 +86,34 @@ class LiveMaster:
                          verify=verify_for(self.env)).json()
 
 
+TRIAL_PAGE_LIMIT = 1000  # the most one GET .../trials answers
+
+
+def trials_of(master: LiveMaster, exp_id: int) -> list[dict[str, Any]]:
+    """Every trial of the experiment in id order, read page by page from
+    ``GET /experiments/<id>/trials`` (the experiment's own answer no longer embeds them)."""
+    trials: list[dict[str, Any]] = []
+    while True:
+        answer = master.api(f"/experiments/{exp_id}/trials?offset={len(trials)}"
+                            f"&limit={TRIAL_PAGE_LIMIT}&sortBy=id")
+        page = answer.get("trials") or []
+        trials += page
+        # No pagination: an error answer (the experiment was deleted meanwhile).
+        total = (answer.get("pagination") or {}).get("total", len(trials))
+        if not page or len(trials) >= total:
+            return trials
+
+
+def experiment_with_trials(master: LiveMaster, exp_id: int) -> dict[str, Any]:
+    """``GET /experiments/<id>`` with the experiment's trials added under ``"trials"`` (the
+    shape ``det experiment describe --json`` prints). The experiment is read first, so its
+    trials are at least as new as its state. An error answer (404) comes back unchanged."""
+    answer: dict[str, Any] = master.api(f"/experiments/{exp_id}")
+    if "experiment" in answer:
+        answer["trials"] = trials_of(master, exp_id)
+    return answer
+
+
 def missing(reason: str) -> None:
     """Skip locally, fail in CI (the rule of tests/conftest.py's ``missing``)."""
     if os.environ.get("CI") == "true" or os.environ.get("HPCDET_REQUIRE_ALL") == "1":

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, missing
+from it_helpers import REPO, LiveMaster, experiment_with_trials, missing, trials_of
 from test_it_faults import (
     active_job,
     as_table,
@@ -247,7 +247,7 @@ def test_digits_completes_in_the_container_as_root(master: LiveMaster, tmp_path:
                        image=_image_name(runtime, image), env=tuple(runtime_env))
     created = master.det("experiment", "create", str(path), str(tmp_path / "ctx"), "--follow",
                          check=True, timeout=600)
-    answer = master.api(f"/experiments/{_created(created.stdout)}")
+    answer = experiment_with_trials(master, _created(created.stdout))
     trial = answer["trials"][0]
     logs = master.det("trial", "logs", str(trial["id"]), "--tail", "40").stdout
     assert answer["experiment"]["state"] == "COMPLETED", f"{answer}\n{logs}"
@@ -318,8 +318,8 @@ def test_sigterm_and_sigusr2_reach_the_harness_in_the_container(
                        pace="0.02", image=_image_name(runtime, image), env=tuple(runtime_env))
     created = master.det("experiment", "create", str(path), str(tmp_path / "ctx"), check=True)
     exp_id = _created(created.stdout)
-    trial_id = int(wait_for(lambda: (master.api(f"/experiments/{exp_id}")["trials"]
-                                     or [None])[0], "the trial")["id"])
+    trial_id = int(wait_for(lambda: (trials_of(master, exp_id) or [None])[0],
+                            "the trial")["id"])
     # scontrol requeue: Slurm sends SIGTERM, then runs the same job again.
     job = active_job(wait_for_epochs(master, trial_id, 2))
     subprocess.run(["scontrol", "requeue", job["job_id"]], env=slurm, check=True)

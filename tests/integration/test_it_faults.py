@@ -28,7 +28,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 import yaml
-from it_helpers import REPO, LiveMaster, load_json
+from it_helpers import REPO, LiveMaster, experiment_with_trials, load_json, trials_of
 
 pytestmark = [pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
@@ -99,7 +99,7 @@ def create(master: LiveMaster, tmp_path: Path, config: dict[str, Any]) -> tuple[
     out = master.det("experiment", "create", str(path), str(_context(tmp_path)),
                      check=True).stdout
     exp_id = int(next(li for li in out.splitlines() if li.startswith("Created")).split()[-1])
-    trial = wait_for(lambda: (master.api(f"/experiments/{exp_id}")["trials"] or [None])[0],
+    trial = wait_for(lambda: (trials_of(master, exp_id) or [None])[0],
                      "the trial to exist", 60)
     return exp_id, int(trial["id"])
 
@@ -133,7 +133,7 @@ def wait_for_epochs(master: LiveMaster, trial_id: int, epochs: int) -> dict[str,
 
 def wait_until_ended(master: LiveMaster, exp_id: int, timeout: float = 420) -> dict[str, Any]:
     answer = wait_for(lambda: (lambda a: a if a["experiment"]["ended_at"] else None)(
-        master.api(f"/experiments/{exp_id}")), f"experiment {exp_id} to end", timeout)
+        experiment_with_trials(master, exp_id)), f"experiment {exp_id} to end", timeout)
     return dict(answer)
 
 

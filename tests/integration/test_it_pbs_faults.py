@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
-from it_helpers import REPO, LiveMaster, load_json, wait_for
+from it_helpers import REPO, LiveMaster, experiment_with_trials, load_json, trials_of, wait_for
 from it_pbs import PBS_BIN, USER, create_experiment, pbs_as, pbs_master, qdel_all, qstat
 
 pytestmark = pytest.mark.pbs
@@ -58,7 +58,7 @@ def sleeper_config(seconds: float, **extra: Any) -> dict[str, Any]:
 
 
 def trial_of(master: LiveMaster, exp_id: int) -> dict[str, Any] | None:
-    trials = master.api(f"/experiments/{exp_id}")["trials"]
+    trials = trials_of(master, exp_id)
     return dict(master.api(f"/trials/{trials[0]['id']}")["trial"]) if trials else None
 
 
@@ -75,7 +75,7 @@ def running_job(master: LiveMaster, exp_id: int) -> tuple[dict[str, Any], str]:
 
 def ended(master: LiveMaster, exp_id: int, timeout: float = 180) -> dict[str, Any]:
     answer = wait_for(lambda: (lambda a: a if a["experiment"]["ended_at"] else None)(
-        master.api(f"/experiments/{exp_id}")), f"experiment {exp_id} to end", timeout)
+        experiment_with_trials(master, exp_id)), f"experiment {exp_id} to end", timeout)
     return dict(answer)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from it_helpers import REPO, LiveMaster, wait_for
+from it_helpers import REPO, LiveMaster, experiment_with_trials, trials_of, wait_for
 from it_pbs import create_experiment, pbs_master, qdel_all, qstat
 
 pytestmark = [pytest.mark.pbs, pytest.mark.torch]
@@ -66,7 +66,7 @@ def active_jobs(master: LiveMaster) -> list[str]:
     """The PBS jobs of this master's trials that have not ended."""
     experiments = master.api("/experiments").get("experiments", [])
     return [job["job_id"] for exp in experiments
-            for trial in master.api(f"/experiments/{exp['id']}")["trials"]
+            for trial in trials_of(master, exp["id"])
             for job in master.api(f"/trials/{trial['id']}")["trial"]["jobs"]
             if job["active"]]
 
@@ -80,7 +80,8 @@ def create(master: LiveMaster, config: dict[str, Any]) -> int:
 
 
 def experiment(master: LiveMaster, exp_id: int) -> dict[str, Any]:
-    return dict(master.api(f"/experiments/{exp_id}"))
+    """The experiment with its trials under ``"trials"``."""
+    return experiment_with_trials(master, exp_id)
 
 
 def trial_of(master: LiveMaster, trial_id: int) -> dict[str, Any]:
@@ -136,7 +137,7 @@ def first_batches(entries: list[dict[str, Any]], job_id: str) -> list[int]:
 
 
 def only_trial(master: LiveMaster, exp_id: int) -> int:
-    trials = wait_for(lambda: experiment(master, exp_id)["trials"], "the trial", 60)
+    trials = wait_for(lambda: trials_of(master, exp_id), "the trial", 60)
     return int(trials[0]["id"])
 
 

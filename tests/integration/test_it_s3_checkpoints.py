@@ -32,7 +32,7 @@ import boto3
 import httpx
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster
+from it_helpers import REPO, LiveMaster, experiment_with_trials, trials_of
 
 pytestmark = [pytest.mark.slurm, pytest.mark.torch]
 DIGITS = REPO / "examples" / "digits"
@@ -143,7 +143,7 @@ def explain(master: LiveMaster, trial_id: int) -> str:
 def test_s3_checkpoints_save_restore_after_requeue_and_gc(
         master: LiveMaster, tmp_path: Path, s3_endpoint: str, bucket: str) -> None:
     exp_id = create(master, tmp_path, config(bucket, s3_endpoint))
-    trial_id = int(wait_for(lambda: master.api(f"/experiments/{exp_id}")["trials"][0]["id"],
+    trial_id = int(wait_for(lambda: trials_of(master, exp_id)[0]["id"],
                             "the trial to exist", 60))
 
     def validated(epochs: int) -> dict[str, Any] | None:
@@ -196,7 +196,7 @@ def test_s3_checkpoints_save_restore_after_requeue_and_gc(
         rel = key.split("/", 3)[3]
         body = store(s3_endpoint).get_object(Bucket=bucket, Key=key)["Body"].read()
         assert (target / rel).read_bytes() == body
-    assert SECRET not in str(master.api(f"/experiments/{exp_id}"))
+    assert SECRET not in str(experiment_with_trials(master, exp_id))
 
 
 def run_until_gc(master: LiveMaster, tmp_path: Path, storage: dict[str, Any],
@@ -210,7 +210,7 @@ def run_until_gc(master: LiveMaster, tmp_path: Path, storage: dict[str, Any],
                                  "save_trial_latest": 1}
     exp_id = create(master, tmp_path, doc)
     answer = wait_for(lambda: (lambda a: a if a["experiment"]["ended_at"] else None)(
-        master.api(f"/experiments/{exp_id}")), "the experiment to end", 480)
+        experiment_with_trials(master, exp_id)), "the experiment to end", 480)
     assert answer["experiment"]["state"] == "COMPLETED", \
         explain(master, int(answer["trials"][0]["id"]))
     final = wait_for(lambda: (lambda cs: cs if sum(c["state"] == "DELETED" for c in cs)
@@ -218,7 +218,7 @@ def run_until_gc(master: LiveMaster, tmp_path: Path, storage: dict[str, Any],
                      "checkpoint GC", 120)
     [kept] = [c for c in final if c["state"] == "ACTIVE"]
     assert len(final) >= 3, final
-    shown = str(master.api(f"/experiments/{exp_id}"))
+    shown = str(experiment_with_trials(master, exp_id))
     assert "AccountKey" not in shown
     return dict(kept)
 

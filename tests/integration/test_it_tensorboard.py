@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, load_json, sacct_state, wait_for
+from it_helpers import REPO, LiveMaster, load_json, sacct_state, trials_of, wait_for
 from test_it_sbatch import wait_for_state
 
 pytestmark = [pytest.mark.slurm, pytest.mark.interactive,
@@ -65,7 +65,7 @@ def create_gated(master: LiveMaster, tmp_path: Path, gate: Path) -> tuple[int, i
     out = master.det("experiment", "create", str(path), str(context), check=True)
     exp_id = int(next(li for li in out.stdout.splitlines()
                       if li.startswith("Created")).split()[-1])
-    trial = wait_for(lambda: (master.api(f"/experiments/{exp_id}")["trials"] or [None])[0],
+    trial = wait_for(lambda: (trials_of(master, exp_id) or [None])[0],
                      "the trial to exist", 120)
     return exp_id, int(trial["id"])
 

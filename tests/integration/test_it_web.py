@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, wait_for
+from it_helpers import REPO, LiveMaster, trials_of, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.torch, pytest.mark.browser]
 
@@ -97,7 +97,7 @@ def create(master: LiveMaster, tmp_path: Path) -> tuple[int, int]:
     out = master.det("experiment", "create", str(path), str(context), check=True)
     assert "Watch it in a browser: " in out.stderr
     exp_id = int(next(li for li in out.stdout.splitlines() if li.startswith("Created")).split()[-1])
-    trial = wait_for(lambda: (master.api(f"/experiments/{exp_id}")["trials"] or [None])[0],
+    trial = wait_for(lambda: (trials_of(master, exp_id) or [None])[0],
                      "the trial to exist", 60)
     return exp_id, int(trial["id"])
 

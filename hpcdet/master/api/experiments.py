@@ -14,8 +14,9 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
 from hpcdet.master.api.templates import template_for_experiment
 from hpcdet.master.errors import ApiError
-from hpcdet.master.experiments import experiment_list, serialize
-from hpcdet.master.models import Experiment, StateChange, Trial, TrialLog
+from hpcdet.master.experiments import experiment_list, serialize, trial_pages
+from hpcdet.master.models import Experiment, StateChange, TrialLog
+from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.scheduling.submission import accept
 from hpcdet.master.security.authz import visible
 from hpcdet.master.security.workspaces import placement_for, project_in, workspace_for
@@ -97,7 +98,8 @@ def _in_workspace(actor: str, workspace: str | None,
 
 @bp.route("/experiments/<int:exp_id>", methods=["GET", "PATCH", "DELETE"])
 def describe_experiment(exp_id: int) -> Any:
-    """One experiment with its effective config, history and trials (see experiment_detail);
+    """One experiment with its effective config, history and trial counts (see
+    experiment_detail; the trials themselves: ``GET .../trials``);
     PATCH and DELETE: :mod:`hpcdet.master.api.experiment_edits`."""
     if request.method == "PATCH":
         return experiment_edits.patch_experiment(exp_id)
@@ -108,27 +110,30 @@ def describe_experiment(exp_id: int) -> Any:
 
 
 def experiment_detail(exp_id: int) -> dict[str, Any]:
-    """``{"experiment", "trials"}``; 404 for an unknown id. Also what the web page shows.
-
-    Trials in ERROR also carry ``last_log_lines``, their last lines (any rank).
-    """
+    """``{"experiment"}`` with its config, history, trial counts and best trial; 404 for an
+    unknown id. The trials themselves are paged: ``GET .../trials``."""
     exp = get_or_404(Experiment, exp_id, "experiment")
-    trials = _trials_of(exp_id)
-    _add_log_tails(trials)
-    body = serialize.experiment(exp, len(trials))
+    counts = trial_pages.state_counts(db(), exp_id)
+    body = serialize.experiment(exp, sum(counts.values()))
+    body["trial_counts"] = counts
     body["config"] = masked_config(exp.config)  # no storage secret leaves the master
     body["history"] = history("experiment", exp_id)
-    body["best_trial_id"] = serialize.best_trial_id(exp.config, trials)
-    return {"experiment": body, "trials": trials}
+    body["best_trial_id"] = trial_pages.best_trial_id(db(), exp_id, SearcherMetric.of(exp.config))
+    return {"experiment": body}
 
 
-def _trials_of(exp_id: int) -> list[dict[str, Any]]:
+def trials_answer(exp: Experiment, order: trial_pages.TrialOrder, *, offset: int,
+                  limit: int) -> dict[str, Any]:
+    """``{"trials", "pagination"}``: one page of the experiment's trials, each with its
+    jobs; those in ERROR also with ``last_log_lines``, their last lines (any rank)."""
     from hpcdet.master.api.trials import jobs_by_trial
 
-    trials = db().scalars(select(Trial).where(Trial.experiment_id == exp_id)
-                          .order_by(Trial.id)).all()
-    jobs = jobs_by_trial([t.id for t in trials])
-    return [serialize.trial(t, jobs.get(t.id, [])) for t in trials]
+    page = trial_pages.trial_page(db(), exp.id, SearcherMetric.of(exp.config), order,
+                                  offset=offset, limit=limit)
+    jobs = jobs_by_trial([t.id for t in page.trials])
+    trials = [serialize.trial(t, jobs.get(t.id, [])) for t in page.trials]
+    _add_log_tails(trials)
+    return {"trials": trials, "pagination": page.pagination()}
 
 
 def _add_log_tails(trials: list[dict[str, Any]]) -> None:
@@ -164,6 +169,13 @@ def history(kind: str, entity_id: int) -> list[dict[str, Any]]:
 
 @bp.get("/experiments/<int:exp_id>/trials")
 def list_trials(exp_id: int) -> Any:
-    """The experiment's trials, in id order."""
-    experiment_for(exp_id)
-    return {"trials": _trials_of(exp_id)}
+    """One page of the experiment's trials: ``offset`` (0), ``limit`` (100, at most 1000),
+    ``sortBy`` (id, state, best_validation_metric, steps) and ``orderBy`` (asc, desc)."""
+    exp = experiment_for(exp_id)
+    try:
+        order = trial_pages.order_from(request.args.get("sortBy"), request.args.get("orderBy"))
+    except trial_pages.BadParameter as exc:
+        raise ApiError(400, "bad_request", f"query parameter {exc}") from None
+    return trials_answer(exp, order, offset=int_arg("offset", 0),
+                         limit=int_arg("limit", trial_pages.DEFAULT_LIMIT, lo=1,
+                                       hi=trial_pages.MAX_LIMIT))

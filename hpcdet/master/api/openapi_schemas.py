@@ -265,16 +265,28 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                     400: "A bad filter, or project without workspace",
                     404: "No such workspace or project (or the caller is not a member)"}},
     ("GET", "/api/v1/experiments/<int:exp_id>"): {
-        "summary": "One experiment with its config, history and trials",
+        "summary": "One experiment with its config, history, trial counts by state and best "
+                   "trial (its trials: GET .../trials, paged)",
         "answers": {200: obj({"experiment": {"allOf": [ref("Experiment"), obj({
-            "config": ANY_OBJ, "history": array(ref("Transition"))})]},
-            "trials": array(ref("Trial"))})}},
+            "config": ANY_OBJ, "history": array(ref("Transition")),
+            "trial_counts": {"type": "object", "additionalProperties": INT},
+            "best_trial_id": {"type": ["integer", "null"]}})]}})}},
     ("POST", "/api/v1/experiments/<int:exp_id>/<any:action>"): {
         "summary": "pause, activate, cancel, kill, archive or unarchive an experiment",
         "answers": {200: obj({"experiment": ref("Experiment")})}},
     ("GET", "/api/v1/experiments/<int:exp_id>/trials"): {
-        "summary": "The experiment's trials, in id order",
-        "answers": {200: obj({"trials": array(ref("Trial"))})}},
+        "summary": "One page of the experiment's trials (default: 100 in id order)",
+        "query": [query("offset", {"type": "integer", "minimum": 0}),
+                  query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
+                  query("sortBy", {"type": "string", "enum": [
+                      "id", "state", "best_validation_metric", "steps", "SORT_BY_ID",
+                      "SORT_BY_STATE", "SORT_BY_BEST_VALIDATION_METRIC",
+                      "SORT_BY_BATCHES_PROCESSED"]}),
+                  query("orderBy", {"type": "string", "enum": [
+                      "asc", "desc", "ORDER_BY_ASC", "ORDER_BY_DESC"]})],
+        "answers": {200: obj({"trials": array(ref("Trial")), "pagination": obj({
+            "offset": INT, "limit": INT, "total": INT, "startIndex": INT, "endIndex": INT})}),
+                    400: "A bad offset, limit, sortBy or orderBy (the message names it)"}},
     ("GET", "/api/v1/experiments/<int:exp_id>/checkpoints"): {
         "summary": "The experiment's checkpoints (best=N: the N best)",
         "query": [query("state", {"type": "string", "enum": ["ACTIVE", "DELETED", "ALL"]}),

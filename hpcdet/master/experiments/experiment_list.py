@@ -258,8 +258,7 @@ def best_metric(metric: SearcherMetric,
     """The best value of the searcher metric over the trials' best validations, or None.
 
     ``trials`` are ``(trial id, best_validation)``; ties go to the lowest trial id, as in
-    :func:`hpcdet.master.experiments.serialize.best_trial_id` (both use
-    :meth:`SearcherMetric.best_of`).
+    :func:`hpcdet.master.experiments.trial_pages.best_trial_id`.
     """
     best = metric.best_of(trials)
     if metric.name is None or best is None:

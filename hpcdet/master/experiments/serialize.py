@@ -96,8 +96,3 @@ def log_line(entry: TrialLog) -> dict[str, Any]:
     return {"id": entry.id, "rank": entry.rank, "node": entry.node, "stream": entry.stream,
             "line": entry.line, "job_id": entry.job_id, "at": _time(entry.at)}
 
-
-def best_trial_id(config: dict[str, Any], trials: Iterable[dict[str, Any]]) -> int | None:
-    """The trial whose best validation of ``searcher.metric`` is best (None before any)."""
-    best = SearcherMetric.of(config).best_of((t["id"], t.get("best_validation")) for t in trials)
-    return None if best is None else best[0]

@@ -57,8 +57,9 @@ def array_trials(session: Session, cluster: str, entries: Sequence[QueueEntry],
 
 
 def group_arrays(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per array where ``rows`` hold several of its entries, at its first row's
-    place: ``job_id`` the array's id, ``array_tasks`` {state: count}, slots summed."""
+    """One row per array, at its first row's place: ``job_id`` the array's id,
+    ``array_tasks`` {state: count}, slots summed, ``array_entries`` its rows as Slurm lists
+    them (``job_id``, ``slurm_state``, ``array_task_count``, ``trial_id``, ``nodes``)."""
     out: list[dict[str, Any]] = []
     by_array: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -70,7 +71,8 @@ def group_arrays(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if group is None:
             group = by_array[array_id] = {**row, "job_id": array_id, "trial_id": None,
                                           "array_tasks": {}, "slots_acquired": 0,
-                                          "slots_needed": 0, "nodes": [], "reason": None}
+                                          "slots_needed": 0, "nodes": [], "reason": None,
+                                          "array_entries": []}
             out.append(group)
         _add(group, row)
     return out
@@ -87,3 +89,5 @@ def _add(group: dict[str, Any], row: Mapping[str, Any]) -> None:
     if row.get("state") == "SCHEDULED":
         group["state"] = "SCHEDULED"  # an array holds resources while one task runs
     group["reason"] = group["reason"] or row.get("reason")
+    group["array_entries"].append({key: row.get(key) for key in (
+        "job_id", "slurm_state", "array_task_count", "trial_id", "nodes")})

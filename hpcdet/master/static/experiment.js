@@ -1,6 +1,8 @@
 // The experiment page: draws the charts from the JSON the server embedded, then polls the
-// experiment, its metric series and (adaptive_asha) its rungs, re-rendering the facts, the
-// trials table, the charts and the history until the experiment has ended. The server
+// experiment, the table's page of trials (data.trials_url: the same sort, offset and
+// limit), their metric series and (adaptive_asha) the rungs, re-rendering the facts, the
+// trials table, the charts and the history until the experiment has ended. Only the
+// page's trials are read: a search of 10,000 trials is never fetched whole. The server
 // renders the same tables, so the page is complete without this script. Text goes in
 // through textContent only (hpcdet.el), never as HTML.
 (function () {
@@ -12,6 +14,24 @@
   var data = JSON.parse(source.textContent);
   var base = "/api/v1/experiments/" + data.experiment.id;
   var metricName = data.searcher_metric.name;
+  // The server's sortable header cells (links to the other orders), kept across re-renders.
+  var sortCells = {};
+  Array.prototype.forEach.call(document.querySelectorAll("#trials-head a[data-sort]"), function (a) {
+    sortCells[a.dataset.sort] = a.closest("th");
+  });
+
+  function count(n) { return Number(n).toLocaleString("en-US"); }
+
+  // Same words as hpcdet/master/web/experiment_trials.py range_text.
+  function rangeText(offset, shown, total) {
+    if (total === 0) { return "No trials yet."; }
+    if (shown === 0) {
+      return "This page is past the end: " + count(total) + " trial" +
+        (total !== 1 ? "s" : "") + " in all.";
+    }
+    return "Showing trials " + count(offset + 1) + "\u2013" + count(offset + shown) + " of " +
+      count(total);
+  }
 
   // {"opt": {"lr": 0.1}} -> {"opt.lr": 0.1}, as the server's flat_hparams.
   function flatten(hparams, prefix, out) {
@@ -63,24 +83,38 @@
     return labels.map(function (label) { return h.el("span", { className: "label-tag", text: label }); });
   }
 
+  // "10,000: 9,500 Completed, 500 Error", as the server's Trials fact.
+  function trialCountNodes(exp) {
+    var nodes = [count(exp.num_trials)];
+    var states = Object.keys(exp.trial_counts || {}).sort();
+    states.forEach(function (state, i) {
+      nodes.push(i ? ", " : ": ");
+      nodes.push(h.el("span", { "data-trial-count": state },
+                      [count(exp.trial_counts[state]) + " ", h.stateBadge(state)]));
+    });
+    return nodes;
+  }
+
   function renderFacts(exp) {
     var badge = document.querySelector("[data-experiment-state]");
     if (badge) { h.setStateBadge(badge, exp.state); }
     setFact("archived", [exp.archived ? "yes" : "no"]);
     setFact("labels", labelNodes(exp.labels));
     setFact("progress", h.progressNodes(exp.progress));
-    setFact("num_trials", [String(exp.num_trials)]);
+    setFact("num_trials", trialCountNodes(exp));
     setFact("ended_at", [h.timeEl(exp.ended_at, "not yet")]);
     setFact("description", [exp.description || "none"]);
     h.showActions(exp.state, exp.archived);
   }
 
+  function headCell(key, text) { return sortCells[key] || h.el("th", { text: text }); }
+
   function renderHead(names) {
-    var cells = ["Trial", "State"].map(function (t) { return h.el("th", { text: t }); });
+    var cells = [headCell("id", "Trial"), headCell("state", "State")];
     names.forEach(function (n) { cells.push(h.el("th", { text: n, "data-hparam-column": n })); });
-    ["Steps", "Best " + (metricName || ""), "Restarts", "Slurm job ID"].forEach(function (t) {
-      cells.push(h.el("th", { text: t }));
-    });
+    cells.push(headCell("steps", "Steps"));
+    cells.push(headCell("best_validation_metric", "Best " + (metricName || "")));
+    ["Restarts", "Slurm job ID"].forEach(function (t) { cells.push(h.el("th", { text: t })); });
     if (data.rungs) { cells.push(h.el("th", { text: "Rung" })); }
     var head = document.getElementById("trials-head");
     head.replaceChildren.apply(head, cells);
@@ -132,6 +166,11 @@
     }
     var body = document.getElementById("trials");
     body.replaceChildren.apply(body, rows);
+    var range = document.querySelector("[data-trials-range]");
+    var page = data.pagination;
+    if (range && page) {
+      range.textContent = rangeText(page.offset, page.endIndex - page.startIndex, page.total);
+    }
     return names;
   }
 
@@ -213,17 +252,27 @@
     if (window.hpcdetCompare) { window.hpcdetCompare.render(data, helpers); }
   }
 
+  // The validation series of the page's trials only (none: no request).
+  function pageMetrics(trials) {
+    if (!metricName || trials.length === 0) { return Promise.resolve({ trials: [] }); }
+    return h.getJSON(base + "/metrics?" + trials.map(function (t) {
+      return "trial_id=" + encodeURIComponent(t.id);
+    }).join("&"));
+  }
+
   function step() {
-    var calls = [h.getJSON(base),
-                 metricName ? h.getJSON(base + "/metrics") : Promise.resolve({ trials: [] })];
+    var calls = [h.getJSON(base), h.getJSON(data.trials_url)];
     if (data.rungs) { calls.push(h.getJSON(base + "/rungs")); }
     return Promise.all(calls).then(function (answers) {
-      data.experiment = answers[0].experiment;
-      data.trials = answers[0].trials;
-      data.metrics = answers[1];
-      if (data.rungs) { data.rungs = answers[2]; }
-      render();
-      return h.isTerminal(data.experiment.state);
+      return pageMetrics(answers[1].trials).then(function (metrics) {
+        data.experiment = answers[0].experiment;
+        data.trials = answers[1].trials;
+        data.pagination = answers[1].pagination;
+        data.metrics = metrics;
+        if (data.rungs) { data.rungs = answers[2]; }
+        render();
+        return h.isTerminal(data.experiment.state);
+      });
     });
   }
 

@@ -60,7 +60,12 @@
     };
     tr.dataset.jobId = job.job_id;
     labelled("#", job.position);
-    labelled("Job ID", job.job_id);
+    if (job.array_tasks) {
+      tr.dataset.array = "";
+      tr.appendChild(h.el("td", { "data-label": "Job ID" }, [arrayDetails(job)]));
+    } else {
+      labelled("Job ID", job.job_id);
+    }
     labelled("Type", embedded("type-words")[job.type] || job.type);
     tr.lastChild.title = job.type;
     labelled("Name", dash(job.name));
@@ -75,12 +80,30 @@
     tr.lastChild.className = "why";
     var change = cell(tr, "");
     change.className = "change";
-    if (job.state === "QUEUED" && !job.external && (context.admin || job.user === context.me)) {
+    if (job.state === "QUEUED" && !job.external && !job.array_tasks && (context.admin || job.user === context.me)) {
       change.appendChild(h.el("button", { type: "button", "data-change": job.job_id,
                                           "aria-label": "Change job " + job.job_id,
                                           text: "Change\u2026" }));
     }
     return tr;
+  }
+
+  // An array's row (GET /api/v1/jobs?arrays=grouped): its id and task counts by Slurm
+  // state, opening to its entries as Slurm lists them; open ones stay open across polls.
+  function arrayDetails(job) {
+    var counts = Object.keys(job.array_tasks).sort().map(function (state) {
+      return Number(job.array_tasks[state]).toLocaleString("en-US") + " " + state;
+    }).join(", ");
+    var was = document.querySelector('details[data-array-id="' + CSS.escape(job.job_id) + '"]');
+    var entries = (job.array_entries || []).map(function (e) {
+      var trial = e.trial_id ? [" (", h.el("a", { href: "/trials/" + e.trial_id, text: "trial " + e.trial_id }), ")"] : [];
+      return h.el("li", { "data-array-entry": e.job_id }, [e.job_id + " " + (e.slurm_state || "")].concat(trial));
+    });
+    var details = h.el("details", { "data-array-id": job.job_id }, [
+      h.el("summary", {}, [job.job_id + " ", h.el("span", { "data-array-tasks": "", text: "(array: " + counts + ")" })]),
+      h.el("ul", { className: "array-entries" }, entries)]);
+    details.open = Boolean(was && was.open);
+    return details;
   }
 
   var renderers = {

@@ -14,17 +14,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
-from flask import render_template
+from flask import render_template, request
 
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import without_nulls
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.api.experiment_metrics import metric_series, rungs_answer
-from hpcdet.master.api.experiments import experiment_detail
+from hpcdet.master.api.experiments import experiment_detail, trials_answer
 from hpcdet.master.models import Experiment
 from hpcdet.master.queue.pools import pool_for_config
 from hpcdet.master.reports.searcher_metric import SearcherMetric
-from hpcdet.master.web import bp, checkpoints
+from hpcdet.master.web import bp, checkpoints, experiment_trials
+from hpcdet.master.web.experiment_trials import TrialsArgs, trials_args
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
 from hpcdet.master.web.identity import page_sees
 from hpcdet.storage import masked_config
@@ -36,18 +37,21 @@ MAX_POLL_SECONDS = 5
 
 @bp.get("/experiments/<int:exp_id>")
 def experiment(exp_id: int) -> tuple[str, int]:
-    """The experiment page; an unknown id is a 404 page in the common layout."""
+    """The experiment page; an unknown id is a 404 page in the common layout, a bad table
+    query (sort, order, page, per_page) a 400 that names it above the default table."""
     exp = db().get(Experiment, exp_id)
     if exp is None or not page_sees(exp.owner, exp.workspace_id):  # unseen: as if unknown
         return render_template("experiment.html", page="experiments", exp=None,
                                exp_id=exp_id), 404
-    return render_template("experiment.html", page="experiments", **page_context(exp)), 200
+    args, errors = trials_args(request.args, SearcherMetric.of(exp.config))
+    return render_template("experiment.html", page="experiments", errors=errors,
+                           **page_context(exp, args)), 400 if errors else 200
 
 
-def page_context(exp: Experiment) -> dict[str, Any]:
+def page_context(exp: Experiment, args: TrialsArgs) -> dict[str, Any]:
     """What the template renders: the API's JSON, table rows, chart names, the config."""
-    data = page_data(exp)
     metric = SearcherMetric.of(exp.config)
+    data = page_data(exp, args)
     names = hparam_names(data["trials"])
     rungs = {row["trial_id"]: row for row in (data["rungs"] or {}).get("rungs", [])}
     best_id = data["experiment"]["best_trial_id"]
@@ -56,6 +60,9 @@ def page_context(exp: Experiment) -> dict[str, Any]:
             "rows": [trial_row(t, names, metric, best_id, rungs.get(t["id"]))
                      for t in data["trials"]],
             "hparam_charts": names if len(data["trials"]) > 1 else [],
+            "trial_counts": sorted(data["experiment"]["trial_counts"].items()),
+            "pager": experiment_trials.pager(exp.id, args, metric, data["pagination"]),
+            "sort_links": experiment_trials.sort_links(exp.id, args, metric),
             "history": data["experiment"]["history"],
             "config_yaml": yaml.safe_dump(without_nulls(masked_config(exp.config)),
                                           sort_keys=False),
@@ -64,7 +71,6 @@ def page_context(exp: Experiment) -> dict[str, Any]:
             "fmt_time": time_text, "percent": percent,
             # The checkpoint list across trials, best first (hpcdet/master/web/checkpoints.py).
             **checkpoints.list_context(exp)}
-
 
 
 def submitted_config_yaml(original: str | None) -> str:
@@ -87,22 +93,37 @@ def pool_name(config: Mapping[str, Any]) -> str:
     return f"{found} (the default)" if found else "the default pool"
 
 
-def page_data(exp: Experiment) -> dict[str, Any]:
-    """The JSON embedded for the script: the answers it polls, as they are now."""
-    # The API's own view, so the embedded shape is exactly what the script fetches later.
+def page_data(exp: Experiment, args: TrialsArgs) -> dict[str, Any]:
+    """The JSON embedded for the script: the answers it polls, as they are now.
+
+    Only the table's page of trials is read, and the charts draw just those trials (by
+    default the best ones): their validation series, rungs and hyperparameters.
+    """
+    # The API's own views, so the embedded shape is exactly what the script fetches later.
     described = experiment_detail(exp.id)
     body = {k: v for k, v in described["experiment"].items() if k != "config"}
+    listed = trials_answer(exp, args.order, offset=args.offset, limit=args.per_page)
+    ids = [t["id"] for t in listed["trials"]]
     metric = SearcherMetric.of(exp.config)
-    series = metric_series(db(), exp.id, "validation", metric.name) if metric.name else []
-    return {"experiment": body, "trials": described["trials"],
+    series = metric_series(db(), exp.id, "validation", metric.name, ids) if (
+        metric.name and ids) else []
+    return {"experiment": body, "trials": listed["trials"],
+            "pagination": listed["pagination"],
+            "trials_url": experiment_trials.api_url(exp.id, args),
             "metrics": {"metric": metric.name, "group": "validation", "trials": series},
             # Only ASHA has rungs; None tells the script to leave out the Rung column.
-            "rungs": (rungs_answer(db(), exp) if exp.searcher_name == "adaptive_asha"
+            "rungs": (page_rungs(exp, set(ids)) if exp.searcher_name == "adaptive_asha"
                       else None),
             "searcher_metric": {"name": metric.name,
                                 "smaller_is_better": metric.smaller_is_better},
             "log_hparams": log_hparams(exp.config.get("hyperparameters") or {}),
             "poll_seconds": min(poll_seconds(), MAX_POLL_SECONDS)}
+
+
+def page_rungs(exp: Experiment, trial_ids: set[int]) -> dict[str, Any]:
+    """The rungs answer narrowed to the table's trials."""
+    answer = rungs_answer(db(), exp)
+    return {**answer, "rungs": [r for r in answer["rungs"] if r["trial_id"] in trial_ids]}
 
 
 def trial_row(trial: Mapping[str, Any], names: list[str], metric: SearcherMetric,

@@ -2,7 +2,9 @@
 
 Query parameters (server-side, so they work without JavaScript and survive a reload; the
 page's poller asks the API with the same ones): ``pool=P`` (one pool), ``mine=1`` (the
-signed-in user's jobs), ``user=U`` (one user's), ``q=TEXT`` (a search). Rendered from the
+signed-in user's jobs), ``user=U`` (one user's), ``q=TEXT`` (a search), ``expand=1`` (a row
+per job-array entry as Slurm lists them; by default an array is one row with its tasks
+counted by state, expandable to its entries, as ``det job list`` shows it). Rendered from the
 ``queue`` snapshot (a request never runs a scheduler command); the page then polls
 ``/api/v1/jobs``. Pending reasons and job types are shown in words, with the codes kept.
 
@@ -21,6 +23,7 @@ from flask import render_template, request, url_for
 from hpcdet.dispatcher.reasons import REASONS, reason_words
 from hpcdet.errors import ConfigError
 from hpcdet.master.api.common import db, settings
+from hpcdet.master.queue.array_rows import group_arrays
 from hpcdet.master.queue.job_filters import JobFilter
 from hpcdet.master.queue.job_queue import QUEUED, job_list, known_pools
 from hpcdet.master.queue.pools import Pool
@@ -57,6 +60,7 @@ def queue() -> tuple[str, int]:
                        errors=exc.errors), 400
     taken = listing["taken_at"]  # job_list read the snapshot already: not a second time
     rows = view["filter"].apply(listing["jobs"])
+    rows = rows if view["expand"] else group_arrays(rows)
     return _render(view, [_with_words(row, view) for row in rows], listing["jobs"],
                    dt.datetime.fromisoformat(taken) if taken else None), 200
 
@@ -64,11 +68,14 @@ def queue() -> tuple[str, int]:
 def _view(pool: str | None) -> dict[str, Any]:
     """The filters asked for, and what the page needs to keep them while polling."""
     mine = request.args.get("mine") in ("1", "on", "true")
+    expand = request.args.get("expand") in ("1", "on", "true")
     me = page_user()
     wanted = JobFilter.of(me if mine else request.args.get("user"), request.args.get("q"))
     admin = authz.is_admin(settings(), me)
-    poll = url_for("api.list_jobs", resource_pool=pool, user=wanted.user, q=wanted.search)
-    return {"pool": pool, "mine": mine, "filter": wanted, "me": me, "admin": admin,
+    poll = url_for("api.list_jobs", resource_pool=pool, user=wanted.user, q=wanted.search,
+                   arrays=None if expand else "grouped")
+    return {"pool": pool, "mine": mine, "expand": expand, "filter": wanted, "me": me,
+            "admin": admin,
             "signed_in": web_user() is not None, "poll": poll}
 
 
@@ -107,7 +114,16 @@ def _waiting(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _with_words(row: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
-    changeable = (row["state"] == QUEUED and not row["external"]
+    # An array's row is not changed as a whole: its tasks are, one by one (?expand=1).
+    changeable = (row["state"] == QUEUED and not row["external"] and not row.get("array_tasks")
                   and (view["admin"] or row["user"] == view["me"]))
     return {**row, "reason_words": reason_words(row.get("reason")),
-            "type_words": job_type_word(row.get("type")), "changeable": changeable}
+            "type_words": job_type_word(row.get("type")), "changeable": changeable,
+            "tasks_text": tasks_text(row.get("array_tasks"))}
+
+
+def tasks_text(tasks: dict[str, int] | None) -> str | None:
+    """An array's tasks by Slurm state, as ``det job list``: ``10 RUNNING, 990 PENDING``."""
+    if not tasks:
+        return None
+    return ", ".join(f"{count:,} {state}" for state, count in sorted(tasks.items()))

@@ -31,7 +31,8 @@ def test_the_best_trial_is_marked_and_its_metric_shown(
                   "config": {"searcher": {"metric": "loss", "smaller_is_better": True}}}
     trials = [_trial(1, 0.5, stop_reason="early_stopped"), _trial(2, 0.1),
               _trial(3, None, state="ERROR")]
-    fake_master.add("GET", "/experiments/5", {"experiment": experiment, "trials": trials})
+    fake_master.add("GET", "/experiments/5", {"experiment": experiment})
+    fake_master.add("GET", "/experiments/5/trials", {"trials": trials})
     result = det("e", "describe", "5")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

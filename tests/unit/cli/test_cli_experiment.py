@@ -101,11 +101,10 @@ def _follow_setup(fake_master: FakeMaster, final: str) -> None:
                   "reason": "Resources", "exit_code": None, "nodes": [], "submitted_at": None}
     running_job = {**queued_job, "native_state": "RUNNING", "reason": "None",
                    "nodes": ["node01"]}
-    fake_master.add("GET", "/experiments/5",
-                    {"experiment": _experiment(), "trials": []},
-                    {"experiment": _experiment(), "trials": [_trial()]},
-                    {"experiment": _experiment("STOPPING_COMPLETED"), "trials": [_trial()]},
-                    {"experiment": _experiment(final), "trials": [_trial()]})
+    fake_master.add("GET", "/experiments/5", {"experiment": _experiment()},
+                    {"experiment": _experiment("STOPPING_COMPLETED")},
+                    {"experiment": _experiment(final)})
+    fake_master.add("GET", "/experiments/5/trials", {"trials": []}, {"trials": [_trial()]})
     fake_master.add("GET", "/trials/7",
                     {"trial": _trial(jobs=[queued_job]), "checkpoints": []},
                     {"trial": _trial(state="RUNNING", jobs=[running_job]), "checkpoints": []},
@@ -146,7 +145,8 @@ def test_create_follow_exits_1_unless_completed(det: Det, fake_master: FakeMaste
 def test_create_follow_when_no_trial_was_ever_created(det: Det, fake_master: FakeMaster,
                                                       project: tuple[str, str]) -> None:
     fake_master.add("POST", "/experiments", {"experiment": _experiment(), "warnings": []})
-    fake_master.add("GET", "/experiments/5", {"experiment": _experiment("ERROR"), "trials": []})
+    fake_master.add("GET", "/experiments/5", {"experiment": _experiment("ERROR")})
+    fake_master.add("GET", "/experiments/5/trials", {"trials": []})
     result = det("e", "create", "-f", *project)
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-2:] == ["experiment 5: ERROR", "Experiment 5 ended ERROR"]
@@ -188,8 +188,10 @@ def test_describe(det: Det, fake_master: FakeMaster) -> None:
     history = [{"from": None, "to": "ACTIVE", "at": "2024-05-01T12:00:00+00:00",
                 "cause": "created", "actor": "alice"}]
     fake_master.add("GET", "/experiments/5", {
-        "experiment": _experiment(config={"name": "mnist"}, history=history),
-        "trials": [_trial(job_ids=["42"])]})
+        "experiment": _experiment(config={"name": "mnist"}, history=history)})
+    fake_master.add("GET", "/experiments/5/trials", {
+        "trials": [_trial(job_ids=["42"])],
+        "pagination": {"offset": 0, "limit": 1000, "total": 1, "startIndex": 0, "endIndex": 1}})
     result = det("e", "describe", "5")
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -197,6 +199,24 @@ def test_describe(det: Det, fake_master: FakeMaster) -> None:
     assert "  owner:           alice" in out
     assert "Trials (* best):\nID  State" in out and "lr=0.1" in out
     assert "State history:\nAt" in out and "created" in out
+
+
+def test_describe_json_keeps_every_trial_under_trials(det: Det,
+                                                     fake_master: FakeMaster) -> None:
+    # The master pages the trials; --json still prints them all with the experiment, the
+    # shape scripts and the integration tests read.
+    fake_master.add("GET", "/experiments/5", {"experiment": _experiment(num_trials=3)})
+    fake_master.add("GET", "/experiments/5/trials",
+                    {"trials": [_trial(7), _trial(8)], "pagination": {"total": 3}},
+                    {"trials": [_trial(9)], "pagination": {"total": 3}})
+    result = det("e", "describe", "5", "--json")
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["experiment"]["id"] == 5
+    assert [t["id"] for t in answer["trials"]] == [7, 8, 9]
+    pages = [dict(r.url.params) for r in fake_master.sent("GET", "/experiments/5/trials")]
+    assert [(p["offset"], p["limit"], p["sortBy"]) for p in pages] == [
+        ("0", "1000", "id"), ("2", "1000", "id")]
 
 
 def test_kill(det: Det, fake_master: FakeMaster) -> None:
@@ -213,16 +233,17 @@ def test_list_trials_alias(det: Det, fake_master: FakeMaster) -> None:
 
 
 def test_logs_reads_the_first_trial(det: Det, fake_master: FakeMaster) -> None:
-    fake_master.add("GET", "/experiments/5",
-                    {"experiment": _experiment(), "trials": [_trial(9), _trial(7)]})
+    fake_master.add("GET", "/experiments/5/trials", {"trials": [_trial(7)]})
     fake_master.add("GET", "/trials/7/logs", _logs((1, "a"), (2, "b")))
     result = det("e", "logs", "5", "--tail", "2")
     assert result.stdout == "[rank 0] a\n[rank 0] b\n"
     assert fake_master.sent("GET", "/trials/7/logs")[0].url.params["tail"] == "2"
+    asked = fake_master.sent("GET", "/experiments/5/trials")[0].url.params
+    assert (asked["sortBy"], asked["limit"]) == ("id", "1")  # the first trial only
 
 
 def test_logs_without_trials(det: Det, fake_master: FakeMaster) -> None:
-    fake_master.add("GET", "/experiments/5", {"experiment": _experiment(), "trials": []})
+    fake_master.add("GET", "/experiments/5/trials", {"trials": []})
     result = det("e", "logs", "5")
     assert (result.exit_code, result.stderr) == (1, "Error: experiment 5 has no trials\n")
 
@@ -234,6 +255,7 @@ def test_ctrl_c_while_following_leaves_the_experiment_running(
 
     fake_master.add("POST", "/experiments", {"experiment": _experiment(), "warnings": []})
     fake_master.add("GET", "/experiments/5", interrupt)
+    fake_master.add("GET", "/experiments/5/trials", interrupt)
     result = det("e", "create", "-f", *project)
     assert result.exit_code == 130
     assert result.stdout == "Created experiment 5\n"

@@ -3,6 +3,7 @@ counts (``?arrays=grouped``), and updates of one pending task."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -153,3 +154,26 @@ def test_a_pbs_array_is_one_line_of_its_subjobs(settings: MasterSettings) -> Non
         assert f"search (exp {exp_id}, array: 2 Q, 2 R)" in jobs_table(grouped)
     finally:
         app.config["HPCDET_ENGINE"].dispose()
+
+
+def test_the_queue_page_shows_one_expandable_row_per_array(
+        queue_app: Flask, queue_client: FlaskClient, slurm_queue: FakeSlurmQueue) -> None:
+    first_trial = seed(queue_app, slurm_queue)
+    html = queue_client.get("/queue").get_data(as_text=True)
+    assert re.findall(r'<tr data-job-id="([^"]+)"', html) == ["40", "41", "50"]
+    assert '<summary>40 <span data-array-tasks>(array: 4 PENDING, 2 RUNNING)</span>' in html
+    entries = re.findall(r'<li data-array-entry="([^"]+)">', html)
+    assert entries[:3] == ["40_0", "40_1", "40_[2-5%2]"]
+    assert f'<a href="/trials/{first_trial}">trial {first_trial}</a>' in html
+    assert 'data-change="40"' not in html  # an array changes task by task (expanded)
+    assert "arrays=grouped" in re.findall(r'data-poll="([^"]+)"', html)[0]
+
+
+def test_the_queue_page_expanded_has_a_row_per_entry(
+        queue_app: Flask, queue_client: FlaskClient, slurm_queue: FakeSlurmQueue) -> None:
+    seed(queue_app, slurm_queue)
+    html = queue_client.get("/queue?expand=1").get_data(as_text=True)
+    assert re.findall(r'<tr data-job-id="([^"]+)"', html) == [
+        "40_0", "40_1", "40_[2-5%2]", "41", "50_[0-3]"]
+    assert "<details data-array-id" not in html
+    assert "arrays=grouped" not in re.findall(r'data-poll="([^"]+)"', html)[0]

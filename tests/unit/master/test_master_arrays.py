@@ -93,7 +93,7 @@ def test_each_task_is_polled_ended_and_killed_as_its_own_trial(
     for index in range(6):
         fake.phases[f"101_{index}"] = JobPhase.RUNNING
     reconciler.cycle()
-    trials = client.get(f"/api/v1/experiments/{exp_id}").get_json()["trials"]
+    trials = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()["trials"]
     victim = trials[2]["id"]
     client.post(f"/api/v1/trials/{victim}/kill")
     reconciler.cycle()

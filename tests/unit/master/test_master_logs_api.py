@@ -129,7 +129,7 @@ def _experiment_with_failures(app: Flask, failed: int) -> int:
 def test_error_trials_carry_their_last_lines_read_with_one_query(
         app: Flask, client: FlaskClient, log_queries: list[str]) -> None:
     exp_id = _experiment_with_failures(app, failed=6)
-    answer = client.get(f"/api/v1/experiments/{exp_id}").get_json()
+    answer = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()
     assert len(log_queries) == 1
     trials = answer["trials"]
     for trial in trials[:6]:
@@ -142,13 +142,13 @@ def test_error_trials_carry_their_last_lines_read_with_one_query(
 def test_without_error_trials_no_log_query_runs(app: Flask, client: FlaskClient,
                                                 log_queries: list[str]) -> None:
     exp_id = _experiment_with_failures(app, failed=0)
-    assert client.get(f"/api/v1/experiments/{exp_id}").status_code == 200
+    assert client.get(f"/api/v1/experiments/{exp_id}/trials").status_code == 200
     assert log_queries == []
 
 
 def test_a_queued_trial_says_why_it_waits(app: Flask, client: FlaskClient) -> None:
     exp_id = _experiment_with_failures(app, failed=1)
-    trials = client.get(f"/api/v1/experiments/{exp_id}").get_json()["trials"]
+    trials = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()["trials"]
     assert [t["pending_reason"] for t in trials] == [None, None, "Priority"]
     listed = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()["trials"]
     assert listed[2]["pending_reason"] == "Priority"

@@ -359,7 +359,7 @@ def test_the_pending_reason_is_logged_once_per_change(
                                            "job 101 is pending: Priority"]
     described = client.get(f"/api/v1/trials/{trial_id}").get_json()["trial"]
     assert described["pending_reason"] == "Priority"
-    [listed] = client.get(f"/api/v1/experiments/{exp_id}").get_json()["trials"]
+    [listed] = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()["trials"]
     assert listed["pending_reason"] == "Priority"
     fake.phases["101"] = JobPhase.RUNNING
     reconciler.cycle()

@@ -82,7 +82,7 @@ def test_a_submission_cut_off_is_retried_not_failed(
     switched.down = True
     with pytest.raises(TransportUnavailableError):
         reconciler.cycle()
-    trial = client.get(f"/api/v1/experiments/{exp_id}").get_json()["trials"][0]
+    trial = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()["trials"][0]
     assert trial["state"] == "QUEUED" and not fake.submitted  # not ERROR: nothing was lost
     assert jobs(app) == [(None, True, None)]  # the intent stays for the next cycle
     switched.down = False

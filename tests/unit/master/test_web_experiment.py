@@ -128,9 +128,12 @@ def embedded(html: str) -> dict[str, Any]:
 
 
 def header(html: str) -> list[str]:
+    """The header cells' text (a sortable column's link and order arrow left out)."""
     head = re.search(r'<tr id="trials-head">(.*?)</tr>', html.replace("\n", ""))
     assert head
-    return re.findall(r"<th[^>]*>(.*?)</th>", head.group(1))
+    cells = re.findall(r"<th[^>]*>(.*?)</th>", head.group(1))
+    return [re.sub(r"<[^>]+>", "", re.sub(r'<span aria-hidden="true">.*?</span>', "", c)).strip()
+            for c in cells]
 
 
 def state_badge(state: str) -> str:
@@ -146,9 +149,10 @@ def test_trials_table_has_hparam_columns_best_values_jobs_and_the_best_trial(
     assert header(html) == ["Trial", "State", "lr", "opt.kind", "opt.momentum", "Steps",
                             "Best loss", "Restarts", "Slurm job ID"]
     table = rows(html)
-    assert list(table) == [t.id for t in trials]
-    assert [best for best, _ in table.values()] == [False, True, False]
-    for trial, (best, cells) in zip(trials, table.values(), strict=True):
+    by_best = [trials[1], trials[0], trials[2]]  # the default order: best loss first
+    assert list(table) == [t.id for t in by_best]
+    assert [best for best, _ in table.values()] == [True, False, False]
+    for trial, (best, cells) in zip(by_best, table.values(), strict=True):
         link = f'<a href="/trials/{trial.id}">{trial.id}</a>'
         assert cells[0] == link + (' <span class="label-tag" data-best-mark>best</span>'
                                    if best else "")
@@ -157,7 +161,7 @@ def test_trials_table_has_hparam_columns_best_values_jobs_and_the_best_trial(
         assert re.findall(r'<a href="/queue\?q=(\d+)"', cells[8]) == slurm_jobs(app, trial.id)
         assert slurm_jobs(app, trial.id)
     assert [cells[5:8] for _, cells in table.values()] == [
-        ["30", "0.6", "0"], ["30", "0.4", "0"], ["20", "0.95", "0"]]
+        ["30", "0.4", "0"], ["30", "0.6", "0"], ["20", "0.95", "0"]]
     assert sorted(t.hparams["lr"] for t in trials) == [0.001, 0.01, 0.1]
     assert "<th>Rung</th>" not in html
 
@@ -204,7 +208,11 @@ def test_chart_data_is_embedded_with_one_hparam_chart_per_hyperparameter(
     assert [p["value"] for p in series[trials[1].id]] == [0.8, 0.4, 0.5]
     assert data["experiment"]["best_trial_id"] == trials[1].id
     assert data["experiment"]["name"] == NASTY and "config" not in data["experiment"]
-    assert [t["id"] for t in data["trials"]] == [t.id for t in trials]
+    assert [t["id"] for t in data["trials"]] == [trials[1].id, trials[0].id, trials[2].id]
+    assert data["pagination"] == {"offset": 0, "limit": 100, "total": 3, "startIndex": 0,
+                                  "endIndex": 3}
+    assert data["trials_url"] == (f"/api/v1/experiments/{exp_id}/trials?"
+                                  "sortBy=best_validation_metric&offset=0&limit=100")
     assert data["rungs"] is None and data["poll_seconds"] == 5
     assert data["searcher_metric"] == {"name": "loss", "smaller_is_better": True}
     assert '<div id="validation-chart"' in html

@@ -93,7 +93,7 @@ def test_mine_shows_only_my_jobs_with_both_priorities_and_their_queue_place(
     assert '<td data-label="Slurm priority">900</td>' in row
     assert 'title="EXPERIMENT">Trial</td>' in row
     assert "data-change=\"101\"" in row  # ann may change her waiting job
-    assert 'data-poll="/api/v1/jobs?user=ann"' in html
+    assert 'data-poll="/api/v1/jobs?user=ann&amp;arrays=grouped"' in html
     assert 'name="mine" value="1" checked' in html
 
 
@@ -105,7 +105,7 @@ def test_user_pool_and_search_filters_are_query_parameters(app: Flask,
     assert job_ids(page(client, "/queue?q=free+resources")) == ["101"]  # the reason's words
     html = page(client, "/queue?pool=debug&q=nothing")
     assert job_ids(html) == [] and "No jobs match these filters." in html
-    assert 'data-poll="/api/v1/jobs?resource_pool=debug&amp;q=nothing"' in html
+    assert 'data-poll="/api/v1/jobs?resource_pool=debug&amp;q=nothing&amp;arrays=grouped"' in html
     external = re.search(r'<tr data-job-id="103">.*?</tr>', page(client, "/queue"), re.S)
     assert external and "Outside hpcdet" in external.group()
     assert "data-change" not in external.group()  # not hpcdet's: nobody changes it here
