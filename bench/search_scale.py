@@ -18,8 +18,10 @@ What is measured
       and the largest one, once everything is submitted and again after the page timings;
     * **DB MiB**: the database's size (SQLite: the file with its WAL; PostgreSQL:
       ``pg_database_size``);
-    * **page ms**: ``GET /experiments/<id>`` (the experiment page) and
-      ``GET /api/v1/experiments/<id>`` over HTTP, median of R (default 5) after one untimed.
+    * **page ms**: ``GET /experiments/<id>`` (the experiment page),
+      ``GET /api/v1/experiments/<id>`` (API ms) and the first page of its trials, best first,
+      as the page's script polls it (trials ms), over HTTP, median of R (default 5) after one
+      untimed.
 
     Then the experiment is killed through ``det`` and every job left under the bench's job
     root is cancelled (also on Ctrl-C), and the master stopped.
@@ -294,7 +296,9 @@ def page_times(master: Master, exp_id: int, runs: int) -> dict[str, float]:
     headers = {"X-Hpcdet-User": "bench"}
     out = {}
     with httpx.Client(base_url=master.url, headers=headers, timeout=120) as client:
-        for path in (f"/experiments/{exp_id}", f"/api/v1/experiments/{exp_id}"):
+        for path in (f"/experiments/{exp_id}", f"/api/v1/experiments/{exp_id}",
+                     f"/api/v1/experiments/{exp_id}/trials?sortBy=best_validation_metric"
+                     "&limit=100"):
             client.get(path).raise_for_status()
             walls = []
             for _ in range(runs):
@@ -402,19 +406,22 @@ def _counts(counts: dict[str, int]) -> str:
 
 def render_table(result: dict[str, Any]) -> str:
     header = (f"{'trials':>7} {'way':<8} {'arrays':>6} {'submit s':>8} {'RSS MiB':>8} "
-              f"{'max proc':>8} {'DB MiB':>7} {'page ms':>8} {'API ms':>7}  "
+              f"{'max proc':>8} {'DB MiB':>7} {'page ms':>8} {'API ms':>7} {'trials ms':>9}  "
               "commands until submitted")
     lines = [f"# reproduce: {result['reproduce']}", "",
              f"database {result['database']}; {result['cpus']} CPUs, load average "
              f"{' '.join(f'{x:.1f}' for x in result['load_average'])}", header,
              "-" * len(header)]
     for r in result["results"]:
-        page, api = (r["page_ms"].get(p, float("nan")) for p in sorted(r["page_ms"],
-                                                                       key=lambda p: "/api" in p))
+        times = r["page_ms"]
+        page, api, trials = (next((ms for path, ms in times.items() if kind(path)), float("nan"))
+                             for kind in (lambda p: "/api" not in p,
+                                          lambda p: "/api" in p and "/trials" not in p,
+                                          lambda p: "/trials" in p))
         submit = f"{r['submit_s']:.1f}" if r["submit_s"] is not None else "timeout"
         lines.append(f"{r['trials']:>7} {r['way']:<8} {r['array_ids']:>6} {submit:>8} "
                      f"{r['rss_after_pages_mib']:>8.0f} {r['rss_max_process_mib']:>8.0f} "
-                     f"{r['db_mib']:>7.1f} {page:>8.0f} {api:>7.0f}  "
+                     f"{r['db_mib']:>7.1f} {page:>8.0f} {api:>7.0f} {trials:>9.0f}  "
                      f"{_counts(r['commands_to_submit'])}")
     lines += ["", "slurmctld RPCs (sdiag, from the create until all submitted):"]
     for r in result["results"]:
