@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from it_helpers import LiveMaster, wait_for
+from it_helpers import LiveMaster, trials_of, wait_for
 from it_pbs import create_experiment, pbs_master, qdel_all, qstat
 
 pytestmark = [pytest.mark.pbs]
@@ -50,7 +50,7 @@ def master() -> Iterator[LiveMaster]:
 
 
 def trials(master: LiveMaster, exp_id: int) -> list[dict[str, Any]]:
-    return list(master.api(f"/experiments/{exp_id}")["trials"])
+    return trials_of(master, exp_id)
 
 
 def test_a_search_runs_as_one_pbs_array_and_one_trial_is_killed_alone(
