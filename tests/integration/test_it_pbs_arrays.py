@@ -44,8 +44,11 @@ def master() -> Iterator[LiveMaster]:
     with pbs_master("arrays", {"pool_refresh_seconds": 1}) as live:
         try:
             yield live
-        finally:  # a failed test's subjobs, so they do not hold the hosts
-            jobs = live.api("/jobs").get("jobs", [])
+        finally:  # a failed test's subjobs, so they do not hold the hosts for the next test
+            for exp in live.api("/experiments").get("experiments", []):
+                if not exp.get("ended_at"):  # the master qdels what it submitted, queued or not
+                    live.det("experiment", "kill", str(exp["id"]))
+            jobs = live.api("/jobs").get("jobs", [])  # and what it may not know of yet
             qdel_all([row["job_id"] for row in jobs if not row.get("external")])
 
 
