@@ -77,8 +77,9 @@ def test_bad_rank_is_a_usage_error(det: Det, args: list[str]) -> None:
 
 
 def test_experiment_logs_take_the_same_filters(det: Det, fake_master: FakeMaster) -> None:
-    fake_master.add("GET", "/experiments/5", {"experiment": {"id": 5, "state": "ACTIVE"},
-                                              "trials": [{"id": 9}, {"id": 7}]})
+    # The experiment's first trial, asked for as one trial in id order (the master pages).
+    fake_master.add("GET", "/experiments/5/trials", {"trials": [{"id": 7}],
+                                                     "pagination": {"total": 2}})
     fake_master.add("GET", "/trials/7/logs", _page(_line(3, 1, "node1")))
     result = det("experiment", "logs", "5", "--node", "node1", "--tail", "1", "--json")
     assert json.loads(result.stdout)["node"] == "node1"
@@ -115,11 +116,13 @@ def test_experiment_describe_says_why_trials_wait_and_how_failed_ones_ended(
         det: Det, fake_master: FakeMaster) -> None:
     tail = [_line(11, 0, "node1"), _line(12, None, None, "master")]
     fake_master.add("GET", "/experiments/5", {
-        "experiment": {"id": 5, "name": "mnist", "state": "ACTIVE", "history": []},
-        "trials": [_trial(7, "QUEUED", pending_reason="Resources"),
-                   _trial(8, "ERROR", restarts=5, last_log_lines=tail),
-                   _trial(9, "ERROR", last_log_lines=[]),
-                   _trial(10, "RUNNING", pending_reason=None)]})
+        "experiment": {"id": 5, "name": "mnist", "state": "ACTIVE", "history": []}})
+    trials = [_trial(7, "QUEUED", pending_reason="Resources"),
+              _trial(8, "ERROR", restarts=5, last_log_lines=tail),
+              _trial(9, "ERROR", last_log_lines=[]),
+              _trial(10, "RUNNING", pending_reason=None)]
+    fake_master.add("GET", "/experiments/5/trials", {"trials": trials,
+                                                     "pagination": {"total": 4}})
     result = det("experiment", "describe", "5")
     assert result.exit_code == 0, result.output
     out = result.stdout

@@ -228,7 +228,7 @@ def test_pbs_subjob_ids_name_the_trials_and_an_adopted_array(
     for job_id in subjobs:
         fake.phases[job_id] = JobPhase.RUNNING
     reconciler.cycle()
-    victim = client.get(f"/api/v1/experiments/{exp_id}").get_json()["trials"][3]["id"]
+    victim = client.get(f"/api/v1/experiments/{exp_id}/trials").get_json()["trials"][3]["id"]
     client.post(f"/api/v1/trials/{victim}/kill")
     reconciler.cycle()
     assert fake.cancelled == ["101[3].vm"]

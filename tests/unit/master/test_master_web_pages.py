@@ -114,7 +114,7 @@ def test_cluster_shows_each_pools_counts_gpu_types_and_defaults(app: Flask,
 def test_queue_before_the_first_refresh_is_empty(client: FlaskClient) -> None:
     html = page(client, "/queue")
     assert "not read from Slurm yet" in html and "No jobs in the queue." in html
-    assert 'data-poll="/api/v1/jobs"' in html
+    assert 'data-poll="/api/v1/jobs?arrays=grouped"' in html  # a job array polls as one row
 
 
 def test_queue_shows_the_merged_rows_with_the_reason_in_words(app: Flask,
@@ -144,7 +144,7 @@ def test_queue_of_one_pool_and_of_an_unknown_pool(app: Flask, client: FlaskClien
                 FakeJob("202", 20, partition="batch", name="here"))
     html = page(client, "/queue?pool=batch")
     assert ">here<" in html and ">elsewhere<" not in html
-    assert 'data-poll="/api/v1/jobs?resource_pool=batch"' in html
+    assert 'data-poll="/api/v1/jobs?resource_pool=batch&amp;arrays=grouped"' in html
     unknown = page(client, "/queue?pool=%3Cnosuch%3E", status=400)
     assert "unknown resource pool &#39;&lt;nosuch&gt;&#39; (known: batch, gpus)" in unknown
     assert "data-poll=" not in unknown
