@@ -126,11 +126,13 @@ def test_pausing_withdraws_a_queued_job_at_once(
 def test_a_running_job_is_cancelled_only_after_the_preemption_timeout(
         client: FlaskClient, app: Flask, reconciler: Reconciler,
         fake: FakeSchedulerBackend) -> None:
-    exp_id, trial_id = start(client, reconciler, fake, CONFIG + "preemption_timeout: 1\n")
+    # 60 s, not 1: on a loaded CI host a cycle can take over a second, which made the
+    # first assertion fail by the clock (the timeout is then moved into the past below).
+    exp_id, trial_id = start(client, reconciler, fake, CONFIG + "preemption_timeout: 60\n")
     _ok(client, exp_id, "pause")
     reconciler.cycle()
-    assert fake.cancelled == []  # its code has a second to checkpoint and exit
-    set_trial(app, trial_id, stop_requested_at=utcnow() - dt.timedelta(seconds=5))
+    assert fake.cancelled == []  # its code has a minute to checkpoint and exit
+    set_trial(app, trial_id, stop_requested_at=utcnow() - dt.timedelta(seconds=61))
     reconciler.cycle()
     assert fake.cancelled == ["101"]
     assert trial_of(app, exp_id).state == "PAUSED"
