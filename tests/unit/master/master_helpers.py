@@ -8,6 +8,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from flask import Flask
 from flask.testing import FlaskClient
 
 CONFIG = """\
@@ -51,3 +52,23 @@ def assert_error(response: Any, status: int, code: str) -> str:
 def job_token(trial: Any) -> str:
     """A submitted trial's token as its job got it (the database holds only its hash)."""
     return (Path(trial.job_dir) / ".token").read_text().strip()
+
+
+def queued_trial(app: Flask, token: str, config: dict[str, Any] | None = None) -> int:
+    """A QUEUED trial of a new ACTIVE single-trial experiment, reporting with ``token``."""
+    from hpcdet.master.db import make_session_factory
+    from hpcdet.master.models import Experiment, Trial
+    from hpcdet.master.security.tokens import hash_token
+    from hpcdet.master.transitions import transition
+    from hpcdet.states import State
+
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        exp = Experiment(name="e", owner="o", config=config or {}, original_config="",
+                         context=b"", searcher_name="single")
+        session.add(exp)
+        transition(session, exp, State.ACTIVE, cause="t")
+        trial = Trial(experiment_id=exp.id, hparams={}, seed=0, token=hash_token(token))
+        session.add(trial)
+        transition(session, trial, State.QUEUED, cause="t")
+        session.commit()
+        return trial.id

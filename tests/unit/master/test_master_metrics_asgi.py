@@ -11,15 +11,13 @@ from typing import Any
 import httpx
 import pytest
 from flask import Flask
+from master_helpers import queued_trial
 from sqlalchemy import func, select
 
 from hpcdet.master.db import make_session_factory
-from hpcdet.master.models import Experiment, Metric, Trial
+from hpcdet.master.models import Metric
 from hpcdet.master.proxy.asgi import MasterApp, create_asgi_app
 from hpcdet.master.reports.ingest import MetricWriter
-from hpcdet.master.security.tokens import hash_token
-from hpcdet.master.transitions import transition
-from hpcdet.states import State
 
 TOKEN = "tok-fast"
 STREAM = {"stream": {"run_id": 1, "requeue": 0, "rank": 0},
@@ -27,16 +25,7 @@ STREAM = {"stream": {"run_id": 1, "requeue": 0, "rank": 0},
 
 
 def _trial(app: Flask, token: str = TOKEN) -> int:
-    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
-        exp = Experiment(name="e", owner="o", config={}, original_config="", context=b"",
-                         searcher_name="single")
-        session.add(exp)
-        transition(session, exp, State.ACTIVE, cause="t")
-        trial = Trial(experiment_id=exp.id, hparams={}, seed=0, token=hash_token(token))
-        session.add(trial)
-        transition(session, trial, State.QUEUED, cause="t")
-        session.commit()
-        return trial.id
+    return queued_trial(app, token, None)
 
 
 def _body(first_step: int = 1, count: int = 3, **extra: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from master_helpers import queued_trial
 from sqlalchemy import func, select
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
@@ -21,7 +22,6 @@ from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import (
     Checkpoint,
-    Experiment,
     Metric,
     ReportStream,
     SearcherEvent,
@@ -29,10 +29,7 @@ from hpcdet.master.models import (
 )
 from hpcdet.master.reports.ingest import MetricWriter, Report, ReportBatch, Stream, StreamKey
 from hpcdet.master.reports.spool_ingest import ingest_spooled_reports
-from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
-from hpcdet.master.transitions import transition
-from hpcdet.states import State
 
 TOKEN = "tok-dedup"
 CONFIG = {"searcher": {"name": "single", "metric": "loss", "smaller_is_better": True}}
@@ -46,16 +43,7 @@ AT_TWO = "a7700000-0000-4000-8000-000000000002"
 
 
 def _trial(app: Flask, token: str = TOKEN) -> int:
-    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
-        exp = Experiment(name="e", owner="o", config=CONFIG, original_config="", context=b"",
-                         searcher_name="single")
-        session.add(exp)
-        transition(session, exp, State.ACTIVE, cause="t")
-        trial = Trial(experiment_id=exp.id, hparams={}, seed=0, token=hash_token(token))
-        session.add(trial)
-        transition(session, trial, State.QUEUED, cause="t")
-        session.commit()
-        return trial.id
+    return queued_trial(app, token, CONFIG)
 
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
