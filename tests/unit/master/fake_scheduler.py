@@ -117,3 +117,31 @@ def _job_name(script: str) -> str:
         if line.startswith("#SBATCH --job-name="):
             return line.split("=", 1)[1].strip("'")
     return ""
+
+
+CLUSTER_CONFIG = "ClusterName             = hpcdet-dev\n"
+# sacctmgr -n -P show assoc ... on a cluster where only det-team-a exists (weight 3, user svc).
+ASSOCS = "root|||1\nroot|root||1\nhpcdet||root|1\nhpcdet|svc||1\ndet-team-a||hpcdet|3\n" \
+         "det-team-a|svc||1\n"
+
+
+class FakeSlurm:
+    """scontrol/sacctmgr answers; records every argv; sacctmgr writes change nothing."""
+
+    def __init__(self, assocs: str = ASSOCS, admin_level: str = "None") -> None:
+        self.assocs = assocs
+        self.admin_level = admin_level
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, argv: Sequence[str], *, timeout: float = 60) -> str:
+        self.calls.append(tuple(argv))
+        if argv[0] == "scontrol":
+            return CLUSTER_CONFIG
+        if argv[3:5] == ["show", "assoc"]:
+            return self.assocs
+        if argv[3:5] == ["show", "user"]:
+            return self.admin_level + "\n"
+        return ""
+
+    def writes(self) -> list[tuple[str, ...]]:
+        return [call for call in self.calls if call[1] == "-i"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_scheduler import FakeSchedulerBackend
+from fake_scheduler import FakeSchedulerBackend, FakeSlurm
 from flask import Flask
 from flask.testing import FlaskClient
 from master_helpers import create
@@ -210,10 +210,14 @@ def test_the_fair_share_account_unless_the_user_gives_one(settings: MasterSettin
                                                           fake: FakeSchedulerBackend,
                                                           tmp_path: Path) -> None:
     rm = replace(settings.resource_manager, fair_share=FairShareSettings())
+    # sacctmgr is the fake's too: the account is made before the first sbatch names it.
+    fake.runner = slurm = FakeSlurm()
     app = create_app(replace(settings, resource_manager=rm), backend=fake)
     try:
         api = app.test_client()
         assert submit(api, tmp_path)["account"] == "det-uncategorized"
+        assert ("sacctmgr", "-i", "add", "account", "det-uncategorized", "fairshare=1",
+                "cluster=hpcdet-dev") in slurm.writes()
         assert submit(api, tmp_path, options=[["account", "mine"]])["account"] == "mine"
         assert "--account=mine" in fake.submitted[1].argv
     finally:
