@@ -22,6 +22,8 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+# First of this package's modules: it imports jsonschema before the others do (see there).
+from hpcdet.expconf import _jsonschema_import  # noqa: F401
 from hpcdet.expconf._defaults import fill_defaults
 from hpcdet.expconf._merge import merge_log_policies, merger_for
 from hpcdet.expconf._reruns import constants, single_trial_config, without_nulls

@@ -26,16 +26,14 @@ class Master:
 
 
 @pytest.fixture
-def master(db_url: str, tmp_path: Path) -> Iterator[Master]:
+def master(migrated_db_url: str, tmp_path: Path) -> Iterator[Master]:
     from hpcdet.dispatcher.slurm.backend import SlurmBackend
     from hpcdet.master.app import create_app
-    from hpcdet.master.db import migrate
     from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
-    migrate(db_url)
     rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),
                  master_host="master.example", cluster_name="unit")
-    settings = MasterSettings(db_url=db_url, resource_manager=rm, state_dir=str(tmp_path),
+    settings = MasterSettings(db_url=migrated_db_url, resource_manager=rm, state_dir=str(tmp_path),
                               require_user=True)
     app = create_app(settings, backend=SlurmBackend())
     yield Master(httpx.WSGITransport(app=app), app, tmp_path / "store")

@@ -71,17 +71,15 @@ def test_an_unreachable_master_is_one_line(det: Det, fake_master: FakeMaster) ->
 
 
 @pytest.fixture
-def real_master(db_url: str, tmp_path: Path) -> Iterator[tuple[httpx.WSGITransport, Any]]:
+def real_master(migrated_db_url: str, tmp_path: Path) -> Iterator[tuple[httpx.WSGITransport, Any]]:
     """The real master app with its database, reached over HTTP through WSGI."""
     from hpcdet.dispatcher.slurm.backend import SlurmBackend
     from hpcdet.master.app import create_app
-    from hpcdet.master.db import migrate
     from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
-    migrate(db_url)
     rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),
                  master_host="master.example", cluster_name="unit", pool_refresh_seconds=7)
-    settings = MasterSettings(db_url=db_url, resource_manager=rm, state_dir=str(tmp_path))
+    settings = MasterSettings(db_url=migrated_db_url, resource_manager=rm, state_dir=str(tmp_path))
     app = create_app(settings, backend=SlurmBackend())
     yield httpx.WSGITransport(app=app), app
     app.config["HPCDET_ENGINE"].dispose()

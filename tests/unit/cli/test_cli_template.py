@@ -145,17 +145,15 @@ def test_template_help_imports_nothing_heavy() -> None:
 # --- against a real master -------------------------------------------------------------
 
 @pytest.fixture
-def real_master(db_url: str, tmp_path: Path) -> Iterator[httpx.WSGITransport]:
+def real_master(migrated_db_url: str, tmp_path: Path) -> Iterator[httpx.WSGITransport]:
     """The real master app (SQLite or PostgreSQL), reached over HTTP through WSGI."""
     from hpcdet.dispatcher.slurm.backend import SlurmBackend
     from hpcdet.master.app import create_app
-    from hpcdet.master.db import migrate
     from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
-    migrate(db_url)
     rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),
                  master_host="master.example", cluster_name="unit")
-    settings = MasterSettings(db_url=db_url, resource_manager=rm, state_dir=str(tmp_path))
+    settings = MasterSettings(db_url=migrated_db_url, resource_manager=rm, state_dir=str(tmp_path))
     app = create_app(settings, backend=SlurmBackend())
     yield httpx.WSGITransport(app=app)
     app.config["HPCDET_ENGINE"].dispose()

@@ -22,7 +22,7 @@ import hpcdet.core
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import MasterError
 from hpcdet.master.app import create_app
-from hpcdet.master.db import make_session_factory, migrate
+from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Experiment, Metric, SearcherEvent, Trial
 from hpcdet.master.reports.spool_ingest import ingest_spooled_reports
 from hpcdet.master.security.tokens import hash_token
@@ -60,12 +60,11 @@ class Setup:
 
 
 @pytest.fixture
-def setup(db_url: str, tmp_path: pathlib.Path,
+def setup(migrated_db_url: str, tmp_path: pathlib.Path,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
-    migrate(db_url)
     rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),
                  master_host="127.0.0.1", cluster_name="unit")
-    app = create_app(MasterSettings(db_url=db_url, resource_manager=rm,
+    app = create_app(MasterSettings(db_url=migrated_db_url, resource_manager=rm,
                                     state_dir=str(tmp_path)), backend=SlurmBackend())
     master = LiveMaster(app)
     trial_id, exp_id = _trial(app)

@@ -13,17 +13,16 @@ from flask.testing import FlaskClient
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
-from hpcdet.master.db import make_session_factory, migrate
+from hpcdet.master.db import make_session_factory
 from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
 
 @pytest.fixture
-def settings(db_url: str, tmp_path: Path) -> MasterSettings:
-    migrate(db_url)
+def settings(migrated_db_url: str, tmp_path: Path) -> MasterSettings:
     rm = replace(ResourceManagerSettings(), job_storage_root=str(tmp_path / "jobs"),
                  master_host="master.example", cluster_name="unit")
-    return MasterSettings(db_url=db_url, resource_manager=rm, state_dir=str(tmp_path))
+    return MasterSettings(db_url=migrated_db_url, resource_manager=rm, state_dir=str(tmp_path))
 
 
 @pytest.fixture

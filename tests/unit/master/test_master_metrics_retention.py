@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import validate
-from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope
+from hpcdet.master.db import make_engine, make_session_factory, session_scope
 from hpcdet.master.models import Experiment, Metric, Trial
 from hpcdet.master.reports.metrics_retention import vacuum_metrics
 from hpcdet.master.serve import main
@@ -30,9 +30,8 @@ POLICY = MetricsRetention(training_days=30, action="downsample", keep_every=10)
 
 
 @pytest.fixture
-def factory(db_url: str) -> Iterator[sessionmaker[Session]]:
-    migrate(db_url)
-    engine = make_engine(db_url)
+def factory(migrated_db_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(migrated_db_url)
     yield make_session_factory(engine)
     engine.dispose()
 

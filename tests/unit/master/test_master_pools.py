@@ -13,7 +13,7 @@ import pytest
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.slurm.partitions import NodeInfo, PartitionInfo
 from hpcdet.errors import ConfigError
-from hpcdet.master.db import make_engine, make_session_factory, migrate, session_scope
+from hpcdet.master.db import make_engine, make_session_factory, session_scope
 from hpcdet.master.queue.pools import (
     Pool,
     build_pools,
@@ -200,9 +200,8 @@ def test_settings_pool_without_a_snapshot() -> None:
     assert settings_pool(settings_with(slot_type="rocm"), "x").slot_type == "rocm"
 
 
-def test_pool_for_config_reads_the_snapshot(db_url: str) -> None:
-    migrate(db_url)
-    engine = make_engine(db_url)
+def test_pool_for_config_reads_the_snapshot(migrated_db_url: str) -> None:
+    engine = make_engine(migrated_db_url)
     sessions = make_session_factory(engine)
     settings = settings_with()
     config = {"resources": {"resource_pool": "debug"}}
