@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from db_templates import SchemaTemplates
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
@@ -98,75 +99,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'master.sqlite'}"
     url: str = request.getfixturevalue("postgres_url")
     return url
-
-
-class SchemaTemplates:
-    """One database migrated to the newest schema per test process, copied for each test.
-
-    Alembic's ``upgrade head`` takes ~0.5 s a database; a copy takes ~1 ms (SQLite, the
-    backup API) or ~0.1 s (PostgreSQL, ``CREATE DATABASE ... TEMPLATE``). Each xdist worker
-    makes its own templates, the first time a test of its needs one.
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.sqlite_path: Path | None = None
-        self.postgres: tuple[str, str] | None = None  # (admin URL, template database)
-
-    def copy_to(self, url: str) -> None:
-        """Fill the fresh, empty test database at ``url`` with the migrated schema."""
-        if url.startswith("sqlite"):
-            self._copy_sqlite(Path(url.split("///", 1)[1]))
-        else:
-            self._copy_postgres(url)
-
-    def _copy_sqlite(self, target: Path) -> None:
-        import sqlite3
-
-        if self.sqlite_path is None:
-            from hpcdet.master.db import migrate
-
-            path = self.directory / "template.sqlite"
-            migrate(f"sqlite:///{path}")
-            self.sqlite_path = path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        source, copy = sqlite3.connect(self.sqlite_path), sqlite3.connect(target)
-        try:
-            source.backup(copy)
-        finally:
-            source.close()
-            copy.close()
-
-    def _copy_postgres(self, url: str) -> None:
-        import sqlalchemy as sa
-
-        admin_url, name = url.rsplit("/", 1)[0] + "/postgres", url.rsplit("/", 1)[1]
-        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-        try:
-            if self.postgres is None:
-                from hpcdet.master.db import migrate
-
-                template = f"hpcdet_test_template_{uuid.uuid4().hex[:12]}"
-                with admin.connect() as conn:
-                    conn.execute(sa.text(f'CREATE DATABASE "{template}"'))
-                migrate(f"{admin_url.rsplit('/', 1)[0]}/{template}")
-                self.postgres = (admin_url, template)
-            # The test's database was made empty by postgres_url, which drops it afterwards.
-            with admin.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE "{name}"'))
-                conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{self.postgres[1]}"'))
-        finally:
-            admin.dispose()
-
-    def drop(self) -> None:
-        if self.postgres is None:
-            return
-        import sqlalchemy as sa
-
-        admin = sa.create_engine(self.postgres[0], isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{self.postgres[1]}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import Session, sessionmaker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from db_templates import SchemaTemplates  # noqa: E402
 from it_helpers import BIN, LiveMaster  # noqa: E402
 
 from hpcdet.services.service_file import free_port  # noqa: E402
@@ -51,10 +52,11 @@ def web_master_settings() -> dict[str, Any]:
 
 
 @pytest.fixture
-def web_master(slurm: dict[str, str], tmp_path: Path,
-               web_master_settings: dict[str, Any]) -> Iterator[LiveMaster]:
+def web_master(slurm: dict[str, str], tmp_path: Path, web_master_settings: dict[str, Any],
+               schema_templates: SchemaTemplates) -> Iterator[LiveMaster]:
     """det-master on a free port and a fresh SQLite database, against the dev cluster."""
     db_url = f"sqlite:///{tmp_path / 'master.sqlite'}"
+    schema_templates.copy_to(db_url)  # the master's own migration at start is then a no-op
     port = free_port()
     config: dict[str, Any] = {
         "port": port, "host": "127.0.0.1", "db": {"url": db_url},
