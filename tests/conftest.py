@@ -60,10 +60,15 @@ def slurm() -> dict[str, str]:
     return env
 
 
+def postgres_admin_setting() -> str:
+    """The PostgreSQL URL the tests create their databases with (HPCDET_TEST_POSTGRES_URL)."""
+    return os.environ.get("HPCDET_TEST_POSTGRES_URL", DEFAULT_PG)
+
+
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> str:
     """A PostgreSQL URL allowed to create databases; skips/fails when unreachable."""
-    url = os.environ.get("HPCDET_TEST_POSTGRES_URL", DEFAULT_PG)
+    url = postgres_admin_setting()
     import sqlalchemy as sa
 
     engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
@@ -103,7 +108,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture(scope="session")
 def schema_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchemaTemplates]:
-    templates = SchemaTemplates(tmp_path_factory.mktemp("schema"))
+    templates = SchemaTemplates(tmp_path_factory.mktemp("schema"), postgres_admin_setting())
     yield templates
     templates.drop()
 

@@ -14,10 +14,11 @@ class SchemaTemplates:
     makes its own templates, the first time a test of its needs one.
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, postgres_admin_url: str) -> None:
         self.directory = directory
+        self.postgres_admin_url = postgres_admin_url  # as the postgres_url fixture uses it
         self.sqlite_path: Path | None = None
-        self.postgres: tuple[str, str] | None = None  # (admin URL, template database)
+        self.postgres_template: str | None = None
 
     def copy_to(self, url: str) -> None:
         """Fill the fresh, empty test database at ``url`` with the migrated schema."""
@@ -46,30 +47,32 @@ class SchemaTemplates:
     def _copy_postgres(self, url: str) -> None:
         import sqlalchemy as sa
 
-        admin_url, name = url.rsplit("/", 1)[0] + "/postgres", url.rsplit("/", 1)[1]
-        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        name = url.rsplit("/", 1)[1]
+        admin = sa.create_engine(self.postgres_admin_url, isolation_level="AUTOCOMMIT")
         try:
-            if self.postgres is None:
+            if self.postgres_template is None:
                 from hpcdet.master.db import migrate
 
                 template = f"hpcdet_test_template_{uuid.uuid4().hex[:12]}"
                 with admin.connect() as conn:
                     conn.execute(sa.text(f'CREATE DATABASE "{template}"'))
-                migrate(f"{admin_url.rsplit('/', 1)[0]}/{template}")
-                self.postgres = (admin_url, template)
+                migrate(f"{self.postgres_admin_url.rsplit('/', 1)[0]}/{template}")
+                self.postgres_template = template
             # The test's database was made empty by postgres_url, which drops it afterwards.
             with admin.connect() as conn:
                 conn.execute(sa.text(f'DROP DATABASE "{name}"'))
-                conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{self.postgres[1]}"'))
+                conn.execute(sa.text(
+                    f'CREATE DATABASE "{name}" TEMPLATE "{self.postgres_template}"'))
         finally:
             admin.dispose()
 
     def drop(self) -> None:
-        if self.postgres is None:
+        if self.postgres_template is None:
             return
         import sqlalchemy as sa
 
-        admin = sa.create_engine(self.postgres[0], isolation_level="AUTOCOMMIT")
+        admin = sa.create_engine(self.postgres_admin_url, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{self.postgres[1]}" WITH (FORCE)'))
+            conn.execute(sa.text(
+                f'DROP DATABASE IF EXISTS "{self.postgres_template}" WITH (FORCE)'))
         admin.dispose()
