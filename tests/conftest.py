@@ -20,6 +20,9 @@ from typing import Any
 import pytest
 from db_templates import SchemaTemplates
 
+# --timings-json: what each test cost (wall, CPU, scheduler jobs); scripts/test uses it.
+pytest_plugins = ["timing_plugin"]
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 

@@ -5,10 +5,11 @@ Three ways, chosen by :class:`~hpcdet.core.DistributedContext`:
 * :class:`LocalCollectives`: a world of one;
 * :class:`TorchCollectives`: over the default ``torch.distributed`` process group, when
   one exists with this context's rank and size (the harness's group, or the script's own);
-* :class:`StoreCollectives`: over a ``torch.distributed.TCPStore`` that the chief serves
-  at ``chief_ip:port``, for processes in no process group, e.g. the workers a Determined
-  launcher script starts itself (``core_api/4_distributed.py``). Determined uses ZMQ
-  sockets on the chief for the same purpose.
+* :class:`StoreCollectives`: over a key-value store that the chief serves at
+  ``chief_ip:port`` (:mod:`hpcdet.core._kvstore`, no torch needed), for processes in no
+  process group: the ranks of a script that does not use torch, or the workers a
+  Determined launcher script starts itself (``core_api/4_distributed.py``). Determined
+  uses ZMQ sockets on the chief for the same purpose.
 
 Objects are pickled, as in Determined: the ranks of one trial trust each other (they run
 the same user's code). Every rank must call every collective, in the same order.
@@ -16,11 +17,15 @@ the same user's code). Every rank must call every collective, in the same order.
 
 from __future__ import annotations
 
-import datetime
+import hashlib
 import pickle
 from typing import Any, Protocol
 
-from hpcdet.harness.distributed import wait_for_all_ranks
+from hpcdet.core._kvstore import KeyValueClient, KeyValueServer
+from hpcdet.harness.distributed import is_initialized, wait_for_all_ranks
+from hpcdet.harness.trial_info import TrialInfoError, load_trial_info, read_token
+
+LOOPBACK = "127.0.0.1"
 
 
 class Collectives(Protocol):
@@ -86,12 +91,10 @@ class TorchCollectives:
 
 def default_group_matches(rank: int, size: int) -> bool:
     """Whether a default process group exists with exactly this rank and size."""
-    try:
-        import torch.distributed as dist
-    except ImportError:
+    if not is_initialized():  # without importing torch: a group exists only once it is
         return False
-    if not (dist.is_available() and dist.is_initialized()):
-        return False
+    import torch.distributed as dist
+
     return bool(dist.get_rank() == rank and dist.get_world_size() == size)
 
 
@@ -103,20 +106,27 @@ class StoreCollectives:
     every acknowledgement, deletes the round's keys. So the store stays small however many
     rounds a run makes, and the chief, which serves the store, leaves its last collective
     only after every rank is done with it: it may then exit without cutting anyone off.
+
+    The store is :mod:`hpcdet.core._kvstore` (the standard library: a trial that never
+    imports torch does not load it for its collectives); its connections prove the
+    trial's secret (:func:`trial_secret`).
     """
 
     def __init__(self, *, rank: int, size: int, host: str, port: int,
-                 timeout_s: float) -> None:
-        try:
-            import torch.distributed as dist
-        except ImportError:
-            raise RuntimeError("a DistributedContext over several processes needs torch "
-                               "(its key-value store carries the collectives)") from None
+                 timeout_s: float, secret: bytes | None = None) -> None:
         self._rank, self._size = rank, size
         self._round = 0
-        self._store = dist.TCPStore(  # type: ignore[attr-defined]
-            host, port, size, rank == 0, datetime.timedelta(seconds=timeout_s),
-            wait_for_workers=True)
+        key = trial_secret() if secret is None else secret
+        self._server = (KeyValueServer(port, secret=key, wait_timeout_s=timeout_s)
+                        if rank == 0 else None)
+        self._store = KeyValueClient(host if rank else LOOPBACK, port, secret=key,
+                                     timeout_s=timeout_s)
+
+    def close(self) -> None:
+        """Close this rank's connection (and, on the chief, the store)."""
+        self._store.close()
+        if self._server is not None:
+            self._server.close()
 
     def allgather(self, obj: Any) -> list[Any]:
         key = self._next_round()
@@ -149,17 +159,29 @@ class StoreCollectives:
         return f"c{self._round}"
 
     def _put(self, key: str, obj: Any) -> None:
-        # The stubs say str; the store takes bytes as they are (pickles are not UTF-8).
-        self._store.set(key, pickle.dumps(obj))  # type: ignore[arg-type]
+        self._store.set(key, pickle.dumps(obj))
 
     def _read(self, key: str, rank: int) -> Any:
         return pickle.loads(self._store.get(f"{key}/{rank}"))  # waits until it is set
 
     def _done(self, key: str) -> None:
         if self._rank != 0:
-            self._store.set(f"{key}/ack/{self._rank}", b"")  # type: ignore[arg-type]
+            self._store.set(f"{key}/ack/{self._rank}", b"")
             return
         acks = [f"{key}/ack/{rank}" for rank in range(1, self._size)]
         self._store.wait(acks)
         for name in [*acks, *(f"{key}/{rank}" for rank in range(self._size))]:
             self._store.delete_key(name)
+
+
+def trial_secret() -> bytes:
+    """The key the trial's ranks prove themselves to the chief's store with.
+
+    A hash of the trial's token (``$DET_TRIAL_INFO``'s job directory), which only the
+    trial's user can read; empty where there is none (an unmanaged run, or outside a job).
+    """
+    try:
+        token = read_token(load_trial_info())
+    except TrialInfoError:
+        return b""
+    return hashlib.sha256(b"hpcdet core store\0" + token.encode()).digest()

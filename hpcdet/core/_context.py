@@ -261,12 +261,19 @@ def _real_init(
 def _distributed_from_job(
     trial: TrialInfo, cleanup: list[Callable[[], None]]
 ) -> DistributedContext:
-    """The harness's process group; or one of our own when the entrypoint ran as a subprocess."""
+    """The harness's process group; the chief's store, for an in-process script that has
+    not imported torch (the harness joins the group only when it does); or a group of our
+    own when the entrypoint ran as a subprocess."""
     if harness_dist.is_initialized():
         return DistributedContext.from_torch_distributed()
     cluster = ClusterEnv.from_environ(_ranks_environ(os.environ))
     if cluster.size == 1:
         return DummyDistributedContext()
+    if harness_dist.join_deferred():
+        return DistributedContext(
+            rank=cluster.rank, size=cluster.size, local_rank=cluster.local_rank,
+            local_size=cluster.local_size, cross_rank=cluster.cross_rank,
+            cross_size=cluster.cross_size, chief_ip=cluster.master_addr)
     cluster = cluster.export_torch_env()
     backend = harness_dist.choose_backend(
         harness_dist.slot_type(os.environ, trial.experiment_config)

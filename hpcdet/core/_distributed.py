@@ -13,7 +13,7 @@ from hpcdet.core._collectives import (
     TorchCollectives,
     default_group_matches,
 )
-from hpcdet.harness.distributed import timeout_from_environ
+from hpcdet.harness.distributed import is_initialized, timeout_from_environ
 
 __all__ = ["Collectives", "DistributedContext", "DummyDistributedContext", "LocalCollectives",
            "StoreCollectives", "TorchCollectives"]
@@ -241,12 +241,10 @@ def default_pub_port(environ: Mapping[str, str] | None = None) -> int:
 
 
 def _default_group_layout() -> tuple[int, int] | None:
-    try:
-        import torch.distributed as dist
-    except ImportError:
+    if not is_initialized():  # without importing torch: a group exists only once it is
         return None
-    if not (dist.is_available() and dist.is_initialized()):
-        return None
+    import torch.distributed as dist
+
     return dist.get_rank(), dist.get_world_size()
 
 

@@ -11,12 +11,13 @@ import datetime
 import os
 import socket
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from hpcdet.errors import HpcdetError
 from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.harness.import_hooks import when_imported
 from hpcdet.hostlist import first_host
 
 SLOT_TYPE_VAR = "DET_SLOT_TYPE"
@@ -29,6 +30,26 @@ DEFAULT_TIMEOUT_S = 1800
 SCRIPT_GROUP_PORT_OFFSET = 1
 
 _harness_group = False  # True while the default group is the one the harness created
+_join_deferred = False  # True while the harness waits for the entrypoint to import torch
+
+
+def join_when_torch_imported(join: Callable[[], None]) -> None:
+    """Run ``join`` (which joins the process group) once this process imports torch."""
+    global _join_deferred
+    _join_deferred = True
+
+    def on_import(_torch: Any) -> None:
+        global _join_deferred
+        _join_deferred = False
+        join()
+
+    when_imported("torch", on_import)
+
+
+def join_deferred() -> bool:
+    """Whether the harness joins the group only when the entrypoint imports torch (and it
+    has not yet): the ranks then share no group, and the Core API uses the chief's store."""
+    return _join_deferred
 
 
 def slot_type(environ: Mapping[str, str], experiment_config: Mapping[str, Any]) -> str:
@@ -125,13 +146,25 @@ def timeout_from_environ(environ: Mapping[str, str] | None = None) -> float:
         raise ValueError(f"{TIMEOUT_VAR}={raw!r} is not a number of seconds") from None
 
 
-def is_initialized() -> bool:
-    """Whether the default process group exists (False when torch is absent)."""
+def imported_torch_distributed() -> Any | None:
+    """``torch.distributed`` if this process has imported torch, else None (not importing it).
+
+    No process group can exist before torch is imported, so asking about one must not be
+    what loads torch into a trial that never uses it.
+    """
+    if "torch" not in sys.modules:
+        return None
     try:
         import torch.distributed as dist
     except ImportError:
-        return False
-    return bool(dist.is_available() and dist.is_initialized())
+        return None
+    return dist
+
+
+def is_initialized() -> bool:
+    """Whether the default process group exists (False when torch is absent or not imported)."""
+    dist = imported_torch_distributed()
+    return bool(dist is not None and dist.is_available() and dist.is_initialized())
 
 
 def teardown(*, barrier: bool) -> None:
@@ -163,23 +196,34 @@ def script_may_own_group() -> Iterator[None]:
     wrote it: the script owns the group from then on. Scripts that never call it keep
     the harness's group.
     """
-    try:
-        import torch.distributed as dist
-    except ImportError:
-        yield
-        return
-    real = dist.init_process_group
+    patched: list[tuple[Any, Any]] = []  # (torch.distributed, its own init_process_group)
+    active = True
 
-    def init_process_group(*args: Any, **kwargs: Any) -> Any:
-        if _harness_group and dist.is_initialized():
-            hand_over_group(uses_env=_uses_env_rendezvous(args, kwargs))
-        return real(*args, **kwargs)
+    def patch(_torch: Any) -> None:
+        try:
+            import torch.distributed as dist
+        except ImportError:
+            return
+        if not active or not dist.is_available():
+            return
+        real = dist.init_process_group
 
-    dist.init_process_group = init_process_group
+        def init_process_group(*args: Any, **kwargs: Any) -> Any:
+            if _harness_group and dist.is_initialized():
+                hand_over_group(uses_env=_uses_env_rendezvous(args, kwargs))
+            return real(*args, **kwargs)
+
+        dist.init_process_group = init_process_group
+        patched.append((dist, real))
+
+    # torch may not be imported yet: then the call is patched when the script imports it.
+    when_imported("torch", patch)
     try:
         yield
     finally:
-        dist.init_process_group = real
+        active = False
+        for dist, real in patched:
+            dist.init_process_group = real
 
 
 def hand_over_group(*, uses_env: bool, environ: dict[str, str] | None = None) -> None:

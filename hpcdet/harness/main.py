@@ -9,9 +9,13 @@ Decisions worth knowing:
 * A trial class (``model_def:MyTrial``, or Determined's ``python3 -m
   determined.launch.torch_distributed --trial model_def:MyTrial``) runs in process like a
   script: :func:`hpcdet.pytorch.run_trial_class` trains it in the group joined here.
-* The process group is joined for every in-process Python entrypoint, even with one
-  slot (an in-memory store, no port), so scripts can rely on
-  ``torch.distributed.is_initialized()``. A script that calls ``init_process_group``
+* An in-process Python entrypoint joins the process group when it first imports torch
+  (:mod:`hpcdet.harness.import_hooks`), even with one slot (an in-memory store, no port),
+  so scripts that use torch can rely on ``torch.distributed.is_initialized()``. A trial
+  class (a PyTorchTrial) joins before it starts. A script that never imports torch never
+  loads it: a one-slot trial of the standard library costs ~30 MB, not ~300 MB with torch.
+  Every rank of a trial runs the same code, so all of them import torch and meet.
+  A script that calls ``init_process_group``
   itself (Determined's ``core_api_pytorch_mnist/model_def_distributed.py`` does) gets
   the group handed over: the harness leaves its group and the call runs as written, on
   ``MASTER_PORT + 1`` for ``env://`` (:func:`distributed.script_may_own_group`).
@@ -19,6 +23,7 @@ Decisions worth knowing:
   the group is its own business, and our store would hold the port it needs.
 * Every rank is seeded with the trial seed, the same on all ranks (as Determined does),
   so models start identical; data order differs through each rank's sampler shard.
+  numpy and torch are seeded when they are imported.
 * ``MASTER_ADDR``/``MASTER_PORT`` already in the environment win over the derived ones.
 * The process ends with :func:`exit_process`, which skips the interpreter's final
   teardown (see there why).
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import importlib.util
 import os
 import random
 import socket
@@ -51,6 +57,7 @@ from hpcdet.harness.entrypoint import (
     parse_entrypoint,
     run_entrypoint,
 )
+from hpcdet.harness.import_hooks import when_imported
 from hpcdet.harness.launchers import mpi_world
 from hpcdet.harness.rank_labels import RankLabels, labels_needed
 from hpcdet.harness.trial_info import TrialInfo, load_trial_info
@@ -76,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if entry.kind in ("script", "module", "trial_class"):
             code = _run_in_process(info, cluster, entry)
         else:
-            _banner(cluster, "none")
+            _banner(cluster, "backend none")
             code = run_entrypoint(entry)
         _note_preemption(info, cluster, code)
     finally:
@@ -104,16 +111,35 @@ def _note_preemption(info: TrialInfo, cluster: ClusterEnv, code: int) -> None:
 
 
 def _run_in_process(info: TrialInfo, cluster: ClusterEnv, entry: Entrypoint) -> int:
+    seed_everything(info.trial_seed)
+    if entry.kind == "trial_class":  # a PyTorchTrial: torch, and the group, from the start
+        try:
+            backend = _join_process_group(info, cluster)
+        except (HpcdetError, ValueError) as exc:
+            _say(str(exc))
+            return EXIT_USAGE
+        _banner(cluster, f"backend {backend}")
+    else:
+        _banner(cluster, "process group joined when the entrypoint imports torch")
+        distributed.join_when_torch_imported(lambda: _join_on_torch_import(info, cluster))
+    with distributed.script_may_own_group():
+        code = run_entrypoint(entry, lambda exc: _report_invalid_hp(info, cluster, exc))
+    return _finish(code)
+
+
+def _join_on_torch_import(info: TrialInfo, cluster: ClusterEnv) -> None:
+    """The entrypoint imported torch: join the group now, as if it had been there all along.
+
+    Raises SystemExit (out of the entrypoint's ``import torch``) if the group cannot be
+    joined, which ends the rank as a failure to start would.
+    """
     try:
         backend = _join_process_group(info, cluster)
     except (HpcdetError, ValueError) as exc:
         _say(str(exc))
-        return EXIT_USAGE
-    seed_everything(info.trial_seed)
-    _banner(cluster, backend)
-    with distributed.script_may_own_group():
-        code = run_entrypoint(entry, lambda exc: _report_invalid_hp(info, cluster, exc))
-    return _finish(code)
+        raise SystemExit(EXIT_USAGE) from None
+    _say(f"the entrypoint imported torch: rank {cluster.rank}/{cluster.size} joined the "
+         f"process group, backend {backend}")
 
 
 def _report_invalid_hp(info: TrialInfo, cluster: ClusterEnv, exc: InvalidHP) -> int:
@@ -188,33 +214,30 @@ def exit_process(code: int) -> None:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's, numpy's and torch's generators (those that are installed)."""
-    random.seed(seed)
-    try:
-        import numpy
-    except ImportError:
-        pass
-    else:
-        numpy.random.seed(seed % 2**32)
-    if _torch_available():
-        import torch
+    """Seed Python's generator now, and numpy's and torch's once they are imported.
 
-        torch.manual_seed(seed)  # seeds every CUDA device too
+    Seeding at import gives the generators the state they would have had if seeded at
+    start (nothing can draw from them before they exist), without importing either for
+    code that uses neither.
+    """
+    random.seed(seed)
+    when_imported("numpy", lambda numpy: numpy.random.seed(seed % 2**32))
+    when_imported("torch", lambda torch: torch.manual_seed(seed))  # every CUDA device too
 
 
 def _torch_available() -> bool:
+    """Whether torch can be imported, found without importing it."""
     try:
-        import torch  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
-def _banner(cluster: ClusterEnv, backend: str) -> None:
+def _banner(cluster: ClusterEnv, group: str) -> None:
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     _say(
         f"rank {cluster.rank}/{cluster.size} local {cluster.local_rank}/{cluster.local_size} "
-        f"node {node} master_addr {cluster.master_addr}:{cluster.master_port} backend {backend}"
+        f"node {node} master_addr {cluster.master_addr}:{cluster.master_port} {group}"
     )
 
 

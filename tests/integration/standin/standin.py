@@ -1,0 +1,122 @@
+"""A stand-in for a training script: it trains nothing, on the standard library alone.
+
+The integration tests whose subject is scheduling, state, faults, queues, arrays, PBS,
+users, containers or interactive tasks, not training, run this Core API script instead of
+examples/digits. It keeps the digits trial's outward shape: the same metric names,
+``epochs`` in every validation (adaptive ASHA's rungs), a checkpoint per epoch and on
+preemption, resumption from the latest checkpoint, a stop when asked. But a rank costs
+~30 MB and a fraction of a second of CPU, where importing torch (and scikit-learn) costs
+~300 MB and seconds per rank.
+
+What is "trained" is a number: each batch moves it by a step drawn from the trial seed,
+the hyperparameters and the batch index, starting from the value the latest checkpoint
+saved. So the metrics are deterministic, and a resumption from the wrong checkpoint (or
+none) gives different values from an uninterrupted run: the fault tests still see it.
+
+Knobs (the hyperparameters, or the environment):
+
+* ``STANDIN_BATCH_SLEEP`` (env; default 0): seconds of sleep per batch, so that a fault
+  can strike mid-training;
+* ``STANDIN_BATCHES_PER_EPOCH`` (env; default 23, the digits trial's at batch size 64);
+* ``STANDIN_FAIL_AT_BATCH`` (env): exit 3 when that batch starts (the first run only,
+  when no checkpoint exists yet);
+* the searcher's ``max_length`` (``epochs`` or ``batches``) or ``max_time`` (with
+  ``time_metric: epochs``) says how long to train; ``scheduling_unit`` (default 100) how
+  many batches between training reports and preemption checks; ``min_validation_period``
+  and ``min_checkpoint_period`` in ``epochs`` (default 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from typing import Any
+
+import hpcdet.core
+
+STATE_FILE = "state.json"
+
+
+def train_length(config: dict[str, Any], batches_per_epoch: int) -> int:
+    """Batches to train, from the searcher section."""
+    searcher = config.get("searcher") or {}
+    if searcher.get("max_time") is not None:
+        return int(searcher["max_time"]) * batches_per_epoch  # time_metric: epochs
+    length = searcher.get("max_length") or {"epochs": 1}
+    if isinstance(length, dict) and length.get("batches") is not None:
+        return int(length["batches"])
+    epochs = length.get("epochs", 1) if isinstance(length, dict) else length
+    return int(epochs) * batches_per_epoch
+
+
+def period_epochs(config: dict[str, Any], key: str) -> int:
+    period = config.get(key) or {}
+    return max(1, int(period.get("epochs", 1))) if isinstance(period, dict) else 1
+
+
+def step(value: float, seed: int, hparams: dict[str, Any], batch: int) -> float:
+    """The next value: a decay towards 0 plus a seeded wobble, like a loss."""
+    lr = float(hparams.get("lr", 0.01))
+    wobble = random.Random(f"{seed}/{batch}/{sorted(hparams.items())}").uniform(-0.01, 0.01)
+    return value * (1.0 - min(lr, 0.5)) + abs(wobble)
+
+
+def restore(core: hpcdet.core.Context) -> tuple[int, float]:
+    """(batches done, value) from the latest checkpoint, or from the start."""
+    uuid = core.info.latest_checkpoint
+    if uuid is None:
+        return 0, 2.3  # ln(10), a 10-class loss before training
+    with core.checkpoint.restore_path(uuid) as path:
+        state = json.loads((path / STATE_FILE).read_text())
+    return int(state["batches"]), float(state["value"])
+
+
+def save(core: hpcdet.core.Context, batches: int, value: float, epoch: int) -> None:
+    if not core.distributed.is_chief:
+        return
+    with core.checkpoint.store_path({"steps_completed": batches, "epoch": epoch}) as (path, _):
+        (path / STATE_FILE).write_text(json.dumps({"batches": batches, "value": value}))
+
+
+def main() -> None:
+    per_epoch = int(os.environ.get("STANDIN_BATCHES_PER_EPOCH", "23"))
+    pause = float(os.environ.get("STANDIN_BATCH_SLEEP", "0"))
+    fail_at = int(os.environ.get("STANDIN_FAIL_AT_BATCH", "0"))
+    with hpcdet.core.init() as core:
+        config = core.info.experiment_config or {}
+        hparams, seed = dict(core.info.hparams or {}), core.info.trial_seed
+        total = train_length(config, per_epoch)
+        unit = max(1, int(config.get("scheduling_unit") or 100))
+        validate_every = period_epochs(config, "min_validation_period") * per_epoch
+        checkpoint_every = period_epochs(config, "min_checkpoint_period") * per_epoch
+        batches, value = restore(core)
+        saved_at = batches
+        while batches < total:
+            if fail_at and batches + 1 == fail_at and core.info.latest_checkpoint is None:
+                raise SystemExit(3)
+            time.sleep(pause)
+            value = step(value, seed, hparams, batches)
+            batches += 1
+            epoch = batches / per_epoch
+            if batches % unit == 0 or batches == total:
+                core.train.report_training_metrics(batches, {"loss": value, "epoch": epoch})
+            if batches % validate_every == 0 or batches == total:
+                core.train.report_validation_metrics(batches, {
+                    "validation_loss": value * 1.1, "accuracy": 1.0 - value / 2.3,
+                    "epochs": batches // per_epoch})
+            if batches % checkpoint_every == 0 or batches == total:
+                save(core, batches, value, batches // per_epoch)
+                saved_at = batches
+            if (batches % unit == 0 or batches % per_epoch == 0) and core.preempt.should_preempt():
+                if saved_at != batches:
+                    save(core, batches, value, batches // per_epoch)
+                print(f"standin: asked to stop after batch {batches}; the checkpoint is saved")
+                return
+        if core.distributed.is_chief:
+            print(f"standin: done, {batches} batches, validation_loss {value * 1.1:.4f}")
+
+
+if __name__ == "__main__":
+    main()
