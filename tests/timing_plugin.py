@@ -11,10 +11,11 @@ For every test (setup, call and teardown together) it records:
   ``sacct`` TotalCPU, PBS's ``resources_used.cput``), asked once the test has ended;
 - ``sched_wait_s``: seconds those jobs waited in the queue, submission to start, added up.
 
-Scheduler jobs are matched by their submission time: in a tier that runs tests side by
-side (``-n 2``), a job counts for every test running when it was submitted. Only tests of
-a second or more ask the schedulers (each asking costs ~0.1 s); the others cannot have
-waited for a job.
+Scheduler jobs are matched by their submission time, on PBS for a test marked ``pbs`` and
+on Slurm for any other: where tests run side by side (``-n 2``, or the fair-share test's
+stream beside the Slurm tests), a job counts for every test of that scheduler running when
+it was submitted. Only tests of a second or more ask the scheduler (each asking costs
+~0.1 s); the others cannot have waited for a job.
 
 With ``--timings-json PATH`` (``scripts/test`` gives one per tier) the records, the tier's
 name (``--timings-tier``) and its start and end go to ``PATH`` as JSON; ``scripts/test-report``
@@ -76,10 +77,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         "cpu_jobs_s": 0.0, "sched_wait_s": 0.0, "jobs": 0,
     }
     if ended - started >= ASK_SCHEDULERS_AFTER_S:
-        for jobs in (_slurm_jobs(started, ended), _pbs_jobs(started, ended)):
-            record["jobs"] += len(jobs)
-            record["cpu_jobs_s"] = round(record["cpu_jobs_s"] + sum(j[0] for j in jobs), 3)
-            record["sched_wait_s"] = round(record["sched_wait_s"] + sum(j[1] for j in jobs), 3)
+        # A test marked pbs submits to PBS, any other to Slurm: so the jobs of a stream of
+        # the other scheduler running beside it (scripts/test) are not counted as its own.
+        jobs = (_pbs_jobs if item.get_closest_marker("pbs") else _slurm_jobs)(started, ended)
+        record.update(jobs=len(jobs), cpu_jobs_s=round(sum(cpu for cpu, _ in jobs), 3),
+                      sched_wait_s=round(sum(wait for _, wait in jobs), 3))
     outcome.get_result().user_properties.append((PROPERTY, record))
 
 

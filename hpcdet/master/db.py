@@ -10,8 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -75,14 +76,36 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         session.close()
 
 
+# The newest migration's revision (a test keeps it equal to Alembic's head): a database
+# already there needs no Alembic at all, whose import and script scan cost ~0.4 s of every
+# master start.
+HEAD_REVISION = "0015"
+
+
 def migrate(url: str) -> None:
     """Bring the database at ``url`` to the newest schema (Alembic ``upgrade head``)."""
+    if url.startswith("sqlite"):
+        _ensure_sqlite_dir(url)
+    if schema_revision(url) == HEAD_REVISION:
+        return
     from alembic import command
     from alembic.config import Config
 
-    if url.startswith("sqlite"):
-        _ensure_sqlite_dir(url)
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     command.upgrade(config, "head")
+
+
+def schema_revision(url: str) -> str | None:
+    """The revision Alembic recorded in the database at ``url``; None if it has none yet
+    (a new database) or cannot be read."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            value = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except SQLAlchemyError:
+        return None
+    finally:
+        engine.dispose()
+    return str(value) if value is not None else None

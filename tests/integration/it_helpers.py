@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -9,7 +10,8 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,6 +164,40 @@ def sacct_state(job_id: str, env: dict[str, str]) -> str:
             return out.split()[0]
         time.sleep(1)
     return out
+
+
+SLURMCTLD_LOCK = Path("/tmp/hpcdet-it-slurmctld.lock")
+
+
+@contextmanager
+def slurmctld_undisturbed() -> Iterator[None]:
+    """Hold the dev cluster's controller for this block: no other test restarts it meanwhile.
+
+    scripts/test runs the fair-share test beside the other Slurm tests; a slurmctld restart
+    (test_it_faults) would restart its priority calculation mid-window. Each of them holds
+    this lock (a file lock, across pytest processes) while it needs the controller as is.
+    """
+    with SLURMCTLD_LOCK.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+STANDIN = Path(__file__).resolve().parent / "standin" / "standin.py"
+STANDIN_ENTRYPOINT = "python3 standin.py"
+
+
+def standin_context(directory: Path, extra: dict[str, str] | None = None) -> Path:
+    """A model directory holding the stand-in trial (``standin/standin.py``: the digits
+    trial's reports, checkpoints and preemption on the standard library, no torch); its
+    entrypoint is :data:`STANDIN_ENTRYPOINT`. ``extra``: more files, by name."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "standin.py").write_text(STANDIN.read_text())
+    for name, text in (extra or {}).items():
+        (directory / name).write_text(text)
+    return directory
 
 
 def write_experiment(directory: Path, config: dict[str, Any], files: dict[str, str]) -> Path:

@@ -1,14 +1,16 @@
 """Trials really run in containers: Charliecloud's ``ch-run``, and podman, on the dev cluster.
 
 The image is the directory image ``scripts/build-image`` builds (Debian bookworm, Python,
-torch, hpcdet from this work tree; cached in /var/cache/hpcdet/images). The trial is the
-digits example with 2 ranks on one node, its class wrapped so that each rank writes what it
-sees into a bind-mounted directory: the image's marker file (/etc/hpcdet-image, which only
-the image has), the interpreter, the environment, its /tmp, a file read through the bind.
+torch, hpcdet from this work tree; cached in /var/cache/hpcdet/images). The trial runs 2
+ranks on one node, each of which first writes what it sees into a bind-mounted directory:
+the image's marker file (/etc/hpcdet-image, which only the image has), the interpreter,
+the environment, its /tmp, a file read through the bind. It is the digits example (torch,
+in the image) in the first test, and the stand-in trial (``standin/standin.py``, the
+standard library) where the container, not training, is the subject.
 
-1. COMPLETED in the container, as root (the master's user; Charliecloud and podman) and as
-   user_a (Charliecloud: a master running as the service account submits user_a's jobs as
-   user_a, test_it_multiuser's setup);
+1. COMPLETED in the container, as root (the master's user; Charliecloud with digits, and
+   podman) and as user_a (Charliecloud: a master running as the service account submits
+   user_a's jobs as user_a, test_it_multiuser's setup);
 2. ``scontrol requeue`` (SIGTERM) and then a walltime-style ``SIGUSR2`` (``scancel
    --signal=USR2``: what ``--signal=USR2@N`` sends) reach the harness inside ``ch-run``,
    which checkpoints and exits; the trial resumes from its checkpoint each time and
@@ -32,7 +34,14 @@ from typing import Any
 
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, experiment_with_trials, missing, trials_of
+from it_helpers import (
+    REPO,
+    LiveMaster,
+    experiment_with_trials,
+    missing,
+    standin_context,
+    trials_of,
+)
 from test_it_faults import (
     active_job,
     as_table,
@@ -47,20 +56,20 @@ from test_it_multiuser import JOB_ROOT, SERVICE, _owner_master
 from hpcdet.jobfiles import write_latest_checkpoint
 from hpcdet.runas.helper import set_private_acl
 
-pytestmark = [pytest.mark.container, pytest.mark.slurm, pytest.mark.torch]
+pytestmark = [pytest.mark.container, pytest.mark.slurm]
 DIGITS = REPO / "examples" / "digits"
 # The job storage root of the owner-mode master must be a directory of the image: ch-run
 # binds only onto directories a read-only image has. scripts/test passes the same list.
 MOUNT_POINTS = (str(JOB_ROOT),)
 DATA_IN_CONTAINER = "/tmp/ct-data"  # under ch-run's private /tmp: no mount point needed
+# Run as a script (``python3 probe.py``), it records what the rank sees, then runs the
+# stand-in trial; ProbedDigitsTrial (probed_digits.py) records it before training digits.
 PROBE = '''\
 import json
 import os
 import sys
 import time
 from pathlib import Path
-
-from model_def import DigitsTrial
 
 from hpcdet.jobfiles import read_latest_checkpoint
 
@@ -72,35 +81,47 @@ def _read(path):
         return f"unreadable: {exc}"
 
 
+def record_probe():
+    """Record what this rank sees inside its container."""
+    rank = os.environ.get("SLURM_PROCID", "?")
+    Path(f"/tmp/rank-{rank}").write_text(rank)
+    time.sleep(1)  # the other rank writes its own now: a shared /tmp would show it
+    data = Path(os.environ["CT_DATA"])
+    names = ("CT_PROBE", "DET_TRIAL_ID", "DET_JOB_DIR", "SLURM_JOB_ID", "SLURM_PROCID",
+             "CH_RUNNING", "USER")
+    probe = {
+        "image_marker": _read("/etc/hpcdet-image"),
+        "os_release": _read("/etc/os-release"),
+        "executable": sys.executable,
+        "tmp": sorted(os.listdir("/tmp")),
+        "host_marker_seen": os.path.exists(os.environ["CT_HOST_MARKER"]),
+        "bind_input": (data / "input.txt").read_text(),
+        "env": {name: os.environ.get(name) for name in names},
+        "cwd": os.getcwd(),
+        "uid": os.getuid(),
+        "latest_checkpoint": read_latest_checkpoint(os.environ["DET_JOB_DIR"]),
+    }
+    run = f"{os.environ['SLURM_JOB_ID']}-{os.environ.get('SLURM_RESTART_COUNT', '0')}"
+    (data / f"probe-{run}-rank{rank}.json").write_text(json.dumps(probe))
+
+
+if __name__ == "__main__":
+    record_probe()
+    import standin
+
+    standin.main()
+'''
+PROBED_DIGITS = '''\
+from model_def import DigitsTrial
+from probe import record_probe
+
+
 class ProbedDigitsTrial(DigitsTrial):
     """The digits trial; each rank first records what it sees inside its container."""
 
     def __init__(self, context):
         super().__init__(context)
-        rank = os.environ.get("SLURM_PROCID", "?")
-        Path(f"/tmp/rank-{rank}").write_text(rank)
-        time.sleep(1)  # the other rank writes its own now: a shared /tmp would show it
-        data = Path(os.environ["CT_DATA"])
-        names = ("CT_PROBE", "DET_TRIAL_ID", "DET_JOB_DIR", "SLURM_JOB_ID", "SLURM_PROCID",
-                 "CH_RUNNING", "USER")
-        probe = {
-            "image_marker": _read("/etc/hpcdet-image"),
-            "os_release": _read("/etc/os-release"),
-            "executable": sys.executable,
-            "tmp": sorted(os.listdir("/tmp")),
-            "host_marker_seen": os.path.exists(os.environ["CT_HOST_MARKER"]),
-            "bind_input": (data / "input.txt").read_text(),
-            "env": {name: os.environ.get(name) for name in names},
-            "cwd": os.getcwd(),
-            "uid": os.getuid(),
-            "latest_checkpoint": read_latest_checkpoint(os.environ["DET_JOB_DIR"]),
-        }
-        run = f"{os.environ['SLURM_JOB_ID']}-{os.environ.get('SLURM_RESTART_COUNT', '0')}"
-        (data / f"probe-{run}-rank{rank}.json").write_text(json.dumps(probe))
-
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        time.sleep(float(os.environ.get("DIGITS_BATCH_SLEEP", "0")))
-        return super().train_batch(batch, epoch_idx, batch_idx)
+        record_probe()
 '''
 
 
@@ -159,24 +180,30 @@ def cancel_leftover_jobs(slurm: dict[str, str]) -> Iterator[None]:
     yield
     listing = subprocess.run(["squeue", "-h", "-O", "JobID:|,Comment:|"], env=slurm,
                              capture_output=True, text=True, check=False).stdout
-    ours = [line.split("|")[0] for line in listing.splitlines() if "|hpcdet:it" in line]
+    # This module's masters name their clusters it and it-multiuser (the fair-share test's,
+    # which may run meanwhile, is it-fairshare).
+    ours = [line.split("|")[0] for line in listing.splitlines()
+            if "|hpcdet:it:" in line or "|hpcdet:it-multiuser:" in line]
     if ours:
         subprocess.run(["scancel", *ours], env=slurm, check=False)
 
 
 def _experiment(directory: Path, data: Path, marker: Path, *, epochs: int,
                 pace: str = "0", image: str = "hpcdet-bookworm",
-                env: tuple[str, ...] = ()) -> Path:
-    """The probed digits experiment in ``directory``, its bind mount ``data`` at
-    /tmp/ct-data; ``marker`` is a host file no rank should see."""
-    directory.mkdir(parents=True)
-    (directory / "model_def.py").write_text((DIGITS / "model_def.py").read_text())
-    (directory / "probe.py").write_text(PROBE)
+                env: tuple[str, ...] = (), digits: bool = False) -> Path:
+    """The probed experiment in ``directory`` (the stand-in trial, or with ``digits`` the
+    digits example), its bind mount ``data`` at /tmp/ct-data; ``marker`` is a host file no
+    rank should see."""
+    standin_context(directory, {"probe.py": PROBE})
+    if digits:
+        (directory / "model_def.py").write_text((DIGITS / "model_def.py").read_text())
+        (directory / "probed_digits.py").write_text(PROBED_DIGITS)
     data.mkdir(parents=True)
     (data / "input.txt").write_text("read through the bind mount\n")
     marker.write_text("only on the host\n")
     config = {
-        "name": "in-charliecloud", "entrypoint": "probe:ProbedDigitsTrial",
+        "name": "in-charliecloud",
+        "entrypoint": "probed_digits:ProbedDigitsTrial" if digits else "python3 probe.py",
         "hyperparameters": {"lr": 0.01, "hidden_size": 64, "global_batch_size": 64},
         # A preemption check after every batch: a signal is acted on within one batch.
         "scheduling_unit": 1,
@@ -186,7 +213,7 @@ def _experiment(directory: Path, data: Path, marker: Path, *, epochs: int,
         "resources": {"slots_per_trial": 2}, "slurm": {"slots_per_node": 2},
         "environment": {"image": image, "environment_variables": [
             "OMP_NUM_THREADS=1", "CT_PROBE=seen inside", f"CT_DATA={DATA_IN_CONTAINER}",
-            f"CT_HOST_MARKER={marker}", f"DIGITS_BATCH_SLEEP={pace}", *env]},
+            f"CT_HOST_MARKER={marker}", f"STANDIN_BATCH_SLEEP={pace}", *env]},
         "bind_mounts": [{"host_path": str(data), "container_path": DATA_IN_CONTAINER}],
         "max_restarts": 0, "preemption_timeout": 120,
     }
@@ -237,14 +264,18 @@ def _image_name(runtime: str, image: Path) -> str:
 LAUNCH = {"charliecloud": "ch-run --private-tmp", "podman": "podman run --rm"}
 
 
+# Charliecloud trains digits with the image's torch; podman runs the stand-in (what it
+# shows is the runtime's, and torch in that image is the same).
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
-@pytest.mark.parametrize("runtime", ["charliecloud", "podman"])
-def test_digits_completes_in_the_container_as_root(master: LiveMaster, tmp_path: Path,
-                                                   runtime: str, image: Path,
-                                                   runtime_env: list[str]) -> None:
+@pytest.mark.parametrize(("runtime", "digits"), [
+    pytest.param("charliecloud", True, marks=pytest.mark.torch), ("podman", False)])
+def test_a_trial_completes_in_the_container_as_root(master: LiveMaster, tmp_path: Path,
+                                                    runtime: str, digits: bool, image: Path,
+                                                    runtime_env: list[str]) -> None:
     data = tmp_path / "data"
     path = _experiment(tmp_path / "ctx", data, tmp_path / "host-only-marker", epochs=2,
-                       image=_image_name(runtime, image), env=tuple(runtime_env))
+                       image=_image_name(runtime, image), env=tuple(runtime_env),
+                       digits=digits)
     created = master.det("experiment", "create", str(path), str(tmp_path / "ctx"), "--follow",
                          check=True, timeout=600)
     answer = experiment_with_trials(master, _created(created.stdout))
@@ -260,7 +291,7 @@ def test_digits_completes_in_the_container_as_root(master: LiveMaster, tmp_path:
     assert all(path.stat().st_uid == 0 for path in data.glob("probe-*"))
 
 
-def test_digits_completes_in_charliecloud_as_user_a(cluster_users: None, image: Path) -> None:
+def test_a_trial_completes_in_charliecloud_as_user_a(cluster_users: None, image: Path) -> None:
     user = pwd.getpwnam("user_a")
     home = Path(user.pw_dir) / f"hpcdet-ct-{secrets.token_hex(4)}"
     marker = Path(f"/tmp/hpcdet-ct-marker-{secrets.token_hex(4)}")
@@ -314,8 +345,9 @@ def test_sigterm_and_sigusr2_reach_the_harness_in_the_container(
         master: LiveMaster, slurm: dict[str, str], tmp_path: Path, runtime: str, image: Path,
         runtime_env: list[str]) -> None:
     data = tmp_path / "data"
+    # About two seconds an epoch: the signals land mid-training.
     path = _experiment(tmp_path / "ctx", data, tmp_path / "host-only-marker", epochs=8,
-                       pace="0.02", image=_image_name(runtime, image), env=tuple(runtime_env))
+                       pace="0.1", image=_image_name(runtime, image), env=tuple(runtime_env))
     created = master.det("experiment", "create", str(path), str(tmp_path / "ctx"), check=True)
     exp_id = _created(created.stdout)
     trial_id = int(wait_for(lambda: (trials_of(master, exp_id) or [None])[0],

@@ -3,7 +3,9 @@
 The accounts are made by hpcdet (``det-master sync-accounts`` against the real slurmdbd,
 ``fair_share.account_source: user``), and the load comes through hpcdet: two det users,
 alice (weight 3) and bob (weight 1), each keep a backlog of ``det sbatch`` jobs in the dev
-cluster's ``fairshare`` partition (node1, 4 CPUs, used by no other test).
+cluster's ``fairshare`` partition (node4, 4 CPUs, in no other partition: scripts/test runs
+the other Slurm tests beside this one, on node[1-3]; the test that restarts slurmctld waits
+for this one, :func:`it_helpers.slurmctld_undisturbed`).
 
 How Slurm 22.05 shares (measured; docs/dev-cluster.md): the fair-share factors, and with
 them the order of the two backlogs, are recomputed only once per PriorityCalcPeriod (one
@@ -14,7 +16,8 @@ Slurm first ranked the two accounts holds one minute of bob's and three of alice
 window is what the test measures, from ``sacct``'s job start and end times.
 
 What the minutes are worth is made equal: once the test has seen the first ranking (and
-so the phase of Slurm's recomputation), each job runs until just after the next one, so
+so the phase of Slurm's recomputation), each job runs until a few seconds after the next
+one (a margin for a late look at the ranking or a late recomputation on a busy host), so
 each minute's four CPUs go to exactly one ranking's winner, for the whole minute. (With
 jobs of a fixed length, how many start in a minute varied by 5-10% with the controller's
 load, and the split of one cycle by as much.) The accounts are new on every run, so no
@@ -35,15 +38,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from it_helpers import BIN, LiveMaster
+from it_helpers import BIN, LiveMaster, slurmctld_undisturbed
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.isolated]
 
 PARTITION = "fairshare"
 WEIGHTS = {"alice": 3, "bob": 1}
 # Jobs before the first ranking run this long; after it, until just after the next one.
 SHORT_JOB_SECONDS = 2
-AFTER_RANKING_SECONDS = 2
+AFTER_RANKING_SECONDS = 5
 CALC_PERIODS = 4
 # Pending jobs each user keeps queued: more than the partition starts between two checks.
 BACKLOG = 8
@@ -79,7 +82,10 @@ def accounts(slurm: dict[str, str], tmp_path: Path) -> Iterator[Accounts]:
 def resource_manager_settings(accounts: Accounts) -> dict[str, Any]:
     # Set up before (so torn down after) the master: the accounts are removed only once the
     # master, whose automatic sync would add them again, has stopped.
-    return {"fair_share": {"account_source": "user", "account_prefix": accounts.prefix,
+    # A cluster name of its own: the jobs' comments (hpcdet:it-fairshare:...) are not those
+    # that other tests' clean-ups cancel (hpcdet:it:...).
+    return {"cluster_name": "it-fairshare",
+            "fair_share": {"account_source": "user", "account_prefix": accounts.prefix,
                            "parent_account": "hpcdet", "weights": WEIGHTS,
                            "manage_accounts": "auto"}}
 
@@ -95,7 +101,7 @@ def test_two_accounts_weighted_3_to_1_get_3_to_1_of_a_saturated_partition(
     calc_period = _calc_period_seconds(slurm)
     job = _job_command(accounts.phase_file, calc_period)
     stop = threading.Event()
-    with ThreadPoolExecutor(len(WEIGHTS) * SUBMITTERS_PER_USER) as pool:
+    with slurmctld_undisturbed(), ThreadPoolExecutor(len(WEIGHTS) * SUBMITTERS_PER_USER) as pool:
         feeders = [pool.submit(_keep_backlog, master, accounts, user, job, stop, slurm)
                    for user in WEIGHTS for _ in range(SUBMITTERS_PER_USER)]
         try:

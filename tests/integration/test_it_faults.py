@@ -1,7 +1,9 @@
-"""Fault injection on the real dev cluster: each fault hits the digits trial mid-training.
+"""Fault injection on the real dev cluster: each fault hits a two-rank trial mid-training.
 
-Every scenario trains the same digits trial (the example's ``DigitsTrial``, paced by a
-short sleep per batch so that there is time to strike) and must end with the trial
+Every scenario runs the same trial, the stand-in (``standin/standin.py``: the digits
+trial's reports, checkpoints and preemption on the standard library, paced by a short
+sleep per batch so that there is time to strike; what it "trains" resumes from its
+checkpoint, so a wrong resumption changes its values) and must end with the trial
 COMPLETED, its restarts counted as the rules say, every metric row of an uninterrupted
 run present exactly once, and the same validation (and training) values as that run:
 
@@ -28,30 +30,24 @@ import httpx
 import pytest
 import sqlalchemy as sa
 import yaml
-from it_helpers import REPO, LiveMaster, experiment_with_trials, load_json, trials_of
+from it_helpers import (
+    REPO,
+    STANDIN_ENTRYPOINT,
+    LiveMaster,
+    experiment_with_trials,
+    load_json,
+    slurmctld_undisturbed,
+    standin_context,
+    trials_of,
+)
 
-pytestmark = [pytest.mark.slurm, pytest.mark.torch]
-DIGITS = REPO / "examples" / "digits"
+pytestmark = [pytest.mark.slurm]
 EPOCHS = 12
-# Seconds of sleep per batch: ~23 batches per epoch, so about half a second per epoch.
+# Seconds of sleep per batch: 23 batches per epoch, so about half a second per epoch.
 PACE = "0.02"
-# About three seconds per epoch: longer than the short partition's one minute, and long
-# enough for the master to be down and back while the trial trains.
-SLOW_PACE = "0.12"
-SLOW_TRIAL = '''\
-import os
-import time
-
-from model_def import DigitsTrial
-
-
-class PacedDigitsTrial(DigitsTrial):
-    """The digits trial with a pause per batch, so that faults can strike mid-training."""
-
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        time.sleep(float(os.environ.get("DIGITS_BATCH_SLEEP", "0")))
-        return super().train_batch(batch, epoch_idx, batch_idx)
-'''
+# About five seconds per epoch, a minute in all: longer than the short partition's one
+# minute, and long enough for the master to be down and back while the trial trains.
+SLOW_PACE = "0.2"
 _reference: dict[str, dict[tuple[str, int, str], float]] = {}
 
 
@@ -62,17 +58,13 @@ def resource_manager_settings() -> dict[str, Any]:
 
 
 def _context(tmp_path: Path) -> Path:
-    context = tmp_path / "context"
-    context.mkdir(exist_ok=True)
-    (context / "model_def.py").write_text((DIGITS / "model_def.py").read_text())
-    (context / "paced.py").write_text(SLOW_TRIAL)
-    return context
+    return standin_context(tmp_path / "context")
 
 
 def _config(name: str, pace: str = PACE, **extra: Any) -> dict[str, Any]:
     return {
         "name": name,
-        "entrypoint": "paced:PacedDigitsTrial",
+        "entrypoint": STANDIN_ENTRYPOINT,
         "hyperparameters": {"lr": 0.01, "hidden_size": 64, "global_batch_size": 64},
         # Report training metrics and look at preemption after every batch, so that any
         # stop lands on a reported step (and the rows match an uninterrupted run's).
@@ -83,8 +75,7 @@ def _config(name: str, pace: str = PACE, **extra: Any) -> dict[str, Any]:
                      "max_length": {"epochs": EPOCHS}},
         "resources": {"slots_per_trial": 2},
         "slurm": {"slots_per_node": 2},
-        "environment": {"environment_variables": ["OMP_NUM_THREADS=1",
-                                                  f"DIGITS_BATCH_SLEEP={pace}"]},
+        "environment": {"environment_variables": [f"STANDIN_BATCH_SLEEP={pace}"]},
         "reproducibility": {"experiment_seed": 11},
         "max_restarts": 3,
         "preemption_timeout": 120,
@@ -300,11 +291,12 @@ def test_pause_then_activate_resumes_from_the_checkpoint(
 
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_slurmctld_restart_while_the_trial_runs(master: LiveMaster, tmp_path: Path) -> None:
-    exp_id, trial_id = create(master, tmp_path, _config("ctld-restart"))
-    wait_for_epochs(master, trial_id, 3)
-    subprocess.run(["pkill", "-TERM", "-x", "slurmctld"], check=True)
-    time.sleep(6)  # the master's polls fail meanwhile; the trial keeps training
-    dev_cluster("up")
+    with slurmctld_undisturbed():  # not while the fair-share test measures
+        exp_id, trial_id = create(master, tmp_path, _config("ctld-restart"))
+        wait_for_epochs(master, trial_id, 3)
+        subprocess.run(["pkill", "-TERM", "-x", "slurmctld"], check=True)
+        time.sleep(6)  # the master's polls fail meanwhile; the trial keeps training
+        dev_cluster("up")
     trial = check_completed_like_reference(master, tmp_path, exp_id, trial_id)
     assert (trial["restarts"], len(trial["jobs"])) == (0, 1), trial
 

@@ -27,6 +27,8 @@ import pytest
 import yaml
 from it_helpers import BIN, LiveMaster, wait_for
 
+# No cluster: stand-in Slurm commands (STUBS); scripts/test runs it beside the Slurm tests.
+pytestmark = pytest.mark.isolated
 ST = BIN / "st"
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_schema_conformance,response_headers_conformance,unsupported_method")

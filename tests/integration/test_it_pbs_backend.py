@@ -194,7 +194,7 @@ def test_qdel_of_a_running_job_reaches_every_rank(runner: UserRunner, job_dir: P
     status = wait_for(backend, job, {JobPhase.CANCELLED}, timeout=60)
     assert sorted(path.name for path in job_dir.glob("term-*")) == [
         "term-0", "term-1", "term-2", "term-3"], _text_or_empty(output)
-    # The script's trap recorded 128+SIGTERM before PBS's SIGKILL (kill_delay 10 s).
+    # The script's trap recorded 128+SIGTERM before PBS's SIGKILL (kill_delay 5 s).
     assert (job_dir / f"exit-{job_id}").read_text(encoding="utf-8").strip() == "143"
     assert status.native_state == "F"
 

@@ -3,9 +3,9 @@ master with ``resource_manager.type: pbs`` and the real ``det`` CLI.
 
 1. ``qdel`` of a running trial's job by someone else (the ``hpcdet`` PBS manager) ends the
    trial ERROR (``max_restarts: 0``), the state history naming the cancelled job;
-2. ``kill -9`` of the master mid-training (the digits trial), restarted on the same
-   database: the PBS job is adopted again (no second ``qsub``) and the trial COMPLETES with
-   every epoch's validation;
+2. ``kill -9`` of the master mid-training (the stand-in trial, ``standin/standin.py``),
+   restarted on the same database: the PBS job is adopted again (no second ``qsub``) and
+   the trial COMPLETES with every epoch's validation;
 3. ``det job list`` shows a plain ``qsub`` job of ``user_b`` as EXTERNAL, in PBS's order;
 4. three waiting trials of ``resources.priority`` 80, 42 and 10 (the worst submitted first)
    behind an external job that fills both hosts get PBS priorities (``qsub -p``) in the
@@ -27,26 +27,19 @@ from typing import Any
 
 import httpx
 import pytest
-from it_helpers import REPO, LiveMaster, experiment_with_trials, load_json, trials_of, wait_for
+from it_helpers import (
+    STANDIN,
+    STANDIN_ENTRYPOINT,
+    LiveMaster,
+    experiment_with_trials,
+    load_json,
+    trials_of,
+    wait_for,
+)
 from it_pbs import PBS_BIN, USER, create_experiment, pbs_as, pbs_master, qdel_all, qstat
 
 pytestmark = pytest.mark.pbs
 
-DIGITS = REPO / "examples" / "digits"
-PACED_TRIAL = '''\
-import os
-import time
-
-from model_def import DigitsTrial
-
-
-class PacedDigitsTrial(DigitsTrial):
-    """The digits trial with a pause per batch, so that the master dies mid-training."""
-
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        time.sleep(float(os.environ.get("DIGITS_BATCH_SLEEP", "0")))
-        return super().train_batch(batch, epoch_idx, batch_idx)
-'''
 SLEEPER = "import sys, time\nprint('trial started', flush=True)\ntime.sleep(float(sys.argv[1]))\n"
 
 
@@ -107,16 +100,15 @@ def test_qdel_outside_hpcdet_ends_the_trial_in_error(pbs_jobs: list[str]) -> Non
     assert record["job_state"] == "F" and record["Job_Owner"].startswith(f"{USER}@"), record
 
 
-def digits_config(epochs: int, pace: float, storage: str) -> dict[str, Any]:
-    """The digits trial on one slot, paced, validating and checkpointing every epoch."""
-    return {"entrypoint": "paced:PacedDigitsTrial", "max_restarts": 0,
+def paced_config(epochs: int, pace: float, storage: str) -> dict[str, Any]:
+    """The stand-in trial on one slot, paced, validating and checkpointing every epoch."""
+    return {"entrypoint": STANDIN_ENTRYPOINT, "max_restarts": 0,
             "hyperparameters": {"lr": 0.01, "hidden_size": 32, "global_batch_size": 64},
             "min_validation_period": {"epochs": 1}, "min_checkpoint_period": {"epochs": 1},
             "searcher": {"name": "single", "metric": "validation_loss",
                          "smaller_is_better": True, "max_length": {"epochs": epochs}},
             "checkpoint_storage": {"type": "shared_fs", "host_path": storage},
-            "environment": {"environment_variables": ["OMP_NUM_THREADS=1",
-                                                      f"DIGITS_BATCH_SLEEP={pace}"]}}
+            "environment": {"environment_variables": [f"STANDIN_BATCH_SLEEP={pace}"]}}
 
 
 def validated_epochs(master: LiveMaster, trial_id: int) -> list[int]:
@@ -124,13 +116,11 @@ def validated_epochs(master: LiveMaster, trial_id: int) -> list[int]:
     return [int(report["metrics"]["epochs"]) for report in reports]
 
 
-@pytest.mark.torch
 def test_master_killed_mid_training_adopts_its_pbs_job_again(pbs_jobs: list[str]) -> None:
     with pbs_master("kill9") as master:
-        files = {"model_def.py": DIGITS.joinpath("model_def.py").read_text(),
-                 "paced.py": PACED_TRIAL}
+        files = {"standin.py": STANDIN.read_text()}
         storage = master.job_root / "checkpoints"  # under an allowed storage root
-        exp_id = create_experiment(master, "kill9", digits_config(5, 0.1, str(storage)), files)
+        exp_id = create_experiment(master, "kill9", paced_config(5, 0.1, str(storage)), files)
         trial, job_id = running_job(master, exp_id)
         pbs_jobs.append(job_id)
         wait_for(lambda: validated_epochs(master, trial["id"]), "a first validation", 180)

@@ -1,10 +1,11 @@
 """Preemption on the dev OpenPBS server: an ``express`` job (queue priority 150, the
 scheduler's ``preempt_queue_prio``; ``preempt_order R``) requeues a running trial.
 
-The digits trial runs on 2 slots of ``workq`` (``pbs.slots_per_node: 1``: one cpu on each
-of ``pbsn1`` and ``pbsn2``, 2 cpus each). ``user_b`` then submits a plain ``qsub -q express``
+The stand-in trial (``standin/standin.py``, test_it_pbs_training's) runs on 2 slots of
+``workq`` (``pbs.slots_per_node: 1``: one cpu on each of ``pbsn1`` and ``pbsn2``, 2 cpus
+each). ``user_b`` then submits a plain ``qsub -q express``
 job asking for one whole host (``select=1:ncpus=2``), which fits only if the trial goes.
-PBS requeues the trial's job (same id; SIGTERM, then SIGKILL ``kill_delay`` = 10 s later,
+PBS requeues the trial's job (same id; SIGTERM, then SIGKILL ``kill_delay`` = 5 s later,
 ``-r y``): the harness checkpoints on the SIGTERM and exits, leaving its ``preempted``
 exit reason; the master adopts the requeue as an interruption (not a restart:
 ``max_restarts`` is 0); once the express job ends, the same PBS job runs again
@@ -29,7 +30,7 @@ from test_it_pbs_training import (
     trial_of,
 )
 
-pytestmark = [pytest.mark.pbs, pytest.mark.torch]
+pytestmark = [pytest.mark.pbs]
 
 
 @pytest.fixture

@@ -9,12 +9,14 @@ serves the module. On the server's two execution hosts (``pbsn1``, ``pbsn2``, 2 
 2. pause, then activate: the second job resumes from the checkpoint (its first batch is
    not batch 0);
 3. a trial longer than the ``short`` queue's one-minute walltime: PBS sends SIGTERM at the
-   limit (SIGKILL ``kill_delay`` = 10 s later), the trial checkpoints and exits, the master
+   limit (SIGKILL ``kill_delay`` = 5 s later), the trial checkpoints and exits, the master
    resubmits it, and it COMPLETES across two or more PBS jobs;
 4. an adaptive ASHA search of 8 one-slot trials COMPLETES.
 
-The trials are the example's ``DigitsTrial`` paced by a sleep per batch where a test must
-strike mid-training (:data:`PACED_TRIAL`, which also prints each run's first batch).
+Test 1 trains the digits example (training over two hosts is its subject). The others
+run the stand-in trial (``standin/standin.py``: the digits trial's reports, checkpoints and
+preemption on the standard library, paced by a sleep per batch where a test must strike
+mid-training; it prints each run's first batch).
 """
 
 from __future__ import annotations
@@ -24,33 +26,22 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from it_helpers import REPO, LiveMaster, experiment_with_trials, trials_of, wait_for
+from it_helpers import (
+    REPO,
+    STANDIN,
+    STANDIN_ENTRYPOINT,
+    LiveMaster,
+    experiment_with_trials,
+    trials_of,
+    wait_for,
+)
 from it_pbs import create_experiment, pbs_master, qdel_all, qstat
 
-pytestmark = [pytest.mark.pbs, pytest.mark.torch]
+pytestmark = [pytest.mark.pbs]
 DIGITS = REPO / "examples" / "digits"
 HOSTS = {"pbsn1", "pbsn2"}
 HARNESS_RANK = re.compile(r"hpcdet harness: rank (\d+)/2 ")
-FIRST_BATCH = re.compile(r"it-first-batch=(\d+)")
-PACED_TRIAL = '''\
-import os
-import time
-
-from model_def import DigitsTrial
-
-
-class PacedDigitsTrial(DigitsTrial):
-    """DigitsTrial with a sleep per batch; prints the first batch each process trains."""
-
-    first = True
-
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        if self.first:
-            print(f"it-first-batch={batch_idx}", flush=True)
-            self.first = False
-        time.sleep(float(os.environ.get("DIGITS_BATCH_SLEEP", "0")))
-        return super().train_batch(batch, epoch_idx, batch_idx)
-'''
+FIRST_BATCH = re.compile(r"standin-first-batch=(\d+)")
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +63,11 @@ def active_jobs(master: LiveMaster) -> list[str]:
 
 
 def create(master: LiveMaster, config: dict[str, Any]) -> int:
-    """Create the experiment on a copy of the digits example plus :data:`PACED_TRIAL`."""
+    """Create the experiment on a copy of the digits example plus the stand-in trial."""
     files = {name: (DIGITS / name).read_text()
              for name in ("model_def.py", "train.py", "core_api.yaml")}
     return create_experiment(master, config["name"], config,
-                             {**files, "paced.py": PACED_TRIAL})
+                             {**files, "standin.py": STANDIN.read_text()})
 
 
 def experiment(master: LiveMaster, exp_id: int) -> dict[str, Any]:
@@ -102,9 +93,10 @@ def ended(master: LiveMaster, exp_id: int, timeout: float = 300) -> dict[str, An
 
 
 def config(master: LiveMaster, name: str, *, epochs: int, slots: int = 1,
-           entrypoint: str = "paced:PacedDigitsTrial", pace: float = 0.0,
+           entrypoint: str = STANDIN_ENTRYPOINT, pace: float = 0.0,
            **extra: Any) -> dict[str, Any]:
-    """A digits experiment validating and checkpointing every epoch."""
+    """An experiment (the stand-in, unless ``entrypoint`` says otherwise) validating and
+    checkpointing every epoch."""
     return {
         "name": name, "entrypoint": entrypoint,
         "hyperparameters": {"lr": 0.01, "hidden_size": 32, "global_batch_size": 64},
@@ -116,7 +108,7 @@ def config(master: LiveMaster, name: str, *, epochs: int, slots: int = 1,
         "pbs": {"slots_per_node": 1},
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(master.job_root / "ckpt")},
         "environment": {"environment_variables": [
-            "OMP_NUM_THREADS=1", f"DIGITS_BATCH_SLEEP={pace}", "HPCDET_PREEMPT_POLL_SECONDS=1"]},
+            "OMP_NUM_THREADS=1", f"STANDIN_BATCH_SLEEP={pace}", "HPCDET_PREEMPT_POLL_SECONDS=1"]},
         "max_restarts": 0,
         **extra,
     }
@@ -169,6 +161,7 @@ def assert_trained_on_both_hosts(master: LiveMaster, exp: dict[str, Any], epochs
     assert steps and steps[-1] == validation[-1]["steps_completed"], steps
 
 
+@pytest.mark.torch
 def test_digits_trial_and_core_api_complete_on_two_hosts(master: LiveMaster) -> None:
     epochs = 2
     trial_exp = create(master, config(master, "pbs-digits", epochs=epochs, slots=2,

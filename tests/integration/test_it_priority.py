@@ -3,7 +3,7 @@
 Every trial job here asks for node3 whole (``--nodelist=node3 --exclusive``) and a blocker
 job holds node3, so the trials wait in Slurm's queue and then run one at a time: the order
 they start in is Slurm's priority order. The other nodes stay free for whoever else shares
-the dev cluster (the fair-share test keeps node1 busy); the assertions compare only this
+the dev cluster (the fair-share test has node4 to itself); the assertions compare only this
 module's jobs with each other.
 """
 

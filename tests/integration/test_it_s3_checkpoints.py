@@ -2,8 +2,9 @@
 
 The object store is the local S3-API server of ``scripts/s3-test-server`` (moto in server
 mode, a stand-in for a real S3 endpoint) on 127.0.0.1, reached by the master and by the
-trial's job on the same host. The digits trial (paced, so there is time to strike) runs
-with ``checkpoint_storage.type: s3``; the test checks that
+trial's job on the same host. The stand-in trial (``standin/standin.py``: the digits
+trial's checkpoints through the Core API, on the standard library; paced, so there is
+time to strike) runs with ``checkpoint_storage.type: s3``; the test checks that
 
 1. its checkpoints are objects under ``<prefix>/<uuid>/`` and only metadata.json stays in
    the job directory;
@@ -32,26 +33,17 @@ import boto3
 import httpx
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, experiment_with_trials, trials_of
+from it_helpers import (
+    STANDIN_ENTRYPOINT,
+    LiveMaster,
+    experiment_with_trials,
+    standin_context,
+    trials_of,
+)
 
-pytestmark = [pytest.mark.slurm, pytest.mark.torch]
-DIGITS = REPO / "examples" / "digits"
+pytestmark = [pytest.mark.slurm]
 EPOCHS = 6
 SECRET = "it-secret-value"
-PACED_TRIAL = '''\
-import os
-import time
-
-from model_def import DigitsTrial
-
-
-class PacedDigitsTrial(DigitsTrial):
-    """The digits trial with a pause per batch, so that a requeue strikes mid-training."""
-
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        time.sleep(float(os.environ.get("DIGITS_BATCH_SLEEP", "0")))
-        return super().train_batch(batch, epoch_idx, batch_idx)
-'''
 
 
 @pytest.fixture
@@ -86,7 +78,7 @@ def objects(endpoint: str, bucket: str, prefix: str) -> dict[str, int]:
 def config(bucket: str, endpoint: str) -> dict[str, Any]:
     return {
         "name": "s3-checkpoints",
-        "entrypoint": "paced:PacedDigitsTrial",
+        "entrypoint": STANDIN_ENTRYPOINT,
         "hyperparameters": {"lr": 0.01, "hidden_size": 64, "global_batch_size": 64},
         "scheduling_unit": 1,
         "min_validation_period": {"epochs": 1},
@@ -94,8 +86,7 @@ def config(bucket: str, endpoint: str) -> dict[str, Any]:
         "searcher": {"name": "single", "metric": "validation_loss", "smaller_is_better": True,
                      "max_length": {"epochs": EPOCHS}},
         "resources": {"slots_per_trial": 1},
-        "environment": {"environment_variables": ["OMP_NUM_THREADS=1",
-                                                  "DIGITS_BATCH_SLEEP=0.05"]},
+        "environment": {"environment_variables": ["STANDIN_BATCH_SLEEP=0.05"]},
         "checkpoint_storage": {"type": "s3", "bucket": bucket, "prefix": "team/run",
                                "endpoint_url": endpoint, "access_key": "it-key",
                                "secret_key": SECRET, "save_experiment_best": 0,
@@ -107,10 +98,7 @@ def config(bucket: str, endpoint: str) -> dict[str, Any]:
 
 
 def create(master: LiveMaster, tmp_path: Path, doc: dict[str, Any]) -> int:
-    context = tmp_path / "context"
-    context.mkdir(exist_ok=True)
-    (context / "model_def.py").write_text((DIGITS / "model_def.py").read_text())
-    (context / "paced.py").write_text(PACED_TRIAL)
+    context = standin_context(tmp_path / "context")
     path = tmp_path / "s3.yaml"
     path.write_text(yaml.safe_dump(doc))
     out = master.det("experiment", "create", str(path), str(context), check=True).stdout
@@ -201,11 +189,11 @@ def test_s3_checkpoints_save_restore_after_requeue_and_gc(
 
 def run_until_gc(master: LiveMaster, tmp_path: Path, storage: dict[str, Any],
                  env: list[str]) -> dict[str, Any]:
-    """Train the digits trial for 3 epochs with ``storage``; the one checkpoint GC keeps
+    """Train the stand-in trial for 3 epochs with ``storage``; the one checkpoint GC keeps
     (after checking that it deleted every other one)."""
     doc = config("unused", "http://unused")
     doc["searcher"]["max_length"] = {"epochs": 3}
-    doc["environment"]["environment_variables"] = ["OMP_NUM_THREADS=1", *env]
+    doc["environment"]["environment_variables"] = env
     doc["checkpoint_storage"] = {**storage, "save_experiment_best": 0, "save_trial_best": 0,
                                  "save_trial_latest": 1}
     exp_id = create(master, tmp_path, doc)

@@ -1,9 +1,14 @@
-"""Searches on the digits example through the real CLI, master and Slurm.
+"""The digits example's searches through the real CLI, master and Slurm.
 
 A grid search of 4 trials (on SQLite) and an adaptive ASHA search of 8 trials (on
 PostgreSQL) run to COMPLETED; ASHA's early-stopped trials end COMPLETED and show as such,
 and the ASHA experiment's web page (in headless Chromium) shows each trial's rung, the best
 trial, and charts with a point per validation and per trial.
+
+The searches are the example's configs (grid.yaml, asha.yaml: their hyperparameters and
+searcher sections), with the stand-in trial (``standin/standin.py``: the digits trial's
+reports and stops on the standard library, paced) as entrypoint: what is under test is
+the searcher, not the training (which test_it_model_registry runs: asha.yaml with torch).
 """
 
 from __future__ import annotations
@@ -15,19 +20,30 @@ from typing import Any
 
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, load_json
+from it_helpers import REPO, STANDIN_ENTRYPOINT, LiveMaster, load_json, standin_context
 
 from hpcdet.searcher import grid_points
 
-pytestmark = [pytest.mark.slurm, pytest.mark.torch]
+pytestmark = [pytest.mark.slurm]
 DIGITS = REPO / "examples" / "digits"
 
 
-def create(master: LiveMaster, config: str | Path, *options: str) -> int:
-    result = master.det("experiment", "create", *options, str(DIGITS / config), str(DIGITS),
+def create(master: LiveMaster, config: Path, *options: str) -> int:
+    context = standin_context(config.parent / "context")
+    result = master.det("experiment", "create", *options, str(config), str(context),
                         check=True)
     line = next(li for li in result.stdout.splitlines() if li.startswith("Created experiment"))
     return int(line.split()[-1])
+
+
+def standin_search(tmp_path: Path, example: str, pace: float) -> Path:
+    """The example's search config with the stand-in trial, ``pace`` seconds a batch."""
+    config = yaml.safe_load((DIGITS / example).read_text())
+    config["entrypoint"] = STANDIN_ENTRYPOINT
+    config["environment"]["environment_variables"].append(f"STANDIN_BATCH_SLEEP={pace}")
+    path = tmp_path / example
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def wait_until_ended(master: LiveMaster, exp_id: int, timeout: float = 600) -> dict[str, Any]:
@@ -49,8 +65,9 @@ def explain(master: LiveMaster, answer: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
-def test_grid_search_of_four_trials_runs_to_completed(master: LiveMaster) -> None:
-    answer = wait_until_ended(master, create(master, "grid.yaml"))
+def test_grid_search_of_four_trials_runs_to_completed(master: LiveMaster,
+                                                       tmp_path: Path) -> None:
+    answer = wait_until_ended(master, create(master, standin_search(tmp_path, "grid.yaml", 0)))
     assert answer["experiment"]["state"] == "COMPLETED", explain(master, answer)
     trials = answer["trials"]
     assert [t["state"] for t in trials] == ["COMPLETED"] * 4, explain(master, answer)
@@ -69,11 +86,12 @@ def test_grid_search_of_four_trials_runs_to_completed(master: LiveMaster) -> Non
 @pytest.mark.parametrize("master", [pytest.param("postgresql", marks=pytest.mark.postgres)],
                          indirect=True)
 def test_asha_search_of_eight_trials_stops_some_early(master: LiveMaster, browser: Any,
-                                                      test_output: Path) -> None:
+                                                      test_output: Path, tmp_path: Path) -> None:
     # A pinned seed: the same 8 hyperparameter samples every run (a lucky draw in which
-    # every newcomer beats the trials before it would stop none early).
-    answer = wait_until_ended(master, create(master, "asha.yaml", "--config",
-                                             "reproducibility.experiment_seed=3"))
+    # every newcomer beats the trials before it would stop none early). A quarter of a
+    # second an epoch: a stop (polled every second) lands well before epoch 32.
+    answer = wait_until_ended(master, create(master, standin_search(tmp_path, "asha.yaml", 0.01),
+                                             "--config", "reproducibility.experiment_seed=3"))
     trials = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", explain(master, answer)
     assert len(trials) == 8 and {t["state"] for t in trials} == {"COMPLETED"}, explain(

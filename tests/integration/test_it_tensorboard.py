@@ -1,7 +1,8 @@
 """``det tensorboard`` through the real CLI, a live master (SQLite), the dev Slurm cluster
 and a real ``tensorboard``; the web Tasks page in real headless Chromium.
 
-A digits trial (the walking skeleton's model) validates once, then waits at a gate file.
+A trial (the stand-in, ``standin/standin.py``: the digits trial's reports on the standard
+library) validates once, then waits at a gate file.
 TensorBoard is started for its experiment and read through its own scalars API at the
 node's host and port from ``service.json`` (until the master's proxy lands: then
 :func:`test_tensorboard_in_chromium_through_the_proxy` runs too): it shows the one point,
@@ -21,7 +22,16 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, load_json, sacct_state, trials_of, wait_for
+from it_helpers import (
+    REPO,
+    STANDIN_ENTRYPOINT,
+    LiveMaster,
+    load_json,
+    sacct_state,
+    standin_context,
+    trials_of,
+    wait_for,
+)
 from test_it_sbatch import wait_for_state
 
 pytestmark = [pytest.mark.slurm, pytest.mark.interactive,
@@ -30,36 +40,18 @@ pytestmark = [pytest.mark.slurm, pytest.mark.interactive,
 DIGITS = REPO / "examples" / "digits"
 TAG = "validation/validation_loss"
 EPOCHS = 3
-# Validates after epoch 0 as usual, then waits (up to 10 minutes) for the test's gate file.
-GATED_TRIAL = '''\
-import os
-import time
-
-from model_def import DigitsTrial
-
-
-class GatedDigitsTrial(DigitsTrial):
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        gate = os.environ["TB_TEST_GATE"]
-        deadline = time.monotonic() + 600
-        while epoch_idx >= 1 and not os.path.exists(gate) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        return super().train_batch(batch, epoch_idx, batch_idx)
-'''
 
 
 def create_gated(master: LiveMaster, tmp_path: Path, gate: Path) -> tuple[int, int]:
-    """The gated digits experiment; its id and its trial's."""
-    context = tmp_path / "context"
-    context.mkdir()
-    (context / "model_def.py").write_text((DIGITS / "model_def.py").read_text())
-    (context / "gated.py").write_text(GATED_TRIAL)
+    """The gated experiment (the digits example's config, the stand-in trial: validates
+    after epoch 1, then waits for ``gate``); its id and its trial's."""
+    context = standin_context(tmp_path / "context")
     config = yaml.safe_load((DIGITS / "const.yaml").read_text())
-    config.update({"name": "tensorboard-gated", "entrypoint": "gated:GatedDigitsTrial"})
+    config.update({"name": "tensorboard-gated", "entrypoint": STANDIN_ENTRYPOINT})
     config["searcher"]["max_length"] = {"epochs": EPOCHS}
     config["resources"]["slots_per_trial"] = 1
     config["slurm"]["slots_per_node"] = 1
-    config["environment"]["environment_variables"] += [f"TB_TEST_GATE={gate}"]
+    config["environment"]["environment_variables"] += [f"STANDIN_GATE={gate}"]
     path = tmp_path / "gated.yaml"
     path.write_text(yaml.safe_dump(config))
     out = master.det("experiment", "create", str(path), str(context), check=True)
@@ -103,7 +95,6 @@ def start_tensorboard(master: LiveMaster, exp_id: int) -> int:
     return int(url.rstrip("/").rsplit("/", 1)[1])
 
 
-@pytest.mark.torch
 def test_tensorboard_shows_the_experiments_points_as_they_come(
         master: LiveMaster, tmp_path: Path) -> None:
     gate = tmp_path / "go"
@@ -151,7 +142,6 @@ def wait_for_experiment(master: LiveMaster, exp_id: int) -> str:
     return state
 
 
-@pytest.mark.torch
 @pytest.mark.browser
 def test_tensorboard_in_chromium_through_the_proxy(master: LiveMaster, tmp_path: Path,
                                                    browser: Any) -> None:

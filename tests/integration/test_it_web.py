@@ -1,6 +1,8 @@
 """The web pages in real headless Chromium, following a real experiment on the dev cluster.
 
-One paced digits trial trains on Slurm while the browser watches: the experiment page lists
+One paced trial trains on Slurm while the browser watches (the stand-in trial,
+``standin/standin.py``: the digits trial's reports on the standard library, printing a line
+per batch; the pages, not the training, are under test): the experiment page lists
 the trial and draws its validation metric live, the trial page's log view grows as the trial
 prints, Pause and Activate (with their confirmation dialogs) change the state shown, and at the
 end the chart has exactly as many points as the trial reported validations. Every page is
@@ -16,27 +18,13 @@ from typing import Any
 
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, trials_of, wait_for
+from it_helpers import STANDIN_ENTRYPOINT, LiveMaster, standin_context, trials_of, wait_for
 
-pytestmark = [pytest.mark.slurm, pytest.mark.torch, pytest.mark.browser]
+pytestmark = [pytest.mark.slurm, pytest.mark.browser]
 
-DIGITS = REPO / "examples" / "digits"
 USER = "tester"  # the master fixture's DET_USER: the experiment's owner
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-# Prints a line per batch (logs to follow) and sleeps a little (time to press Pause).
-PRINTING_TRIAL = '''\
-import time
-
-from model_def import DigitsTrial
-
-
-class PrintingDigitsTrial(DigitsTrial):
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        print(f"epoch {epoch_idx} batch {batch_idx}", flush=True)
-        time.sleep(0.08)
-        return super().train_batch(batch, epoch_idx, batch_idx)
-'''
 
 
 class WatchedPage:
@@ -77,19 +65,18 @@ def context(browser: Any) -> Iterator[Any]:
 
 
 def create(master: LiveMaster, tmp_path: Path) -> tuple[int, int]:
-    context = tmp_path / "context"
-    context.mkdir()
-    (context / "model_def.py").write_text((DIGITS / "model_def.py").read_text())
-    (context / "printing.py").write_text(PRINTING_TRIAL)
+    context = standin_context(tmp_path / "context")
     config = {
-        "name": "web-watched", "entrypoint": "printing:PrintingDigitsTrial",
+        "name": "web-watched", "entrypoint": STANDIN_ENTRYPOINT,
         "labels": ["browser"],
         "hyperparameters": {"lr": 0.01, "hidden_size": 32, "global_batch_size": 64},
         "min_validation_period": {"epochs": 1}, "min_checkpoint_period": {"epochs": 1},
         "searcher": {"name": "single", "metric": "validation_loss", "smaller_is_better": True,
                      "max_length": {"epochs": 8}},
         "resources": {"slots_per_trial": 2}, "slurm": {"slots_per_node": 2},
-        "environment": {"environment_variables": ["OMP_NUM_THREADS=1"]},
+        # A line per batch (logs to follow) and a little sleep (time to press Pause).
+        "environment": {"environment_variables": ["STANDIN_PRINT_BATCHES=1",
+                                                  "STANDIN_BATCH_SLEEP=0.08"]},
         "max_restarts": 0,
     }
     path = tmp_path / "web.yaml"

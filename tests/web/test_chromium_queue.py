@@ -15,6 +15,7 @@ screenshots ``test-output/web/<page>-<desktop|phone>.png``.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import time
@@ -217,10 +218,15 @@ def _free_port() -> int:
 
 @pytest.fixture
 def sick_master(slurm: dict[str, str], tmp_path: Path) -> Iterator[Any]:
-    """det-master as conftest's web_master, but restarted "without the cluster's
-    SLURM_CONF": it names a file that does not exist."""
+    """det-master as conftest's web_master, but on a cluster whose controller is down: its
+    SLURM_CONF is a copy of the dev cluster's naming a controller port nobody listens on.
+    (Each Slurm command then fails after MessageTimeout's retries, 10 s; with a missing
+    slurm.conf instead, squeue retried for 60 s.)"""
     from it_helpers import BIN, LiveMaster
 
+    dead_conf = tmp_path / "controller-down-slurm.conf"
+    conf = Path(slurm["SLURM_CONF"]).read_text()
+    dead_conf.write_text(re.sub(r"(?m)^SlurmctldPort=.*$", f"SlurmctldPort={_free_port()}", conf))
     port = _free_port()
     config = {
         "port": port, "host": "127.0.0.1", "db": {"url": f"sqlite:///{tmp_path / 'm.sqlite'}"},
@@ -232,21 +238,20 @@ def sick_master(slurm: dict[str, str], tmp_path: Path) -> Iterator[Any]:
     }
     (tmp_path / "master.yaml").write_text(yaml.safe_dump(config))
     url = f"http://127.0.0.1:{port}"
-    env = {**slurm, "SLURM_CONF": str(tmp_path / "no-such-slurm.conf"), "DET_MASTER": url,
-           "DET_USER": "tester"}
+    env = {**slurm, "SLURM_CONF": str(dead_conf), "DET_MASTER": url, "DET_USER": "tester"}
     live = LiveMaster(url=url, env=env, job_root=tmp_path / "jobs", log=tmp_path / "master.log",
                       argv=(str(BIN / "det-master"), "--config", str(tmp_path / "master.yaml")))
     try:
         live.start()
         yield live
     finally:
-        # Its reconciler waits in squeue's minute of retries: a plain stop would time out.
+        # Its reconciler may be in a command's retries: a plain stop would wait for them.
         live.kill9()
 
 
 def test_an_unreachable_scheduler_shows_a_banner_and_det_warns(
         sick_master: Any, desktop: Any, phone: Any, shots: Path) -> None:
-    deadline = time.monotonic() + 240  # squeue retries a missing config for 60 s
+    deadline = time.monotonic() + 240  # each Slurm command retries the controller for 10 s
     health: dict[str, Any] = {}
     while time.monotonic() < deadline:
         health = sick_master.api("/master/health")

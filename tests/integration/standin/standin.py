@@ -20,6 +20,11 @@ Knobs (the hyperparameters, or the environment):
 * ``STANDIN_BATCHES_PER_EPOCH`` (env; default 23, the digits trial's at batch size 64);
 * ``STANDIN_FAIL_AT_BATCH`` (env): exit 3 when that batch starts (the first run only,
   when no checkpoint exists yet);
+* ``STANDIN_GATE`` (env): a path; after the first epoch, wait (up to 10 minutes) until
+  it exists before training on;
+* each run prints ``standin-first-batch=N``, the batch it starts from (0, or the
+  checkpoint's); with ``STANDIN_PRINT_BATCHES=1`` (env) also ``epoch E batch B`` per batch
+  (a log to follow);
 * the searcher's ``max_length`` (``epochs`` or ``batches``) or ``max_time`` (with
   ``time_metric: epochs``) says how long to train; ``scheduling_unit`` (default 100) how
   many batches between training reports and preemption checks; ``min_validation_period``
@@ -80,10 +85,18 @@ def save(core: hpcdet.core.Context, batches: int, value: float, epoch: int) -> N
         (path / STATE_FILE).write_text(json.dumps({"batches": batches, "value": value}))
 
 
+def wait_for_gate(path: str) -> None:
+    deadline = time.monotonic() + 600
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def main() -> None:
     per_epoch = int(os.environ.get("STANDIN_BATCHES_PER_EPOCH", "23"))
     pause = float(os.environ.get("STANDIN_BATCH_SLEEP", "0"))
     fail_at = int(os.environ.get("STANDIN_FAIL_AT_BATCH", "0"))
+    print_batches = os.environ.get("STANDIN_PRINT_BATCHES") == "1"
+    gate = os.environ.get("STANDIN_GATE")
     with hpcdet.core.init() as core:
         config = core.info.experiment_config or {}
         hparams, seed = dict(core.info.hparams or {}), core.info.trial_seed
@@ -93,9 +106,15 @@ def main() -> None:
         checkpoint_every = period_epochs(config, "min_checkpoint_period") * per_epoch
         batches, value = restore(core)
         saved_at = batches
+        # Where this run starts: 0, or the batch of the checkpoint it resumed from.
+        print(f"standin-first-batch={batches}", flush=True)
         while batches < total:
             if fail_at and batches + 1 == fail_at and core.info.latest_checkpoint is None:
                 raise SystemExit(3)
+            if gate and batches >= per_epoch:
+                wait_for_gate(gate)
+            if print_batches:
+                print(f"epoch {batches // per_epoch} batch {batches}", flush=True)
             time.sleep(pause)
             value = step(value, seed, hparams, batches)
             batches += 1
