@@ -35,6 +35,7 @@ _MAX_FRAME = 1 << 31
 OK, ERROR = b"\x00", b"\x01"
 SET, GET, DELETE = b"s", b"g", b"d"
 _CONNECT_RETRY_S = 0.2
+HANDSHAKE_TIMEOUT_S = 30.0
 
 
 class StoreError(RuntimeError):
@@ -109,12 +110,15 @@ class KeyValueServer:
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
+                # A peer that connects and says nothing does not hold its thread for ever.
+                conn.settimeout(HANDSHAKE_TIMEOUT_S)
                 nonce = os.urandom(NONCE_BYTES)
                 conn.sendall(nonce)
                 if not hmac.compare_digest(_read_exact(conn, 32), proof(self._secret, nonce)):
                     conn.sendall(ERROR)  # not one of the trial's ranks
                     return
                 conn.sendall(OK)
+                conn.settimeout(None)  # a rank may wait long between two collectives
                 while not self._closed:
                     op = _read_exact(conn, 1)
                     key, value = _read_blob(conn), _read_blob(conn)

@@ -2,7 +2,9 @@
 
 The master is ``tests/integration``'s :class:`LiveMaster` (SQLite only: the tutorials test
 what the trial sees, not the database); its checkpoint storage is a ``shared_fs`` directory
-under the test's ``tmp_path``, since Determined's tutorial configs name no storage.
+under the test's ``tmp_path``, since Determined's tutorial configs name no storage. Its
+trials run in the dev cluster's ``side`` partition (node[5-6], 8 slots, which no other test
+uses): scripts/test runs this tier beside the integration tests.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from it_helpers import BIN, LiveMaster  # noqa: E402
 from tutorials import tool_environ  # noqa: E402
+
+SIDE_PARTITION = "side"
 
 
 def _free_port() -> int:
@@ -41,7 +45,8 @@ def compat_master(slurm: dict[str, str], tmp_path: Path) -> Iterator[LiveMaster]
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(storage)},
         "security": {"storage_roots": [str(storage), str(tmp_path / "jobs")]},
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "compat",
-                             "job_storage_root": str(tmp_path / "jobs"), "slot_type": "cpu"},
+                             "job_storage_root": str(tmp_path / "jobs"), "slot_type": "cpu",
+                             "default_compute_resource_pool": SIDE_PARTITION},
     }
     (tmp_path / "master.yaml").write_text(yaml.safe_dump(config))
     url = f"http://127.0.0.1:{port}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -10,8 +9,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,25 +162,6 @@ def sacct_state(job_id: str, env: dict[str, str]) -> str:
             return out.split()[0]
         time.sleep(1)
     return out
-
-
-SLURMCTLD_LOCK = Path("/tmp/hpcdet-it-slurmctld.lock")
-
-
-@contextmanager
-def slurmctld_undisturbed() -> Iterator[None]:
-    """Hold the dev cluster's controller for this block: no other test restarts it meanwhile.
-
-    scripts/test runs the fair-share test beside the other Slurm tests; a slurmctld restart
-    (test_it_faults) would restart its priority calculation mid-window. Each of them holds
-    this lock (a file lock, across pytest processes) while it needs the controller as is.
-    """
-    with SLURMCTLD_LOCK.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 STANDIN = Path(__file__).resolve().parent / "standin" / "standin.py"

@@ -4,8 +4,8 @@ The accounts are made by hpcdet (``det-master sync-accounts`` against the real s
 ``fair_share.account_source: user``), and the load comes through hpcdet: two det users,
 alice (weight 3) and bob (weight 1), each keep a backlog of ``det sbatch`` jobs in the dev
 cluster's ``fairshare`` partition (node4, 4 CPUs, in no other partition: scripts/test runs
-the other Slurm tests beside this one, on node[1-3]; the test that restarts slurmctld waits
-for this one, :func:`it_helpers.slurmctld_undisturbed`).
+the other Slurm tests beside this one, on node[1-3]; the test that restarts slurmctld runs
+alone, after them all).
 
 How Slurm 22.05 shares (measured; docs/dev-cluster.md): the fair-share factors, and with
 them the order of the two backlogs, are recomputed only once per PriorityCalcPeriod (one
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from it_helpers import BIN, LiveMaster, slurmctld_undisturbed
+from it_helpers import BIN, LiveMaster
 
 pytestmark = [pytest.mark.slurm, pytest.mark.isolated]
 
@@ -101,7 +101,7 @@ def test_two_accounts_weighted_3_to_1_get_3_to_1_of_a_saturated_partition(
     calc_period = _calc_period_seconds(slurm)
     job = _job_command(accounts.phase_file, calc_period)
     stop = threading.Event()
-    with slurmctld_undisturbed(), ThreadPoolExecutor(len(WEIGHTS) * SUBMITTERS_PER_USER) as pool:
+    with ThreadPoolExecutor(len(WEIGHTS) * SUBMITTERS_PER_USER) as pool:
         feeders = [pool.submit(_keep_backlog, master, accounts, user, job, stop, slurm)
                    for user in WEIGHTS for _ in range(SUBMITTERS_PER_USER)]
         try:

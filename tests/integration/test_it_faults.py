@@ -36,7 +36,6 @@ from it_helpers import (
     LiveMaster,
     experiment_with_trials,
     load_json,
-    slurmctld_undisturbed,
     standin_context,
     trials_of,
 )
@@ -289,14 +288,16 @@ def test_pause_then_activate_resumes_from_the_checkpoint(
     assert trial["restarts"] == 0 and len(trial["jobs"]) == 2, trial
 
 
+# exclusive: the controller's restart reaches every job and test of the cluster, so
+# scripts/test runs it alone, after the streams.
+@pytest.mark.exclusive
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_slurmctld_restart_while_the_trial_runs(master: LiveMaster, tmp_path: Path) -> None:
-    with slurmctld_undisturbed():  # not while the fair-share test measures
-        exp_id, trial_id = create(master, tmp_path, _config("ctld-restart"))
-        wait_for_epochs(master, trial_id, 3)
-        subprocess.run(["pkill", "-TERM", "-x", "slurmctld"], check=True)
-        time.sleep(6)  # the master's polls fail meanwhile; the trial keeps training
-        dev_cluster("up")
+    exp_id, trial_id = create(master, tmp_path, _config("ctld-restart"))
+    wait_for_epochs(master, trial_id, 3)
+    subprocess.run(["pkill", "-TERM", "-x", "slurmctld"], check=True)
+    time.sleep(6)  # the master's polls fail meanwhile; the trial keeps training
+    dev_cluster("up")
     trial = check_completed_like_reference(master, tmp_path, exp_id, trial_id)
     assert (trial["restarts"], len(trial["jobs"])) == (0, 1), trial
 
