@@ -57,17 +57,20 @@ def test_the_report_tables_tiers_setup_and_the_costliest_tests(tmp_path: Path) -
     out = tmp_path / "out"
     (out / "setup-timings.tsv").write_text("virtual environment\t12.5\tok\n"
                                            "OpenPBS build\t3.0\tfailed (exit 1)\n")
+    (out / "setup-wall").write_text("13.1\n")  # the steps ran side by side
     done = subprocess.run([sys.executable, str(REPORT), str(out)], capture_output=True,
                           text=True, timeout=60, check=True)
     lines = done.stdout.splitlines()
     assert lines[0].split()[:3] == ["tier", "(minutes)", "result"]
-    assert any(line.startswith("setup") and "FAILED: OpenPBS build" in line for line in lines)
+    setup = next(line for line in lines if line.startswith("setup "))
+    assert "FAILED: OpenPBS build" in setup and setup.split()[-1] == "0.2", setup  # not 15.5 s
     assert any(line.startswith("sample") and "FAILED (1)" in line for line in lines)
     costly = lines.index("The 20 costliest tests (seconds; CPU: pytest + children + jobs)")
     assert "test_sleeps" in "\n".join(lines[costly:costly + 6])
     merged = json.loads((out / "timings.json").read_text())
     assert [step["step"] for step in merged["setup"]] == ["virtual environment", "OpenPBS build"]
     assert [tier["tier"] for tier in merged["tiers"]] == ["sample"]
+    assert merged["setup_wall_s"] == 13.1
 
 
 def test_slurm_durations() -> None:
