@@ -128,7 +128,9 @@ def ensure_slurm_conf() -> str:
             raise SystemExit(f"SLURM_CONF={conf} does not exist. Start the dev cluster with: "
                              "scripts/dev-cluster up && eval \"$(scripts/dev-cluster env)\"")
         return conf
-    dev = Path(os.environ.get("HPCDET_CLUSTER_DIR") or Path.home() / ".hpcdet" / "dev-cluster")
+    default = (Path("/var/lib/hpcdet-dev-cluster") if os.geteuid() == 0  # scripts/dev-cluster's
+               else Path.home() / ".hpcdet" / "dev-cluster")
+    dev = Path(os.environ.get("HPCDET_CLUSTER_DIR") or default)
     dev = dev / "slurm.conf"
     if dev.is_file():
         os.environ["SLURM_CONF"] = str(dev)
