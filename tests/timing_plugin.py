@@ -12,10 +12,15 @@ For every test (setup, call and teardown together) it records:
 - ``sched_wait_s``: seconds those jobs waited in the queue, submission to start, added up.
 
 Scheduler jobs are matched by their submission time, on PBS for a test marked ``pbs`` and
-on Slurm for any other: where tests run side by side (``-n 2``, or the fair-share test's
-stream beside the Slurm tests), a job counts for every test of that scheduler running when
-it was submitted. Only tests of a second or more ask the scheduler (each asking costs
-~0.1 s); the others cannot have waited for a job.
+on Slurm for any other, and on Slurm also by their working directory (``sacct`` WorkDir):
+``scripts/test`` runs streams of tests side by side, and most jobs of a test start in its
+``tmp_path`` (its master's job root is there). A Slurm job submitted while the test ran
+counts for it when its working directory is under the test's ``tmp_path``, or under this
+pytest process's base temporary directory (a module's fixture), or under no pytest's at all
+(a shared job root, the checkout); not when it is under another pytest's (another stream's).
+A job of that last kind may still count for tests of two streams running at once. Only
+tests of a second or more ask the scheduler (each asking costs ~0.1 s); the others cannot
+have waited for a job.
 
 With ``--timings-json PATH`` (``scripts/test`` gives one per tier) the records, the tier's
 name (``--timings-tier``) and its start and end go to ``PATH`` as JSON; ``scripts/test-report``
@@ -31,6 +36,7 @@ import resource
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +85,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if ended - started >= ASK_SCHEDULERS_AFTER_S:
         # A test marked pbs submits to PBS, any other to Slurm: so the jobs of a stream of
         # the other scheduler running beside it (scripts/test) are not counted as its own.
-        jobs = (_pbs_jobs if item.get_closest_marker("pbs") else _slurm_jobs)(started, ended)
+        if item.get_closest_marker("pbs"):
+            jobs = _pbs_jobs(started, ended)
+        else:
+            jobs = _slurm_jobs(started, ended, temporary_directories(item))
         record.update(jobs=len(jobs), cpu_jobs_s=round(sum(cpu for cpu, _ in jobs), 3),
                       sched_wait_s=round(sum(wait for _, wait in jobs), 3))
     outcome.get_result().user_properties.append((PROPERTY, record))
@@ -88,18 +97,50 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _START = pytest.StashKey[tuple[float, float, float]]()
 
 
-def _slurm_jobs(started: float, ended: float) -> list[tuple[float, float]]:
-    """(CPU seconds, queue wait) of each Slurm job submitted in [started, ended]."""
+@dataclass(frozen=True)
+class TempDirs:
+    """The test's ``tmp_path`` (None if it has none), this pytest's base temporary directory
+    and the root every pytest's lies under (``/tmp/pytest-of-USER``)."""
+
+    test: Path | None
+    session: Path | None
+    all_sessions: Path | None
+
+
+def temporary_directories(item: pytest.Item) -> TempDirs:
+    test = getattr(item, "funcargs", {}).get("tmp_path")
+    factory = getattr(item.config, "_tmp_path_factory", None)  # pytest's own, set by tmpdir
+    session = factory.getbasetemp() if factory is not None else None
+    # xdist: each worker's base is basetemp/popen-gwN; the session's is the one above it.
+    if session is not None and session.name.startswith("popen-gw"):
+        session = session.parent
+    root = session.parent if session is not None else None
+    return TempDirs(test if isinstance(test, Path) else None, session, root)
+
+
+def job_is_the_tests(workdir: str, dirs: TempDirs) -> bool:
+    """Whether a job started in ``workdir`` may be the test's (see the module's docstring)."""
+    path = Path(workdir)
+    if dirs.test is not None and path.is_relative_to(dirs.test):
+        return True
+    if dirs.session is not None and path.is_relative_to(dirs.session):
+        return True
+    return dirs.all_sessions is None or not path.is_relative_to(dirs.all_sessions)
+
+
+def _slurm_jobs(started: float, ended: float, dirs: TempDirs) -> list[tuple[float, float]]:
+    """(CPU seconds, queue wait) of each Slurm job submitted in [started, ended] that may be
+    the test's (:func:`job_is_the_tests`)."""
     if not os.environ.get("SLURM_CONF") or shutil.which("sacct") is None:
         return []
     since = dt.datetime.fromtimestamp(started).strftime("%Y-%m-%dT%H:%M:%S")
     out = _run(["sacct", "-a", "-n", "-P", "-S", since, "-E", "now",
-                "-o", "JobID,Submit,Start,TotalCPU"])
+                "-o", "JobID,Submit,Start,TotalCPU,WorkDir"])
     jobs = []
     for line in out.splitlines():
-        fields = line.split("|")
+        fields = line.split("|", 4)
         # Steps (123.batch, 123.0) are in their job's TotalCPU already.
-        if len(fields) != 4 or "." in fields[0]:
+        if len(fields) != 5 or "." in fields[0] or not job_is_the_tests(fields[4], dirs):
             continue
         submitted, start = _iso(fields[1]), _iso(fields[2])
         if submitted is None or not started - 1 <= submitted <= ended:

@@ -168,7 +168,10 @@ def _keep_backlog(master: LiveMaster, accounts: Accounts, user: str, job: str,
             [str(BIN / "det"), "-m", master.url, "sbatch", "--parsable", f"-p{PARTITION}",
              "-n1", "-t2", f"--job-name={accounts.job_name}", "--output=/dev/null",
              f"--wrap={job}"],
-            env=env, capture_output=True, text=True, timeout=60)
+            # From the test's tmp_path: the jobs start there, which is how
+            # tests/timing_plugin.py knows them for this test's.
+            env=env, cwd=accounts.phase_file.parent, capture_output=True, text=True,
+            timeout=60)
         assert result.returncode == 0, result.stdout + result.stderr
         submitted += 1
     return submitted
