@@ -60,7 +60,13 @@ def _context(tmp_path: Path) -> Path:
     return standin_context(tmp_path / "context")
 
 
-def _config(name: str, pace: str = PACE, **extra: Any) -> dict[str, Any]:
+def _config(name: str, pace: str = PACE, gate: Path | None = None,
+            **extra: Any) -> dict[str, Any]:
+    """The stand-in trial's experiment; with ``gate``, the trial waits after its first epoch
+    (validated, checkpointed) until the test opens the gate (:func:`open_gate`), or stops
+    there when asked to: a test acts on a trial that is mid-training however slow the
+    machine is, instead of racing a trial that may finish first."""
+    env = [f"STANDIN_BATCH_SLEEP={pace}", *([f"STANDIN_GATE={gate}"] if gate else [])]
     return {
         "name": name,
         "entrypoint": STANDIN_ENTRYPOINT,
@@ -74,7 +80,7 @@ def _config(name: str, pace: str = PACE, **extra: Any) -> dict[str, Any]:
                      "max_length": {"epochs": EPOCHS}},
         "resources": {"slots_per_trial": 2},
         "slurm": {"slots_per_node": 2},
-        "environment": {"environment_variables": [f"STANDIN_BATCH_SLEEP={pace}"]},
+        "environment": {"environment_variables": env},
         "reproducibility": {"experiment_seed": 11},
         "max_restarts": 3,
         "preemption_timeout": 120,
@@ -109,6 +115,10 @@ def wait_for(probe: Callable[[], Any], what: str, timeout: float = 240) -> Any:
 
 def trial_of(master: LiveMaster, trial_id: int) -> dict[str, Any]:
     return dict(master.api(f"/trials/{trial_id}")["trial"])
+
+
+def open_gate(gate: Path) -> None:
+    gate.touch()
 
 
 def wait_for_epochs(master: LiveMaster, trial_id: int, epochs: int) -> dict[str, Any]:
@@ -214,9 +224,11 @@ def revive_nodes(slurm: dict[str, str]) -> Iterator[list[str]]:
 @pytest.mark.parametrize("master", [pytest.param("postgresql", marks=pytest.mark.postgres)],
                          indirect=True)
 def test_master_killed_mid_training_loses_nothing(master: LiveMaster, tmp_path: Path) -> None:
-    exp_id, trial_id = create(master, tmp_path, _config("master-kill", SLOW_PACE))
-    wait_for_epochs(master, trial_id, 3)
+    gate = tmp_path / "gate"
+    exp_id, trial_id = create(master, tmp_path, _config("master-kill", SLOW_PACE, gate))
+    wait_for_epochs(master, trial_id, 1)
     master.kill9()
+    open_gate(gate)  # 11 epochs to go, ~55 s: it is still training when the master is back
     time.sleep(8)  # the trial keeps training and buffering its reports meanwhile
     master.start()
     assert trial_of(master, trial_id)["state"] == "RUNNING"  # it was killed mid-training
@@ -227,11 +239,13 @@ def test_master_killed_mid_training_loses_nothing(master: LiveMaster, tmp_path: 
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_node_failure_restarts_the_trial_from_its_checkpoint(
         master: LiveMaster, tmp_path: Path, revive_nodes: list[str]) -> None:
-    exp_id, trial_id = create(master, tmp_path, _config("node-failure"))
-    node = active_job(wait_for_epochs(master, trial_id, 3))["nodes"]
+    gate = tmp_path / "gate"
+    exp_id, trial_id = create(master, tmp_path, _config("node-failure", gate=gate))
+    node = active_job(wait_for_epochs(master, trial_id, 1))["nodes"]
     revive_nodes.append(node)
     dev_cluster("fail-node", node)
-    wait_for(lambda: trial_of(master, trial_id)["restarts"] == 1, "the failure to count", 60)
+    wait_for(lambda: trial_of(master, trial_id)["restarts"] == 1, "the failure to count", 180)
+    open_gate(gate)  # the restarted run trains on from the first epoch's checkpoint
     dev_cluster("revive-node", node)
     revive_nodes.remove(node)
     trial = check_completed_like_reference(master, tmp_path, exp_id, trial_id)
@@ -241,10 +255,13 @@ def test_node_failure_restarts_the_trial_from_its_checkpoint(
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_preemption_by_a_higher_priority_partition_is_not_a_restart(
         master: LiveMaster, tmp_path: Path) -> None:
-    exp_id, trial_id = create(master, tmp_path, _config("preempted"))
-    node = active_job(wait_for_epochs(master, trial_id, 3))["nodes"]
+    gate = tmp_path / "gate"
+    exp_id, trial_id = create(master, tmp_path, _config("preempted", gate=gate))
+    node = active_job(wait_for_epochs(master, trial_id, 1))["nodes"]
     slurm(master, "sbatch", "--parsable", "-p", "urgent", "-w", node, "--exclusive",
           "-J", "urgent-preemptor", "-o", str(tmp_path / "urgent-%j.out"), "--wrap", "sleep 10")
+    wait_for(lambda: trial_of(master, trial_id)["interruptions"] >= 1, "the preemption", 180)
+    open_gate(gate)
     trial = check_completed_like_reference(master, tmp_path, exp_id, trial_id)
     assert trial["restarts"] == 0 and trial["interruptions"] >= 1, trial
 
@@ -252,9 +269,12 @@ def test_preemption_by_a_higher_priority_partition_is_not_a_restart(
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_scontrol_requeue_is_adopted_as_an_interruption(
         master: LiveMaster, tmp_path: Path) -> None:
-    exp_id, trial_id = create(master, tmp_path, _config("requeued"))
-    job = active_job(wait_for_epochs(master, trial_id, 3))
+    gate = tmp_path / "gate"
+    exp_id, trial_id = create(master, tmp_path, _config("requeued", gate=gate))
+    job = active_job(wait_for_epochs(master, trial_id, 1))
     slurm(master, "scontrol", "requeue", job["job_id"])
+    wait_for(lambda: trial_of(master, trial_id)["interruptions"] >= 1, "the requeue", 180)
+    open_gate(gate)
     trial = check_completed_like_reference(master, tmp_path, exp_id, trial_id)
     assert trial["restarts"] == 0 and trial["interruptions"] >= 1, trial
     assert {j["job_id"] for j in trial["jobs"]} == {job["job_id"]}, trial  # the same job
@@ -274,8 +294,9 @@ def test_a_trial_longer_than_the_partition_maxtime_completes_across_jobs(
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_pause_then_activate_resumes_from_the_checkpoint(
         master: LiveMaster, tmp_path: Path) -> None:
-    exp_id, trial_id = create(master, tmp_path, _config("paused"))
-    wait_for_epochs(master, trial_id, 3)
+    gate = tmp_path / "gate"
+    exp_id, trial_id = create(master, tmp_path, _config("paused", gate=gate))
+    wait_for_epochs(master, trial_id, 1)
     master.det("experiment", "pause", str(exp_id), check=True)
     paused = wait_for(lambda: (lambda t: t if t["state"] == "PAUSED" and not any(
         j["active"] for j in t["jobs"]) else None)(trial_of(master, trial_id)),
@@ -283,6 +304,7 @@ def test_pause_then_activate_resumes_from_the_checkpoint(
     assert master.api(f"/experiments/{exp_id}")["experiment"]["state"] == "PAUSED"
     time.sleep(3)
     assert len(trial_of(master, trial_id)["jobs"]) == len(paused["jobs"])  # nothing resubmitted
+    open_gate(gate)
     master.det("experiment", "activate", str(exp_id), check=True)
     trial = check_completed_like_reference(master, tmp_path, exp_id, trial_id)
     assert trial["restarts"] == 0 and len(trial["jobs"]) == 2, trial
@@ -293,9 +315,11 @@ def test_pause_then_activate_resumes_from_the_checkpoint(
 @pytest.mark.exclusive
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_slurmctld_restart_while_the_trial_runs(master: LiveMaster, tmp_path: Path) -> None:
-    exp_id, trial_id = create(master, tmp_path, _config("ctld-restart"))
-    wait_for_epochs(master, trial_id, 3)
+    gate = tmp_path / "gate"
+    exp_id, trial_id = create(master, tmp_path, _config("ctld-restart", gate=gate))
+    wait_for_epochs(master, trial_id, 1)
     subprocess.run(["pkill", "-TERM", "-x", "slurmctld"], check=True)
+    open_gate(gate)
     time.sleep(6)  # the master's polls fail meanwhile; the trial keeps training
     dev_cluster("up")
     trial = check_completed_like_reference(master, tmp_path, exp_id, trial_id)

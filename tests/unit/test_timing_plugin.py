@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from timing_plugin import TempDirs, temporary_directories, job_is_the_tests, slurm_duration
+from timing_plugin import TempDirs, job_is_the_tests, slurm_duration, temporary_directories
 
 TESTS = Path(__file__).resolve().parents[1]
 REPORT = TESTS.parent / "scripts" / "test-report"

@@ -20,8 +20,10 @@ Knobs (the hyperparameters, or the environment):
 * ``STANDIN_BATCHES_PER_EPOCH`` (env; default 23, the digits trial's at batch size 64);
 * ``STANDIN_FAIL_AT_BATCH`` (env): exit 3 when that batch starts (the first run only,
   when no checkpoint exists yet);
-* ``STANDIN_GATE`` (env): a path; after the first epoch, wait (up to 10 minutes) until
-  it exists before training on;
+* ``STANDIN_GATE`` (env): a path; after the first epoch (its validation and checkpoint),
+  wait (up to 10 minutes) until it exists before training on, or stop there when asked
+  to (preemption, pause, a signal): a test holds the trial mid-training for as long as
+  it needs, however slow the machine;
 * each run prints ``standin-first-batch=N``, the batch it starts from (0, or the
   checkpoint's); with ``STANDIN_PRINT_BATCHES=1`` (env) also ``epoch E batch B`` per batch
   (a log to follow);
@@ -85,10 +87,26 @@ def save(core: hpcdet.core.Context, batches: int, value: float, epoch: int) -> N
         (path / STATE_FILE).write_text(json.dumps({"batches": batches, "value": value}))
 
 
-def wait_for_gate(path: str) -> None:
+def wait_for_gate(path: str, core: hpcdet.core.Context) -> bool:
+    """Wait until ``path`` exists (True) or the trial is asked to stop (False).
+
+    Both questions are collectives, asked in the same order on every rank: the chief's view
+    of the gate is broadcast, so no rank leaves the loop alone."""
     deadline = time.monotonic() + 600
-    while not os.path.exists(path) and time.monotonic() < deadline:
+    while True:
+        if core.distributed.broadcast(os.path.exists(path) or time.monotonic() > deadline):
+            return True
+        if core.preempt.should_preempt():
+            return False
         time.sleep(0.2)
+
+
+def stop(core: hpcdet.core.Context, batches: int, value: float, saved_at: int,
+         per_epoch: int) -> None:
+    """Asked to stop: checkpoint where it is, unless that checkpoint exists."""
+    if saved_at != batches:
+        save(core, batches, value, batches // per_epoch)
+    print(f"standin: asked to stop after batch {batches}; the checkpoint is saved")
 
 
 def main() -> None:
@@ -112,7 +130,10 @@ def main() -> None:
             if fail_at and batches + 1 == fail_at and core.info.latest_checkpoint is None:
                 raise SystemExit(3)
             if gate and batches >= per_epoch:
-                wait_for_gate(gate)
+                if not wait_for_gate(gate, core):
+                    stop(core, batches, value, saved_at, per_epoch)
+                    return
+                gate = None  # open: train on
             if print_batches:
                 print(f"epoch {batches // per_epoch} batch {batches}", flush=True)
             time.sleep(pause)
@@ -129,9 +150,7 @@ def main() -> None:
                 save(core, batches, value, batches // per_epoch)
                 saved_at = batches
             if (batches % unit == 0 or batches % per_epoch == 0) and core.preempt.should_preempt():
-                if saved_at != batches:
-                    save(core, batches, value, batches // per_epoch)
-                print(f"standin: asked to stop after batch {batches}; the checkpoint is saved")
+                stop(core, batches, value, saved_at, per_epoch)
                 return
         if core.distributed.is_chief:
             print(f"standin: done, {batches} batches, validation_loss {value * 1.1:.4f}")
