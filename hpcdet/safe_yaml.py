@@ -11,13 +11,15 @@ these before any value is built, with a one-line :class:`YamlLimitError` naming 
 - the document, with every alias expanded, at most :data:`MAX_EXPANDED` units (one per
   value plus one per character of each scalar), and no alias inside its own anchor.
 
-:func:`check_depth` applies the same depth limit to an already parsed JSON value, and
-:func:`find_nul` finds a NUL character, which no string the master stores may hold.
+:func:`check_depth` applies the same depth limit to an already parsed JSON value,
+:func:`find_nul` finds a NUL character and :func:`find_lone_surrogate` half of a UTF-16
+surrogate pair, which no string the master stores may hold.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,6 +82,10 @@ def load(text: str) -> Any:  # noqa: ANN401 (any YAML value)
     where = find_nul(document)
     if where is not None:
         raise YamlLimitError(f"{where or 'the document'}: contains a NUL character (\\0)")
+    where = find_lone_surrogate(document)
+    if where is not None:
+        raise YamlLimitError(f"{where or 'the document'}: contains half of a UTF-16 surrogate "
+                             "pair (\\ud800-\\udfff alone), which is not text")
     where = find_non_finite(document)
     if where is not None:
         raise YamlLimitError(f"{where or 'the document'}: NaN and infinite numbers cannot be "
@@ -155,6 +161,22 @@ def find_nul(value: object, where: str = "") -> str | None:
         if isinstance(item, str) and "\x00" in item:
             return path.replace("\x00", "\\0")
     return None
+
+
+def find_lone_surrogate(value: object, where: str = "") -> str | None:
+    """Where in ``value`` a string or key holds a lone surrogate (U+D800..U+DFFF), as
+    :func:`find_nul` names it, or None.
+
+    JSON's ``"\\ud800"`` and YAML's ``"\\ud800"`` escapes parse to such a string, which
+    has no UTF-8 form: the database driver's encoding error used to be a 500.
+    """
+    for path, item in _walk(value, where):
+        if isinstance(item, str) and _SURROGATE.search(item):
+            return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", path)
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def find_non_finite(value: object, where: str = "") -> str | None:

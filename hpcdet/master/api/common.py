@@ -9,7 +9,13 @@ from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.settings.core import MasterSettings
-from hpcdet.safe_yaml import MAX_DEPTH, check_depth, find_non_finite, find_nul
+from hpcdet.safe_yaml import (
+    MAX_DEPTH,
+    check_depth,
+    find_lone_surrogate,
+    find_non_finite,
+    find_nul,
+)
 
 M = TypeVar("M")
 
@@ -53,6 +59,11 @@ def json_body() -> dict[str, Any]:
     if where is not None:
         raise ApiError(400, "bad_request", f"the request body's {where}: contains a NUL "
                        "character (\\u0000)")
+    where = find_lone_surrogate(body)
+    if where is not None:
+        raise ApiError(400, "bad_request", f"the request body's {where or 'value'}: contains "
+                       "half of a UTF-16 surrogate pair (\\ud800-\\udfff alone), which is "
+                       "not text")
     where = find_non_finite(body)
     if where is not None:
         raise ApiError(400, "bad_request", f"the request body's {where or 'value'}: NaN and "

@@ -53,6 +53,9 @@ _SCALARS = (str, int, float, bool, type(None))
 _READ_HEADERS = (b"content-length", b"content-type", b"authorization")
 # The JSON escape of U+0000: a body that contains it goes the way that checks every string.
 _NUL_ESCAPE = b"\\u0000"
+# A surrogate escape (paired or lone: told apart only after parsing) goes to the Flask
+# route, which refuses a lone one with its 400.
+_SURROGATE_ESCAPES = (b"\\ud", b"\\uD")
 
 
 def _stdlib_loads(body: bytes) -> Any:
@@ -115,7 +118,8 @@ class MetricsRoute:
         trial_id = _trial_id(scope)
         writer: MetricWriter = self.flask_app.config["HPCDET_METRIC_WRITER"]
         _check_token(writer, trial_id, headers)
-        if _mimetype(headers) != "application/json" or _NUL_ESCAPE in body:
+        if (_mimetype(headers) != "application/json" or _NUL_ESCAPE in body
+                or any(escape in body for escape in _SURROGATE_ESCAPES)):
             raise _NotHere
         parsed = _parse(body)
         try:

@@ -162,3 +162,26 @@ def test_nan_or_infinity_in_a_body_or_a_config_is_a_400(app: Flask, client: Flas
     answer = create(client, config=with_inf)
     assert answer.status_code == 400 and "data.x" in answer.get_data(as_text=True)
     assert experiment_count(app) == 0
+
+
+# Issue 28, finding 9: a lone surrogate ("\ud800") in a description was a 500 (the driver
+# could not encode it); before the fix each of these answered 500.
+def test_a_lone_surrogate_in_a_body_or_a_config_is_a_400(app: Flask, client: FlaskClient) -> None:
+    made = create(client)
+    assert made.status_code == 201, made.get_json()
+    exp_id = made.get_json()["experiment"]["id"]
+    raw = {"X-Hpcdet-User": "alice", "Content-Type": "application/json"}
+    answer = client.patch(f"/api/v1/experiments/{exp_id}", headers=raw,
+                          data='{"description": "a\\ud800b"}')
+    message = assert_error(answer, 400, "bad_request")
+    assert "description" in message and "surrogate" in message
+    answer = client.post("/api/v1/workspaces", headers=raw, data='{"name": "w\\udfff"}')
+    assert "surrogate" in assert_error(answer, 400, "bad_request")
+    quoted = CONFIG.replace("entrypoint:", 'description: "a\\ud800b"\nentrypoint:', 1)
+    answer = create(client, config=quoted)
+    assert answer.status_code == 400 and "surrogate" in answer.get_data(as_text=True)
+    assert experiment_count(app) == 1
+    paired = client.patch(f"/api/v1/experiments/{exp_id}", headers=raw,
+                          data='{"description": "\\ud83d\\ude00"}')  # a whole pair: text
+    assert paired.status_code == 200, paired.get_json()
+

@@ -140,6 +140,8 @@ DOUBTFUL: dict[str, tuple[str, bytes, dict[str, str]]] = {
         .encode(), _headers()),
     "NUL in a name": ("", json.dumps(_body()).replace("loss", "lo\\u0000ss").encode(),
                       _headers()),
+    "lone surrogate in a name": ("", json.dumps(_body()).replace("loss", "lo\\ud800ss")
+                                 .encode(), _headers()),
     "deep nesting": ("", json.dumps({**_body(), "x": [[[[[[]]]]]] * 1}).encode().replace(
         b"[[[[[[]]]]]]", b"[" * 150 + b"]" * 150), _headers()),
     "unknown key": ("", json.dumps({**_body(), "extra": {"a": {"b": 1}}}).encode(), _headers()),
@@ -168,6 +170,16 @@ def test_a_doubtful_request_gets_the_flask_routes_answer(master: Master, case: s
     assert master.handed_on == (0 if query else 1)  # a query string never reaches the route
     assert _answer(fast) == expected
     assert _rows(master.app, trial_id) == (6 if expected[0] == 200 else 0) * 2
+
+
+def test_a_lone_surrogate_in_a_metric_name_is_a_400_not_a_500(master: Master) -> None:
+    # Issue 28, finding 9: the driver could not encode it (a 500 on both paths before).
+    trial_id = _trial(master.app)
+    master.writer().token_of(trial_id)
+    _, content, headers = DOUBTFUL["lone surrogate in a name"]
+    fast = master.post(f"/api/v1/trials/{trial_id}/metrics", content, headers)
+    assert fast.status_code == 400 and "surrogate" in fast.json()["error"]["message"]
+    assert _rows(master.app, trial_id) == 0
 
 
 def test_a_token_not_cached_yet_is_read_by_the_flask_route(master: Master) -> None:
