@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from master_helpers import CONFIG, assert_error, create
 from sqlalchemy import func, select
 
+from hpcdet import safe_yaml
 from hpcdet.master.models import Experiment
 
 USER = {"X-Hpcdet-User": "alice"}
@@ -184,4 +185,11 @@ def test_a_lone_surrogate_in_a_body_or_a_config_is_a_400(app: Flask, client: Fla
     paired = client.patch(f"/api/v1/experiments/{exp_id}", headers=raw,
                           data='{"description": "\\ud83d\\ude00"}')  # a whole pair: text
     assert paired.status_code == 200, paired.get_json()
+
+
+def test_yaml_reads_each_surrogate_escape_alone() -> None:
+    # As docs/configuration.md says: a pair of \u escapes is refused in YAML; \U is not.
+    with pytest.raises(safe_yaml.YamlLimitError, match="surrogate"):
+        safe_yaml.load('a: "\\ud83d\\ude00"')
+    assert safe_yaml.load('a: "\\U0001F600"') == {"a": "\U0001F600"}
 
