@@ -167,7 +167,11 @@ def logout() -> Any:
 
 
 def _safe_next(value: str | None) -> str:
-    """A local path to return to; anything else (another site, a scheme) goes home."""
-    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+    """A local path to return to; anything else (another site, a scheme) goes home.
+
+    No whitespace or control character at all: browsers strip tab, CR and LF inside a URL,
+    so ``/\t/evil.example`` would become ``//evil.example``, another site."""
+    if (value and value.startswith("/") and not value.startswith("//") and "\\" not in value
+            and value.isprintable() and not any(char.isspace() for char in value)):
         return value
     return url_for("web.index")

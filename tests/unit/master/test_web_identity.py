@@ -97,7 +97,12 @@ def test_signing_in_sets_the_name_and_returns_to_the_page(named: FlaskClient) ->
     assert '<strong data-web-user>alice</strong>' in html
 
 
-@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/x", "/\\evil"])
+# "/\t/evil.example" and its kin: issue 28, finding 6 (browsers strip tab, CR and LF inside
+# a URL, so "/\t/evil.example" became "//evil.example": another site).
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/x", "/\\evil",
+                                    "/\t/evil.example", "/\r\n/evil.example", "/\n/evil",
+                                    "\t//evil.example", "/ /evil.example", "/\x00/evil",
+                                    "/\u2028/evil", "/\x7f/evil"])
 def test_sign_in_never_redirects_off_the_master(named: FlaskClient, target: str) -> None:
     response = named.post("/login", data={"name": "alice", "next": target})
     assert response.headers["Location"] == "/"
