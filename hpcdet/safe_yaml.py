@@ -9,7 +9,10 @@ these before any value is built, with a one-line :class:`YamlLimitError` naming 
 - the text is at most :data:`MAX_TEXT_BYTES` long;
 - at most :data:`MAX_ALIASES` aliases, nesting at most :data:`MAX_DEPTH` levels deep;
 - the document, with every alias expanded, at most :data:`MAX_EXPANDED` units (one per
-  value plus one per character of each scalar), and no alias inside its own anchor.
+  value plus one per character of each scalar), of which aliases add at most
+  :data:`MAX_ALIAS_GROWTH` to what the text itself spells out, and no alias inside its own
+  anchor. (A 300-byte document of nested aliases would otherwise become a 400 KB config,
+  stored and copied into every trial.)
 
 :func:`check_depth` applies the same depth limit to an already parsed JSON value,
 :func:`find_nul` finds a NUL character and :func:`find_lone_surrogate` half of a UTF-16
@@ -29,6 +32,7 @@ MAX_TEXT_BYTES = 4 * 1024 * 1024
 MAX_ALIASES = 1000
 MAX_DEPTH = 100
 MAX_EXPANDED = 4 * 1024 * 1024
+MAX_ALIAS_GROWTH = 256 * 1024
 
 
 class YamlLimitError(ValueError):
@@ -94,12 +98,14 @@ def load(text: str) -> Any:  # noqa: ANN401 (any YAML value)
 
 
 def _check_expanded(root: yaml.Node) -> None:
-    """Refuse a node graph that contains itself or expands past :data:`MAX_EXPANDED`.
+    """Refuse a node graph that contains itself, expands past :data:`MAX_EXPANDED`, or
+    grows by more than :data:`MAX_ALIAS_GROWTH` through its aliases.
 
     Iterative depth-first walk; a node's expanded size is computed once, so the walk is
     linear in the number of distinct nodes however often aliases repeat them.
     """
     sizes: dict[int, int] = {}
+    written = 0  # the units of each distinct node once: what the text spells out
     on_path: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -108,6 +114,7 @@ def _check_expanded(root: yaml.Node) -> None:
         children = _children(node)
         if children_done:
             on_path.discard(key)
+            written += 1
             sizes[key] = 1 + sum(sizes[id(child)] for child in children)
             if sizes[key] > MAX_EXPANDED:
                 raise YamlLimitError(f"expands (aliases included) to more than {MAX_EXPANDED} "
@@ -117,6 +124,7 @@ def _check_expanded(root: yaml.Node) -> None:
             continue
         if isinstance(node, yaml.ScalarNode):
             sizes[key] = 1 + len(str(node.value))
+            written += sizes[key]
             continue
         on_path.add(key)
         stack.append((node, True))
@@ -126,6 +134,9 @@ def _check_expanded(root: yaml.Node) -> None:
                                      f"recursive alias, line {child.start_mark.line + 1})")
             if id(child) not in sizes:
                 stack.append((child, False))
+    if sizes[id(root)] - written > MAX_ALIAS_GROWTH:
+        raise YamlLimitError(f"its aliases expand it by {sizes[id(root)] - written} values and "
+                             f"characters, more than {MAX_ALIAS_GROWTH}")
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

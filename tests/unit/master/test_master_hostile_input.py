@@ -49,7 +49,10 @@ def test_identity_and_bookkeeping_sbatch_args_are_refused_at_create(
 @pytest.mark.parametrize("config", [
     _alias_bomb(), CONFIG + "data: &a {x: *a}\n", CONFIG + "data: " + "[" * 5000 + "]" * 5000,
     CONFIG + "data:\n" + "".join("  " * depth + f"k{depth}:\n" for depth in range(1, 400)),
-], ids=["alias-bomb", "recursive-alias", "deep-flow", "deep-block"])
+    # Issue 28, finding 8: ~300 bytes of aliases five levels deep became a 430 KB config
+    # (stored, and copied into every trial's files); accepted (201) before the growth limit.
+    _alias_bomb(levels=5),
+], ids=["alias-bomb", "recursive-alias", "deep-flow", "deep-block", "alias-growth"])
 def test_hostile_yaml_is_refused_with_a_4xx(app: Flask, client: FlaskClient, config: str,
                                             dry_run: bool) -> None:
     assert_error(create(client, config, dry_run=dry_run), 400, "invalid_config")
@@ -192,4 +195,13 @@ def test_yaml_reads_each_surrogate_escape_alone() -> None:
     with pytest.raises(safe_yaml.YamlLimitError, match="surrogate"):
         safe_yaml.load('a: "\\ud83d\\ude00"')
     assert safe_yaml.load('a: "\\U0001F600"') == {"a": "\U0001F600"}
+
+
+def test_aliases_may_share_a_block_and_a_large_plain_config_is_fine(
+        app: Flask, client: FlaskClient) -> None:
+    shared = CONFIG + "data:\n  a: &block {lr: 0.1, layers: [64, 64]}\n  b: *block\n"
+    assert create(client, shared).status_code == 201
+    plain = CONFIG + "data:\n" + "".join(f"  k{i}: {'x' * 100}\n" for i in range(5000))
+    assert create(client, plain).status_code == 201  # 0.5 MB written out, no alias
+    assert experiment_count(app) == 2
 
