@@ -15,9 +15,9 @@ Scheduler jobs are matched by their submission time, on PBS for a test marked ``
 on Slurm for any other, and on Slurm also by their working directory (``sacct`` WorkDir):
 ``scripts/test`` runs streams of tests side by side, and most jobs of a test start in its
 ``tmp_path`` (its master's job root is there). A Slurm job submitted while the test ran
-counts for it when its working directory is under the test's ``tmp_path``, or under this
-pytest process's base temporary directory (a module's fixture), or under no pytest's at all
-(a shared job root, the checkout); not when it is under another pytest's (another stream's).
+counts for it when its working directory is under this pytest process's base temporary
+directory (the test's ``tmp_path``, a module fixture's), or under no pytest's at all (a
+shared job root, the checkout); not when it is under another pytest's (another stream's).
 A job of that last kind may still count for tests of two streams running at once. Only
 tests of a second or more ask the scheduler (each asking costs ~0.1 s); the others cannot
 have waited for a job.
@@ -99,30 +99,26 @@ _START = pytest.StashKey[tuple[float, float, float]]()
 
 @dataclass(frozen=True)
 class TempDirs:
-    """The test's ``tmp_path`` (None if it has none), this pytest's base temporary directory
-    and the root every pytest's lies under (``/tmp/pytest-of-USER``)."""
+    """This pytest's base temporary directory (every test's ``tmp_path`` lies under it) and
+    the root every pytest's lies under (``/tmp/pytest-of-USER``)."""
 
-    test: Path | None
     session: Path | None
     all_sessions: Path | None
 
 
 def temporary_directories(item: pytest.Item) -> TempDirs:
-    test = getattr(item, "funcargs", {}).get("tmp_path")
     factory = getattr(item.config, "_tmp_path_factory", None)  # pytest's own, set by tmpdir
     session = factory.getbasetemp() if factory is not None else None
     # xdist: each worker's base is basetemp/popen-gwN; the session's is the one above it.
     if session is not None and session.name.startswith("popen-gw"):
         session = session.parent
     root = session.parent if session is not None else None
-    return TempDirs(test if isinstance(test, Path) else None, session, root)
+    return TempDirs(session, root)
 
 
 def job_is_the_tests(workdir: str, dirs: TempDirs) -> bool:
     """Whether a job started in ``workdir`` may be the test's (see the module's docstring)."""
     path = Path(workdir)
-    if dirs.test is not None and path.is_relative_to(dirs.test):
-        return True
     if dirs.session is not None and path.is_relative_to(dirs.session):
         return True
     return dirs.all_sessions is None or not path.is_relative_to(dirs.all_sessions)

@@ -5,7 +5,7 @@ The accounts are made by hpcdet (``det-master sync-accounts`` against the real s
 alice (weight 3) and bob (weight 1), each keep a backlog of ``det sbatch`` jobs in the dev
 cluster's ``fairshare`` partition (node4, 4 CPUs, in no other partition: scripts/test runs
 the other Slurm tests beside this one, on node[1-3]; the test that restarts slurmctld runs
-alone, after them all).
+after every other cluster test).
 
 How Slurm 22.05 shares (measured; docs/dev-cluster.md): the fair-share factors, and with
 them the order of the two backlogs, are recomputed only once per PriorityCalcPeriod (one

@@ -83,14 +83,13 @@ def test_slurm_durations() -> None:
 
 def test_a_slurm_job_counts_for_the_test_whose_directories_it_started_in(tmp_path: Path) -> None:
     root = tmp_path / "pytest-of-root"
-    dirs = TempDirs(test=root / "pytest-7" / "test_one0", session=root / "pytest-7",
-                    all_sessions=root)
+    dirs = TempDirs(session=root / "pytest-7", all_sessions=root)
     assert job_is_the_tests(str(root / "pytest-7/test_one0/jobs/exp-1/trial-1"), dirs)
     assert job_is_the_tests(str(root / "pytest-7/module-master0/jobs/trial-3"), dirs)
     assert not job_is_the_tests(str(root / "pytest-8/test_other0/jobs/trial-1"), dirs)
     assert job_is_the_tests("/srv/hpcdet-dev/jobs/user_a/exp-1/trial-1", dirs)
     assert job_is_the_tests("/work/checkout", dirs)
-    no_tmp = TempDirs(test=None, session=None, all_sessions=None)
+    no_tmp = TempDirs(session=None, all_sessions=None)
     assert job_is_the_tests(str(root / "pytest-8/test_other0"), no_tmp)
 
 
@@ -98,7 +97,6 @@ def test_a_slurm_job_counts_for_the_test_whose_directories_it_started_in(tmp_pat
 def test_the_directories_of_a_running_test_are_its_tmp_path_and_its_pytests(
         request: pytest.FixtureRequest, tmp_path: Path) -> None:
     dirs = temporary_directories(request.node)
-    assert dirs.test == tmp_path
     assert dirs.session is not None and tmp_path.is_relative_to(dirs.session)
     assert not dirs.session.name.startswith("popen-gw")  # xdist: the whole run's, not a worker's
     assert dirs.all_sessions == dirs.session.parent
