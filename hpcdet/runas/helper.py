@@ -4,7 +4,8 @@
 Installed by root as a root-owned file (``scripts/install-runas-helper``, by default
 ``/usr/local/libexec/hpcdet-runas``) and started by the master's service account through
 ``sudo -n -u USER hpcdet-runas VERB ARGS...``. It uses the Python standard library only and
-imports nothing from hpcdet, so that what runs as every user is this one short file.
+imports nothing from hpcdet: what runs as every user is this short file and the directive
+reader it shares with the master (``directives.py``, installed as ``<helper>-directives.py``).
 
 Verbs (scheduler-neutral; :data:`SCHEDULERS` maps them to one scheduler's argv)::
 
@@ -17,6 +18,7 @@ Verbs (scheduler-neutral; :data:`SCHEDULERS` maps them to one scheduler's argv):
     requeue JOB_ID                    requeue a job
     update  JOB_ID KEY=VALUE...       change partition, qos, account, nice or time_limit
     prepare JOB_DIR                   unpack a tar stream (stdin) of plain files and dirs
+                                      (and make <job_root>/<user>/checkpoints)
     remove  JOB_DIR                   delete a job directory
 
 Every JOB_DIR must resolve (realpath) to a directory strictly below the user's own root,
@@ -40,7 +42,8 @@ import sys
 import tarfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, NoReturn
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, NoReturn
 
 CONFIG_PATH = "/etc/hpcdet/runas.conf"
 
@@ -50,6 +53,10 @@ EXIT_UNAVAILABLE = 69  # the scheduler command could not be started
 EXIT_NOPERM = 77  # the caller or target user is not allowed
 EXIT_CONFIG = 78  # runas.conf missing, unsafe or invalid
 
+# In <job_root>/<user>: the user's default checkpoint storage (the master's default
+# checkpoint_storage when jobs run as their owner), made by ``prepare``.
+CHECKPOINT_DIR = "checkpoints"
+
 _JOB_ID = re.compile(r"^[0-9]{1,18}(?:_[0-9]{1,9})?$")
 # PBS: 123.server, array jobs 123[].server and 123[4].server.
 _PBS_JOB_ID = re.compile(r"^[0-9]{1,18}(?:\[[0-9]{0,9}\])?(?:\.[A-Za-z0-9][A-Za-z0-9.-]{0,253})?$")
@@ -58,31 +65,9 @@ _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 _TIME = re.compile(r"^[0-9][0-9:-]{0,15}$")
 _UNSAFE = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL byte"}
 _MAX_ARG = 4096
-# Scheduler options in a submitted script that would change who the job runs as (PBS:
-# -u user_list; -W group_list=... is checked by value), or pass the submitter's environment.
-_DENIED_DIRECTIVES: Mapping[str, tuple[str, ...]] = {
-    "slurm": ("--uid", "--gid", "--get-user-env"), "pbs": ("-u", "-V")}
-_DENIED_PBS_ATTRIBUTES = ("group_list", "run_as")
+# A script is read whole, or refused: Slurm's default max_script_size (hpcdet's are ~KB).
+MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 _OPTION = re.compile(r"^--([a-z][a-z-]{0,40})(?:=(.*))?$", re.DOTALL)
-# sbatch options the submit verb passes on: every sbatch 22.05 option except those that
-# change the job's identity (uid, gid, get-user-env), read files as the submitter
-# (export-file, nodefile, bbf), or change what sbatch itself does (wrap, wait, test-only...).
-SUBMIT_OPTIONS: Mapping[str, frozenset[str]] = {"slurm": frozenset({
-    "account", "acctg-freq", "array", "batch", "bb", "begin", "chdir", "cluster-constraint",
-    "comment", "constraint", "container", "contiguous", "core-spec", "cores-per-socket",
-    "cpu-freq", "cpus-per-gpu", "cpus-per-task", "deadline", "delay-boot", "dependency",
-    "distribution", "error", "exclude", "exclusive", "export", "extra-node-info", "gpu-bind",
-    "gpu-freq", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
-    "gres-flags", "hint", "hold", "input", "job-name", "kill-on-invalid-dep", "licenses",
-    "mail-type", "mail-user", "mcs-label", "mem", "mem-bind", "mem-per-cpu", "mem-per-gpu",
-    "mincpus", "network", "nice", "no-kill", "no-requeue", "nodelist", "nodes", "ntasks",
-    "ntasks-per-core", "ntasks-per-gpu", "ntasks-per-node", "ntasks-per-socket", "open-mode",
-    "output", "overcommit", "oversubscribe", "partition", "power", "prefer", "priority",
-    "profile", "propagate", "qos", "reboot", "requeue", "reservation", "signal",
-    "sockets-per-node", "spread-job", "switches", "thread-spec", "threads-per-core", "time",
-    "time-min", "tmp", "use-min-nodes", "wait-all-nodes", "wckey"}),
-    # hpcdet's PBS backend writes every qsub option into the script's #PBS lines.
-    "pbs": frozenset()}
 _DIRECTIVE_PREFIX = {"slurm": "#SBATCH", "pbs": "#PBS"}
 
 
@@ -92,6 +77,38 @@ class Refused(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _load_directives() -> ModuleType:
+    """``<this file>-directives.py``, the reader installed beside the helper, if only root
+    can change it; run from its source (no bytecode cache is read or written)."""
+    path = f"{os.path.abspath(__file__)}-directives.py"
+    try:
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as handle:
+            info, source = os.fstat(handle.fileno()), handle.read()
+    except OSError as exc:
+        raise Refused(EXIT_CONFIG, f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+        raise Refused(EXIT_CONFIG, f"{path} must be a root-owned file no one else can write")
+    module = sys.modules["hpcdet_runas_directives"] = ModuleType("hpcdet_runas_directives")
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+if TYPE_CHECKING or __package__:  # imported as hpcdet.runas.helper: the master, the tests
+    from . import directives
+else:  # the installed helper: `python3 -I` puts no directory of ours on sys.path
+    try:
+        directives = _load_directives()
+    except Refused as _refused:
+        print(f"hpcdet-runas: {_refused}", file=sys.stderr)
+        sys.exit(_refused.code)
+
+
+# Options the submit verb passes on (see the reader's; hpcdet's PBS backend writes every
+# qsub option into the script's #PBS lines).
+SUBMIT_OPTIONS: Mapping[str, frozenset[str]] = {"slurm": directives.SBATCH_SUBMIT_OPTIONS,
+                                                "pbs": frozenset()}
 
 
 @dataclass(frozen=True)
@@ -393,9 +410,27 @@ def check_member(member: tarfile.TarInfo) -> str:
     return "/".join(parts)
 
 
+def ensure_checkpoint_dir(root: str, config: Config, caller: Caller) -> str:
+    """Create ``<job_root>/<user>/checkpoints`` (0770 + the private ACL), the user's default
+    checkpoint storage: made by the user, inside their own root, never shared."""
+    path = os.path.join(root, CHECKPOINT_DIR)
+    try:
+        os.mkdir(path, 0o770)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != caller.uid:
+        raise Refused(EXIT_NOPERM, f"{path} exists but is not a directory owned by "
+                      f"{caller.user}; remove it")
+    os.chmod(path, 0o770)
+    set_private_acl(path, service_uid(config))
+    return path
+
+
 def prepare(job_dir: str, stream: IO[bytes], config: Config, caller: Caller) -> None:
-    """Create ``job_dir`` and unpack the tar stream into it; modes lose every 'other' bit."""
-    ensure_user_root(config, caller)
+    """Create ``job_dir`` (and the user's checkpoint directory) and unpack the tar stream
+    into it; modes lose every 'other' bit."""
+    ensure_checkpoint_dir(ensure_user_root(config, caller), config, caller)
     fresh = not os.path.lexists(job_dir)
     os.makedirs(job_dir, 0o770, exist_ok=True)
     try:
@@ -450,7 +485,7 @@ def remove(job_dir: str) -> None:
 
 
 def check_script(job_dir: str, script_name: str, scheduler: str) -> str:
-    """The script path; refuse directives that would change the job's identity."""
+    """The script path, once its directives (read whole, as sbatch/qsub do) pass the check."""
     if not _NAME.match(check_text(script_name, "script name")) or script_name.startswith("."):
         raise Refused(EXIT_INVALID, f"script name must be a plain file name: {script_name!r}")
     path = os.path.join(job_dir, script_name)
@@ -458,24 +493,19 @@ def check_script(job_dir: str, script_name: str, scheduler: str) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
         raise Refused(EXIT_INVALID, f"cannot open {path}: {exc.strerror}") from exc
-    with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
-        lines = handle.read(1024 * 1024).splitlines()
-    prefix = _DIRECTIVE_PREFIX[scheduler]
-    for line in lines:
-        words = line.split()
-        if words[:1] == [prefix] and len(words) > 1:
-            option = words[1].split("=", 1)[0]
-            if scheduler == "pbs" and option.startswith("-") and len(option) > 2:
-                option = option[:2]  # -uroot is -u root
-            if option in _DENIED_DIRECTIVES[scheduler] or _denied_attribute(words):
-                raise Refused(EXIT_INVALID, f"{path}: {prefix} {option} is not allowed")
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:  # a directive further on would go unread
+        raise Refused(EXIT_INVALID, f"{path}: larger than {MAX_SCRIPT_BYTES} bytes")
+    try:  # who the job runs as; for PBS, -V too: the environment sudo gave the helper
+        refused = directives.refused_directives(data.decode("utf-8", "replace"), scheduler,
+                                                environment=True)
+    except directives.DirectiveError as exc:  # the scheduler would refuse it, or misread it
+        raise Refused(EXIT_INVALID, f"{path}: {exc}") from exc
+    if refused:
+        raise Refused(EXIT_INVALID, f"{path}: {_DIRECTIVE_PREFIX[scheduler]} {refused[0]} "
+                      "is not allowed")
     return path
-
-
-def _denied_attribute(words: Sequence[str]) -> bool:
-    """``#PBS -W group_list=...`` (or ``-Wgroup_list=``): another group for the job."""
-    text = " ".join(words[1:])
-    return text.startswith("-W") and text[2:].strip().startswith(_DENIED_PBS_ATTRIBUTES)
 
 
 # ---- dispatch -----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
 from hpcdet.errors import ConfigError
+from hpcdet.runas import directives
 
 DEFAULT_PATH = "<config>.pbs.pbsbatch_args"
 
@@ -42,9 +43,10 @@ ALLOWED_OPTIONS = frozenset("aclmMW")
 # Resources (-l) hpcdet requests itself from the trial's slots and time limit.
 REFUSED_RESOURCES = frozenset({"select", "place", "walltime", "ncpus", "mpiprocs", "ngpus",
                                "nodes", "nodect", "ompthreads"})
-# -W attributes hpcdet owns or that change who or how the job runs.
-REFUSED_ATTRIBUTES = frozenset({"umask", "block", "sandbox", "group_list", "run_as",
-                                "release_nodes_on_stageout", "pwd", "cred"})
+# -W attributes hpcdet owns or that change who or how the job runs (every attribute the
+# run-as helper's directive reader counts as identity: User_List, group_list, euser, ...).
+REFUSED_ATTRIBUTES = frozenset({"umask", "block", "sandbox", "release_nodes_on_stageout",
+                                "pwd", "cred"}) | directives.QSUB_IDENTITY_ATTRIBUTES
 _VALUE = re.compile(r"^[A-Za-z0-9_.:@/+=,%-]+$")
 _ITEM = re.compile(r"^-([A-Za-z])\s*(.*)$", re.DOTALL)
 

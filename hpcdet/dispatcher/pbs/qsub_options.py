@@ -28,6 +28,7 @@ from typing import Final
 
 from hpcdet.dispatcher.tasks import Setting
 from hpcdet.errors import ValidationError
+from hpcdet.runas import directives
 
 DEFAULT_PREFIX = "#PBS"
 PREFIX_VARIABLE = "PBS_DPREFIX"
@@ -60,10 +61,15 @@ REFUSED: Final = MappingProxyType({
     "u": "jobs run as the master's PBS user (or as you, in run-as-owner mode); they cannot "
          "be submitted as another user",
 })  # fmt: skip
-# -W attributes det qsub refuses (who runs the job, credentials) with the reason.
+# -W attributes det qsub refuses (who runs the job, credentials) with the reason; matched
+# without regard to case, as the PBS server matches attribute names.
 REFUSED_ATTRIBUTES: Final = MappingProxyType({
     "group_list": "jobs run with the master's (or your) group; another cannot be chosen",
     "run_as": "a job cannot choose another user to run as",
+    "user_list": "a job cannot choose another user to run as (it is -u's attribute)",
+    "euser": "a job cannot choose another user to run as",
+    "egroup": "jobs run with the master's (or your) group; another cannot be chosen",
+    "job_owner": "a job cannot choose another owner",
     "pwd": "passwords are not passed through the master",
     "cred": "credentials are not passed through the master",
 })  # fmt: skip
@@ -190,71 +196,27 @@ def directive_prefix(command_line: Sequence[Setting], environ_prefix: str | None
 
 def script_words(script: str, prefix: str = DEFAULT_PREFIX,
                  where: str = "script") -> list[Word]:
-    """The words of the directive lines before the first executable line.
-
-    As qsub reads them: leading blanks before the prefix are allowed, blank lines and
-    comments are skipped, a line ending in a backslash continues on the next one, and each
-    line's options are split as a shell splits words (quotes group, ``#`` after a blank
-    starts a comment).
-    """
-    if not prefix:
-        return []
-    words: list[Word] = []
-    lines = script.split("\n")
-    number = 0
-    while number < len(lines):
-        line, start = lines[number], number + 1
-        number += 1
-        stripped = line.lstrip()
-        if not stripped.startswith(prefix) or stripped[len(prefix):][:1] not in ("", " ", "\t"):
-            if stripped and not stripped.startswith("#") and not stripped.startswith(":"):
-                break  # the first executable line ends the directives
-            continue
-        text = stripped[len(prefix):]
-        while text.endswith("\\") and number < len(lines):
-            text = text[:-1] + lines[number]
-            number += 1
-        here = f"{where} line {start}"
-        words += [Word(word, here) for word in directive_words(text, here)]
-    return words
+    """The words of the directive lines before the first executable line, as qsub reads
+    them (:mod:`hpcdet.runas.directives`, the reader the run-as helper shares): leading
+    blanks before the prefix are allowed and nothing need follow it, comments, ``:`` and
+    ``#!`` lines are skipped, a line ending in a backslash continues on the next one, and
+    each directive is split by qsub's ``make_argv`` (quotes group, a backslash escapes; a
+    ``#`` is an ordinary character, so a trailing comment is a word qsub refuses)."""
+    try:
+        return [Word(word, f"{where} line {line}")
+                for line, text in directives.qsub_directives(script, prefix)
+                for word in directives.qsub_line_words(text, line)]
+    except directives.DirectiveError as exc:
+        here = f"{where} line {exc.line}" if exc.line else where
+        raise ValidationError(f"{here}: {exc.reason}") from exc
 
 
 def directive_words(text: str, where: str) -> list[str]:
-    """Split one directive's options like a shell: quotes group, a backslash escapes, and
-    an unquoted ``#`` at the start of a word starts a comment."""
-    words: list[str] = []
-    current: list[str] | None = None
-    quote = ""
-    escaped = False
-    for char in text:
-        if escaped:
-            escaped = False
-        elif char == "\\" and quote != "'":
-            escaped = True
-            current = current if current is not None else []
-            continue
-        elif quote:
-            if char == quote:
-                quote = ""
-                continue
-        elif char in "\"'":
-            quote = char
-            current = current if current is not None else []
-            continue
-        elif char == "#" and current is None:
-            break
-        elif char.isspace():
-            if current is not None:
-                words.append("".join(current))
-                current = None
-            continue
-        current = current if current is not None else []
-        current.append(char)
-    if quote:
-        raise ValidationError(f"{where}: unmatched {quote} in a directive")
-    if current is not None:
-        words.append("".join(current))
-    return words
+    """Split one directive's options as qsub's ``make_argv`` does."""
+    try:
+        return directives.qsub_line_words(text)
+    except directives.DirectiveError as exc:
+        raise ValidationError(f"{where}: {exc.reason}") from exc
 
 
 # ---- what det qsub does with each option (docs/qsub.md) -----------------------------------
@@ -267,13 +229,28 @@ def refusal(setting: Setting) -> str | None:
     if reason:
         return f"-{letter}: {reason}"
     if letter == "W" and value is not None:
-        attribute = value.split("=", 1)[0]
-        reason = REFUSED_ATTRIBUTES.get(attribute)
+        attribute = value.split("=", 1)[0].strip()
+        reason = REFUSED_ATTRIBUTES.get(attribute.lower())
         if reason:
             return f"-W {attribute}: {reason}"
     if letter == "q" and value is not None and "@" in value:
         return f"-q {value}: the master submits to its own server only (give a queue)"
     return None
+
+
+def identity_settings(script: str) -> list[Setting]:
+    """The settings of ``script``'s ``#PBS`` directives that would change who the job runs
+    as (``-u``; ``-W User_List=``, ``group_list=``... one setting per attribute), read as qsub
+    reads them (:mod:`hpcdet.runas.directives`); none where qsub would refuse them outright."""
+    try:
+        settings = directives.qsub_settings(script)
+        attributes = [name for letter, value in settings if letter == "W" and value
+                      for name in directives.qsub_attribute_names(value)]
+    except directives.DirectiveError:
+        return []
+    return [*(s for s in settings if s[0] in directives.QSUB_IDENTITY),
+            *(("W", f"{name}=") for name in attributes
+              if name.lower() in directives.QSUB_IDENTITY_ATTRIBUTES)]
 
 
 def check_not_refused(settings: Iterable[Setting]) -> None:

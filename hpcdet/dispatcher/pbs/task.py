@@ -31,6 +31,8 @@ from hpcdet.dispatcher.pbs.qsub_options import (
     OPTIONS,
     Kind,
     Word,
+    check_not_refused,
+    identity_settings,
     parse_words,
     refusal,
     render_setting,
@@ -79,12 +81,15 @@ def qsub_options(spec: TaskSpec) -> list[str]:
 
 
 def check_script(script: str) -> None:
-    """qsub's checks of a batch script, and hpcdet's: bash runs it, so no DOS line breaks."""
+    """qsub's checks of a batch script, and hpcdet's: bash runs it, so no DOS line breaks;
+    no ``#PBS`` directive that would change who the job runs as (det qsub's refusal, made
+    again for any client: the master, not knowing a ``-C`` prefix, reads ``#PBS``)."""
     if len(script.encode("utf-8", "surrogateescape")) > MAX_SCRIPT_BYTES:
         raise ValidationError(f"larger than {MAX_SCRIPT_BYTES} bytes")
     if not script.strip():
         raise ValidationError("the batch script is empty")
     tasks.check_script_text(script)
+    check_not_refused(identity_settings(script))
 
 
 def wrap_script(command: str) -> str:

@@ -11,7 +11,9 @@ with ``None`` for a flag, so ``-p x``, ``--partition=x``, ``--part x`` and
 ``SBATCH_PARTITION=x`` all read ``("partition", "x")``.
 
 Pure functions of text only: both the CLI (which knows the user's environment and
-script) and the master (which validates what the CLI sent) use this table.
+script) and the master (which validates what the CLI sent) use this table. The ``#SBATCH``
+lines and getopt_long's reading of them are :mod:`hpcdet.runas.directives`'s, the reader
+the run-as helper shares, so the two cannot disagree about what a script asks for.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from hpcdet.errors import ValidationError
+from hpcdet.runas import directives
 
 Setting = tuple[str, "str | None"]
 
@@ -56,14 +59,16 @@ def _opt(name: str, kind: ArgKind, short: str | None = None, *env: str) -> Sbatc
     return SbatchOption(name, kind, short, names)
 
 
-# Every option of sbatch 22.05.8 (its man page), with the SBATCH_* variables that set it.
+# Every option of sbatch 22.05.8 (its man page and the hidden --context, --ntasks-per-tres;
+# --cluster and --tasks-per-node read as --clusters and --ntasks-per-node: the reader's
+# SBATCH_ALIASES), with the SBATCH_* variables that set it.
 OPTIONS: tuple[SbatchOption, ...] = (
     _opt("account", _R, "A", "ACCOUNT"), _opt("acctg-freq", _R, None, "ACCTG_FREQ"),
     _opt("array", _R, "a", "ARRAY_INX"), _opt("batch", _R, None, "BATCH"),
     _opt("bb", _R), _opt("bbf", _R), _opt("begin", _R, "b"), _opt("chdir", _R, "D"),
     _opt("cluster-constraint", _R), _opt("clusters", _R, "M", "CLUSTERS", "SLURM_CLUSTERS"),
     _opt("comment", _R), _opt("constraint", _R, "C", "CONSTRAINT"),
-    _opt("container", _R, None, "CONTAINER"), _opt("contiguous", _N),
+    _opt("container", _R, None, "CONTAINER"), _opt("context", _R), _opt("contiguous", _N),
     _opt("core-spec", _R, "S", "CORE_SPEC"), _opt("cores-per-socket", _R),
     _opt("cpu-freq", _R), _opt("cpus-per-gpu", _R, None, "CPUS_PER_GPU"),
     _opt("cpus-per-task", _R, "c"), _opt("deadline", _R),
@@ -88,7 +93,7 @@ OPTIONS: tuple[SbatchOption, ...] = (
     _opt("no-kill", _O, "k", "NO_KILL"), _opt("no-requeue", _N, None, "NO_REQUEUE"),
     _opt("nodefile", _R, "F"), _opt("nodelist", _R, "w"), _opt("nodes", _R, "N"),
     _opt("ntasks", _R, "n"), _opt("ntasks-per-core", _R), _opt("ntasks-per-gpu", _R),
-    _opt("ntasks-per-node", _R), _opt("ntasks-per-socket", _R),
+    _opt("ntasks-per-node", _R), _opt("ntasks-per-socket", _R), _opt("ntasks-per-tres", _R),
     _opt("open-mode", _R, None, "OPEN_MODE"), _opt("output", _R, "o", "OUTPUT"),
     _opt("overcommit", _N, "O", "OVERCOMMIT"), _opt("oversubscribe", _N, "s"),
     _opt("parsable", _N), _opt("partition", _R, "p", "PARTITION"),
@@ -116,8 +121,6 @@ _EXCLUSIVE_GROUPS = (("requeue", "no-requeue"), ("exclusive", "oversubscribe"),
                      ("mem", "mem-per-cpu", "mem-per-gpu"), ("nodelist", "nodefile"))
 _GROUP_OF: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {name: group for group in _EXCLUSIVE_GROUPS for name in group})
-# Heterogeneous jobs: a ":" between components, "hetjob"/"packjob" in #SBATCH lines.
-_HET_WORDS = ("hetjob", "packjob")
 
 
 @dataclass(frozen=True)
@@ -137,36 +140,25 @@ class CommandLine:
 
 
 def option_named(name: str, where: str) -> SbatchOption:
-    """The option called ``name`` (no dashes), or one of which it is a unique prefix."""
-    exact = BY_NAME.get(name)
-    if exact is not None:
-        return exact
-    matches = [o for o in OPTIONS if o.name.startswith(name)] if name else []
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise ValidationError(f"{where}: unknown sbatch option --{name} (see man sbatch)")
-    listed = ", ".join(f"--{o.name}" for o in matches)
-    raise ValidationError(f"{where}: option --{name} is ambiguous (could be {listed})")
+    """The option called ``name`` (no dashes), or one of which it is a unique prefix, as
+    sbatch's getopt_long resolves it (the reader the run-as helper shares)."""
+    try:
+        return BY_NAME[directives.resolve_sbatch_long(name)]
+    except directives.DirectiveError as exc:
+        raise ValidationError(f"{where}: {exc.reason}") from exc
 
 
 def parse_words(words: Sequence[Word]) -> CommandLine:
     """Read options as getopt_long does with sbatch's ``+`` rule: stop at the first word
     that is not an option (the script), or after ``--``."""
-    settings: list[Setting] = []
-    index = 0
-    while index < len(words):
-        text = words[index].text
-        if text == "--":
-            return CommandLine(settings, [w.text for w in words[index + 1:]])
-        if text == ":":
-            raise ValidationError(f"{words[index].where}: heterogeneous jobs (':') are not "
-                                  "supported by det sbatch")
-        if not text.startswith("-") or text == "-":
-            break
-        reader = _long_option if text.startswith("--") else _short_options
-        index = reader(words, index, settings)
-    return CommandLine(settings, [w.text for w in words[index:]])
+    try:
+        parsed = directives.sbatch_getopt([word.text for word in words])
+    except directives.DirectiveError as exc:
+        raise ValidationError(f"{words[exc.index].where}: {exc.reason}") from exc
+    if not parsed.after_dashes and words[parsed.stop:][:1] and words[parsed.stop].text == ":":
+        raise ValidationError(f"{words[parsed.stop].where}: heterogeneous jobs (':') are not "
+                              "supported by det sbatch")
+    return CommandLine(parsed.settings, [word.text for word in words[parsed.stop:]])
 
 
 def parse_command_line(argv: Sequence[str]) -> CommandLine:
@@ -174,120 +166,36 @@ def parse_command_line(argv: Sequence[str]) -> CommandLine:
     return parse_words([Word(arg, "command line") for arg in argv])
 
 
-def _long_option(words: Sequence[Word], index: int, settings: list[Setting]) -> int:
-    word = words[index]
-    name, has_value, value = word.text[2:].partition("=")
-    option = option_named(name, word.where)
-    if has_value and option.kind is ArgKind.NONE:
-        raise ValidationError(f"{word.where}: option --{option.name} takes no value")
-    if option.kind is ArgKind.REQUIRED and not has_value:
-        if index + 1 >= len(words):
-            raise ValidationError(f"{word.where}: option --{option.name} needs a value")
-        settings.append((option.name, words[index + 1].text))
-        return index + 2
-    settings.append((option.name, value if has_value else None))
-    return index + 1
-
-
-def _short_options(words: Sequence[Word], index: int, settings: list[Setting]) -> int:
-    word = words[index]
-    letters = word.text[1:]
-    for position, letter in enumerate(letters):
-        option = BY_SHORT.get(letter)
-        if option is None:
-            raise ValidationError(f"{word.where}: unknown sbatch option -{letter} "
-                                  "(see man sbatch)")
-        if option.kind is not ArgKind.REQUIRED:
-            settings.append((option.name, None))
-            continue
-        rest = letters[position + 1:]
-        if rest:
-            settings.append((option.name, rest))
-            return index + 1
-        if index + 1 >= len(words):
-            raise ValidationError(f"{word.where}: option -{letter} needs a value")
-        settings.append((option.name, words[index + 1].text))
-        return index + 2
-    return index + 1
-
-
 # ---- #SBATCH lines -------------------------------------------------------------------------
 
 
 def script_words(script: str, where: str = "script") -> list[Word]:
-    """The words of the ``#SBATCH`` (or ``#SLURM``) lines before the first command.
-
-    Each line is split as Slurm splits it: on whitespace, with single or double quotes
-    grouping, a backslash escaping the next character, and an unquoted ``#`` starting a
-    comment.
-    """
-    words: list[Word] = []
-    for number, line in enumerate(script.split("\n"), start=1):
-        rest = _directive(line)
-        if rest is None:
-            if _is_command(line):
-                break
-            continue
-        here = f"{where} line {number}"
-        if any(het in rest.lower() for het in _HET_WORDS):
-            raise ValidationError(f"{here}: heterogeneous jobs are not supported by det sbatch")
-        words += [Word(text, here) for text in directive_words(rest, here)]
-    return words
+    """The words of the ``#SBATCH`` (or ``#SLURM``) lines before the first command, split
+    as sbatch splits them (:mod:`hpcdet.runas.directives`: quotes group, a backslash escapes
+    the next character but a blank, an unquoted ``#`` or an empty word ends the line)."""
+    try:
+        components = directives.sbatch_components(script)
+    except directives.DirectiveError as exc:
+        here = f"{where} line {exc.line}" if exc.line else where
+        raise ValidationError(f"{here}: {exc.reason}") from exc
+    if len(components) > 1:
+        raise ValidationError(f"{where}: heterogeneous jobs (#SBATCH hetjob) are not "
+                              "supported by det sbatch")
+    return [Word(text, f"{where} line {line}") for line, text in components[0]]
 
 
 def script_settings(script: str, where: str = "script") -> list[Setting]:
-    """The settings of the script's ``#SBATCH`` lines (sbatch stops at a non-option word,
-    so a stray word ends the directives as it does for sbatch)."""
+    """The settings of the script's ``#SBATCH`` lines (det sbatch stops at a word that is
+    not an option, with a warning: see sbatch_command.script_directives)."""
     return parse_words(script_words(script, where)).settings
 
 
-def _directive(line: str) -> str | None:
-    for magic in ("#SBATCH", "#SLURM"):
-        if line.startswith(magic):
-            return line[len(magic):]
-    return None
-
-
-def _is_command(line: str) -> bool:
-    stripped = line.strip()
-    return bool(stripped) and not stripped.startswith("#")
-
-
 def directive_words(text: str, where: str) -> list[str]:
-    """Split one directive line's options as Slurm's ``_get_argument`` does."""
-    words: list[str] = []
-    current: list[str] | None = None
-    quote = ""
-    escaped = False
-    for char in text:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-            current = current if current is not None else []
-            continue
-        elif quote:
-            if char == quote:
-                quote = ""
-                continue
-        elif char in "\"'":
-            quote = char
-            current = current if current is not None else []
-            continue
-        elif char == "#":
-            break
-        elif char.isspace():
-            if current is not None:
-                words.append("".join(current))
-                current = None
-            continue
-        current = current if current is not None else []
-        current.append(char)
-    if quote:
-        raise ValidationError(f"{where}: unmatched {quote} in an #SBATCH line")
-    if current is not None:
-        words.append("".join(current))
-    return words
+    """Split one directive line's options as Slurm's ``get_argument`` does."""
+    try:
+        return directives.sbatch_line_words(text)
+    except directives.DirectiveError as exc:
+        raise ValidationError(f"{where}: {exc.reason}") from exc
 
 
 # ---- SBATCH_* variables --------------------------------------------------------------------
@@ -385,6 +293,17 @@ def refusal(name: str) -> str | None:
     """Why det sbatch refuses option ``name``, as ``--name: reason``; None if it does not."""
     reason = REFUSED.get(name)
     return f"--{name}: {reason}" if reason else None
+
+
+def identity_settings(script: str) -> list[Setting]:
+    """The settings of ``script``'s directives that would change who the job runs as, read
+    as sbatch reads them (:mod:`hpcdet.runas.directives`); none where sbatch would refuse the
+    directives outright (det sbatch reports those, naming the script)."""
+    try:
+        settings = directives.sbatch_settings(script)
+    except directives.DirectiveError:
+        return []
+    return [setting for setting in settings if setting[0] in directives.SBATCH_IDENTITY]
 
 
 def check_not_refused(settings: Iterable[Setting]) -> None:

@@ -32,6 +32,8 @@ from hpcdet.dispatcher.slurm.sbatch_options import (
     MASTER_HANDLED,
     ArgKind,
     Setting,
+    check_not_refused,
+    identity_settings,
     option_named,
     refusal,
     value_of,
@@ -106,7 +108,8 @@ def environment_file(environment: Mapping[str, str]) -> str:
 
 
 def check_script(script: str) -> None:
-    """The checks sbatch makes of a batch script, in its words."""
+    """The checks sbatch makes of a batch script, in its words, and no directive that would
+    change who the job runs as (det sbatch's refusal, made again for any client)."""
     if len(script.encode("utf-8", "surrogateescape")) > MAX_SCRIPT_BYTES:
         raise ValidationError(f"larger than {MAX_SCRIPT_BYTES} bytes (Slurm's max_script_size)")
     if not script:
@@ -115,6 +118,7 @@ def check_script(script: str) -> None:
         raise ValidationError("this does not look like a batch script: the first line must "
                               "start with #! followed by the path to an interpreter")
     tasks.check_script_text(script)
+    check_not_refused(identity_settings(script))
 
 
 def wrap_script(command: str) -> str:

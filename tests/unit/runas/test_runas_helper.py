@@ -235,6 +235,41 @@ def test_prepare_refuses_a_user_root_someone_else_owns(setup: tuple[Config, Call
     assert info.value.code == helper.EXIT_NOPERM
 
 
+def test_prepare_makes_the_users_own_checkpoint_directory(
+        setup: tuple[Config, Caller, Path]) -> None:
+    """``<job_root>/<user>/checkpoints``, the master's default checkpoint storage with jobs
+    run as their owner (issue 28, finding 2): made as the user, private like the root."""
+    config, caller, job_dir = setup
+    config = Config(job_root=config.job_root, service_user="root")
+    helper.prepare(str(job_dir.parent / "trial-2"), _tar(_member("a")), config, caller)
+    checkpoints = Path(config.job_root) / "user_a" / helper.CHECKPOINT_DIR
+    info = checkpoints.lstat()
+    assert stat.S_ISDIR(info.st_mode) and info.st_uid == caller.uid
+    assert stat.S_IMODE(info.st_mode) == 0o770  # group bits: the ACL mask; others nothing
+    private = helper.acl_blob([(0x01, 7, 0xFFFFFFFF), (0x02, 7, 0), (0x04, 0, 0xFFFFFFFF),
+                               (0x10, 7, 0xFFFFFFFF), (0x20, 0, 0xFFFFFFFF)])
+    for name in ("system.posix_acl_access", "system.posix_acl_default"):
+        assert os.getxattr(checkpoints, name) == private
+    helper.prepare(str(job_dir.parent / "trial-3"), _tar(_member("a")), config, caller)
+    assert checkpoints.is_dir()  # there already: kept
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_prepare_refuses_a_checkpoint_directory_that_is_not_the_users(
+        setup: tuple[Config, Caller, Path], tmp_path: Path, kind: str) -> None:
+    config, caller, job_dir = setup
+    config = Config(job_root=config.job_root, service_user="root")
+    checkpoints = Path(config.job_root) / "user_a" / helper.CHECKPOINT_DIR
+    if kind == "link":
+        checkpoints.symlink_to(tmp_path)  # would send every checkpoint elsewhere
+    else:
+        checkpoints.write_text("")
+    with pytest.raises(Refused, match="is not a directory owned by user_a") as info:
+        helper.prepare(str(job_dir.parent / "trial-2"), _tar(_member("a")), config, caller)
+    assert info.value.code == helper.EXIT_NOPERM
+    assert not (job_dir.parent / "trial-2").exists()
+
+
 def test_remove_deletes_links_not_their_targets(setup: tuple[Config, Caller, Path],
                                                 tmp_path: Path) -> None:
     config, caller, job_dir = setup
