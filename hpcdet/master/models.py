@@ -371,9 +371,12 @@ class CommandTask(Base):
                                       index=True)
     config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     # A proxied service (a notebook, a TensorBoard; hpcdet.master.proxy): where it listens
-    # once its job wrote service.json (cleared when the task ends), and the per-task secret
+    # once its job wrote service.json (cleared when the task ends): the host the job named,
+    # the address it resolved to at registration (the only one the proxy dials, so a later
+    # DNS answer cannot redirect it: proxy/pinning.py) and the port; and the per-task secret
     # the master hands it (the job reads it from a 0600 file in its job directory).
     service_host: Mapped[str | None] = mapped_column(String(256), default=None)
+    service_address: Mapped[str | None] = mapped_column(String(64), default=None)
     service_port: Mapped[int | None] = mapped_column(Integer, default=None)
     service_token: Mapped[str | None] = mapped_column(String(128), default=None)
 

@@ -256,11 +256,18 @@ def gunicorn_options(settings: MasterSettings) -> dict[str, Any]:
     spreads new connections over them. On one shared socket an asyncio worker accepts every
     connection waiting at once: 64 reporters connecting together all went to one of the two
     workers, and stayed there (keep-alive), leaving the other idle (docs/performance.md).
+
+    ``forwarded_allow_ips``: whose ``X-Forwarded-For``/``-Proto`` the workers believe
+    (uvicorn's proxy headers): only ``webserver.trusted_proxies``, none by default. Left to
+    gunicorn's default (``127.0.0.1``) a caller on the master's host, or anything relaying
+    from it, could claim another client address and make HTTPS look like HTTP, and the
+    session cookie would lose ``Secure`` (issue 28, finding 5).
     """
     options: dict[str, Any] = {
         "bind": f"{settings.host}:{settings.port}", "workers": settings.workers,
         "worker_class": WORKER_CLASS, "timeout": 120, "reuse_port": True,
         "accesslog": None, "errorlog": "-", "loglevel": "warning",
+        "forwarded_allow_ips": ",".join(settings.trusted_proxies),
     }
     if settings.tls is not None:
         options.update(settings.tls.gunicorn_options())

@@ -2,7 +2,9 @@
 
 1. Copy every metric so far into ``<logdir>`` (emptied first: a requeued job starts over).
 2. Start ``tensorboard --logdir <logdir> --path_prefix /proxy/<task id> --host 0.0.0.0
-   --port <free port> --reload_interval 5`` and wait until it answers.
+   --port <free port> --reload_interval 5`` behind the task's secret (:mod:`.guard`: a
+   request without the master proxy's ``Authorization: token <secret>`` gets 401) and
+   wait until it answers.
 3. Write ``$DET_TASK_DIR/service.json`` (``{"host": <this node>, "port": <port>}``),
    atomically, for the master's proxy.
 4. Every ``interval`` seconds copy what is new, until TensorBoard exits or the job is
@@ -23,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 
 from hpcdet.errors import HpcdetError
-from hpcdet.services.service_file import free_port, node_name, write_service_file
+from hpcdet.services.service_file import TOKEN_FILE, free_port, node_name, write_service_file
 from hpcdet.tensorboard.sync import Syncer
 
 RELOAD_SECONDS = 5
@@ -31,17 +33,20 @@ START_SECONDS = 120  # TensorBoard's first start on a cold node imports a lot
 PORT_TRIES = 3
 
 
-def tensorboard_argv(logdir: Path, path_prefix: str, port: int) -> list[str]:
-    """The TensorBoard command line (this Python's ``tensorboard``)."""
-    return [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir),
+def tensorboard_argv(logdir: Path, path_prefix: str, port: int, token_file: Path) -> list[str]:
+    """The TensorBoard command line (this Python's ``tensorboard``, behind :mod:`.guard`,
+    which reads the secret from ``token_file``: nothing secret on the command line)."""
+    return [sys.executable, "-m", "hpcdet.tensorboard.guard", "--logdir", str(logdir),
             "--path_prefix", path_prefix, "--host", "0.0.0.0", "--port", str(port),
-            "--reload_interval", str(RELOAD_SECONDS), "--load_fast", "false"]
+            "--reload_interval", str(RELOAD_SECONDS), "--load_fast", "false",
+            "--token-file", str(token_file)]
 
 
-def answers(url: str) -> bool:
-    """True once ``url`` answers HTTP at all."""
+def answers(url: str, token: str) -> bool:
+    """True once ``url`` answers HTTP at all (asked with the task's secret)."""
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     try:
-        with urllib.request.urlopen(url, timeout=2):
+        with urllib.request.urlopen(request, timeout=2):  # noqa: S310
             return True
     except urllib.error.HTTPError:
         return True
@@ -49,14 +54,30 @@ def answers(url: str) -> bool:
         return False
 
 
-def start_tensorboard(logdir: Path, path_prefix: str) -> tuple[subprocess.Popen[bytes], int]:
-    """TensorBoard, started and answering; the process and its port."""
+def task_secret(task_dir: Path) -> tuple[Path, str]:
+    """The task's secret file and the secret; :class:`HpcdetError` when there is none
+    (TensorBoard is never served without it)."""
+    path = task_dir / TOKEN_FILE
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise HpcdetError(f"cannot read the task's secret {path}: {exc.strerror}") from None
+    if not token:
+        raise HpcdetError(f"the task's secret {path} is empty")
+    return path, token
+
+
+def start_tensorboard(logdir: Path, path_prefix: str,
+                      task_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """TensorBoard, started behind the task's secret and answering; the process and its
+    port."""
+    token_file, token = task_secret(task_dir)
     for _ in range(PORT_TRIES):
         port = free_port()
-        process = subprocess.Popen(tensorboard_argv(logdir, path_prefix, port))
+        process = subprocess.Popen(tensorboard_argv(logdir, path_prefix, port, token_file))
         deadline = time.monotonic() + START_SECONDS
         while process.poll() is None and time.monotonic() < deadline:
-            if answers(f"http://127.0.0.1:{port}{path_prefix}/"):
+            if answers(f"http://127.0.0.1:{port}{path_prefix}/", token):
                 return process, port
             time.sleep(0.5)
         if process.poll() is None:
@@ -100,7 +121,7 @@ def run(syncer: Syncer, logdir: Path, task_dir: Path, path_prefix: str, *,
         sleep: Callable[[float], None] = time.sleep) -> int:
     """Steps 1-4 of the module doc; TensorBoard's exit status (0 when stopped)."""
     sync_logged(syncer)
-    process, port = start_tensorboard(logdir, path_prefix)
+    process, port = start_tensorboard(logdir, path_prefix, task_dir)
     try:
         where = write_service_file(task_dir, port)
         print(f"hpcdet.tensorboard: TensorBoard serves {path_prefix}/ on "

@@ -4,8 +4,9 @@ and a real ``tensorboard``; the web Tasks page in real headless Chromium.
 A trial (the stand-in, ``standin/standin.py``: the digits trial's reports on the standard
 library) validates once, then waits at a gate file.
 TensorBoard is started for its experiment and read through its own scalars API at the
-node's host and port from ``service.json`` (until the master's proxy lands: then
-:func:`test_tensorboard_in_chromium_through_the_proxy` runs too): it shows the one point,
+node's host and port from ``service.json``, with the task's secret as the master's proxy
+sends it (without it the port answers 401; :func:`test_tensorboard_in_chromium_through_the_proxy`
+goes through the proxy): it shows the one point,
 the gate opens, and the points reported while TensorBoard runs appear, until there are as
 many as the master's API reports.
 """
@@ -68,16 +69,18 @@ def api_validation_steps(master: LiveMaster, trial_id: int) -> list[int]:
 
 
 def service_of(master: LiveMaster, task_id: int) -> dict[str, Any]:
+    """service.json, with the task's secret (``secret``) the master's proxy sends."""
     job_dir = Path(master.api(f"/tasks/{task_id}")["task"]["job_dir"])
     service: dict[str, Any] = json.loads((job_dir / "service.json").read_text())
+    service["secret"] = (job_dir / "service_token").read_text().strip()
     return service
 
 
-def tensorboard_steps(base: str, task_id: int, trial_id: int) -> list[int]:
+def tensorboard_steps(base: str, task_id: int, trial_id: int, secret: str) -> list[int]:
     """The steps of the validation loss curve, from TensorBoard's own scalars API."""
     query = urllib.parse.urlencode({"run": f"trial_{trial_id}", "tag": TAG})
     answer = httpx.get(f"{base}/proxy/{task_id}/data/plugin/scalars/scalars?{query}",
-                       timeout=10)
+                       headers={"Authorization": f"token {secret}"}, timeout=10)
     if answer.status_code != 200:  # the run is not loaded yet
         return []
     return [int(step) for _, step, _ in answer.json()]
@@ -103,8 +106,9 @@ def test_tensorboard_shows_the_experiments_points_as_they_come(
     task_id = start_tensorboard(master, exp_id)
 
     service = service_of(master, task_id)
-    base = f"http://{service['host']}:{service['port']}"
-    first = wait_for(lambda: tensorboard_steps(base, task_id, trial_id),
+    base, secret = f"http://{service['host']}:{service['port']}", service["secret"]
+    assert httpx.get(f"{base}/proxy/{task_id}/", timeout=10).status_code == 401
+    first = wait_for(lambda: tensorboard_steps(base, task_id, trial_id, secret),
                      "TensorBoard to show the first point", 60)
     assert first == api_validation_steps(master, trial_id)  # the trial waits at the gate
     assert len(first) < EPOCHS
@@ -114,9 +118,9 @@ def test_tensorboard_shows_the_experiments_points_as_they_come(
     assert final == "COMPLETED", master.det("trial", "logs", str(trial_id)).stdout[-3000:]
     expected = api_validation_steps(master, trial_id)
     assert len(expected) == EPOCHS
-    wait_for(lambda: tensorboard_steps(base, task_id, trial_id) == expected,
+    wait_for(lambda: tensorboard_steps(base, task_id, trial_id, secret) == expected,
              "TensorBoard to show every validation", 60)
-    assert tensorboard_steps(base, task_id, trial_id) == expected  # once each
+    assert tensorboard_steps(base, task_id, trial_id, secret) == expected  # once each
 
     listed = load_json(master.det("tensorboard", "list", "--json", check=True).stdout)
     [mine] = [t for t in listed["tasks"] if t["id"] == task_id]

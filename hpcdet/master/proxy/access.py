@@ -6,8 +6,9 @@ the web session cookie (munge master) or, on an open master, the name header or 
 name cookie. The session cookie is taken without the pages' CSRF token, which a proxied
 application cannot know: it is SameSite=Strict, so a cross-site request does not carry it,
 and :mod:`.asgi` also refuses a WebSocket or changing request whose ``Origin`` is another
-site's. Only the task's owner and cluster admins may use a task's proxy (not workspace
-members: a notebook runs code as its owner).
+site's. Only the task's owner may use a task's proxy: a notebook runs code as its owner,
+and what runs as a user is theirs to choose (:func:`authz.require_runs_as_self`; not
+workspace members, not cluster admins either).
 
 It runs in a worker thread inside a Flask request context of the master's app, so every rule
 is the app's own code; one small query per request.
@@ -41,7 +42,8 @@ IDENTITY_HEADERS = frozenset({"authorization", "cookie", USER_HEADER.lower()})
 
 @dataclass(frozen=True)
 class Target:
-    """Where one proxied request goes, and the secret the service expects."""
+    """Where one proxied request goes (``host``: the pinned IP address), and the secret
+    the service expects."""
 
     task_id: int
     host: str
@@ -85,13 +87,13 @@ def _target(task_id: int, user: str) -> Target:
     have = authz.access(db(), settings, user, task.owner, task.workspace_id)
     if have is authz.Access.NONE:
         raise authz.not_found(what)
-    if user != task.owner and not authz.is_admin(settings, user):
-        raise ApiError(403, "forbidden", f"only the owner of {what} ({task.owner}) and "
-                       "cluster admins may open its service")
+    authz.require_runs_as_self(settings, user, task.owner, f"open the {task.kind} of {what}",
+                               f"start a {task.kind} of your own (det {task.kind} start)")
     if State(task.state).is_terminal:
         raise ApiError(410, "gone", f"{what} ended ({task.state}); its {task.kind} is gone")
-    if task.state != State.RUNNING.value or task.service_host is None \
+    if task.state != State.RUNNING.value or task.service_address is None \
             or task.service_port is None:
         raise ApiError(503, "service_unavailable", f"the {task.kind} of {what} is not up yet "
                        f"(the task is {task.state}); try again in a few seconds")
-    return Target(task.id, task.service_host, task.service_port, task.service_token)
+    # The address pinned at registration (proxy/pinning.py), never the name again.
+    return Target(task.id, task.service_address, task.service_port, task.service_token)

@@ -51,7 +51,8 @@ def upstream_target(scope: Scope, target: Target, scheme: str) -> str:
     """The service's URL for the request: the same path and query, on the service's host."""
     raw = scope.get("raw_path") or scope["path"].encode("utf-8")
     query = scope.get("query_string") or b""
-    url = f"{scheme}://{target.host}:{target.port}{raw.decode('latin-1')}"
+    host = f"[{target.host}]" if ":" in target.host else target.host  # an IPv6 address
+    url = f"{scheme}://{host}:{target.port}{raw.decode('latin-1')}"
     return url + (f"?{query.decode('latin-1')}" if query else "")
 
 
@@ -94,7 +95,8 @@ async def forward_http(client: httpx.AsyncClient, scope: Scope, receive: Receive
     try:
         await send({"type": "http.response.start", "status": response.status_code,
                     "headers": [(name.encode("latin-1"), value.encode("latin-1"))
-                                for name, value in hdr.to_caller(response.headers.multi_items())]})
+                                for name, value in hdr.to_caller(
+                                    response.headers.multi_items(), target.task_id)]})
         async for chunk in response.aiter_raw():
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -3,19 +3,24 @@
 To the service: the caller's headers less the hop-by-hop ones, less everything that proves
 who the caller is to the master (``Authorization``, the name header, the master's own
 cookies; other cookies, e.g. Jupyter's ``_xsrf``, pass), plus the service's own secret
-(``Authorization: token <secret>``: Jupyter's form; TensorBoard ignores it). ``Host`` is
-kept, so the service sees the origin the browser sees (Jupyter compares ``Origin`` with
-it), with the ``X-Forwarded-*`` a reverse proxy adds.
+(``Authorization: token <secret>``: Jupyter's form; hpcdet's TensorBoard wrapper checks it
+too). ``Host`` is kept, so the service sees the origin the browser sees (Jupyter compares
+``Origin`` with it), with the ``X-Forwarded-*`` a reverse proxy adds: always the proxy's own,
+from the connection the master accepted (``det-master`` believes no caller's forwarded
+headers unless ``webserver.trusted_proxies`` names its reverse proxy); the caller's own are
+dropped, so the service never sees them.
 
-Back to the caller: the service's headers less the hop-by-hop ones and less any cookie the
-service would set under the master's own names.
+Back to the caller: the service's headers less the hop-by-hop ones, less the ones that
+would act on the master's whole origin (:data:`ORIGIN_WIDE`), with every ``Set-Cookie``
+confined to the task's own path and none under the master's names (:mod:`.cookies`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from hpcdet.master.api.auth import CSRF_HEADER, SESSION_COOKIE, USER_HEADER
+from hpcdet.master.api.auth import CSRF_HEADER, USER_HEADER
+from hpcdet.master.proxy import cookies
 
 # RFC 9110 7.6.1, plus the WebSocket handshake's own (the client library makes its own).
 HOP_BY_HOP = frozenset({
@@ -27,11 +32,18 @@ WEBSOCKET_HANDSHAKE = frozenset({
     "sec-websocket-protocol", "sec-websocket-accept",
 })  # fmt: skip
 MASTER_CREDENTIALS = frozenset({"authorization", USER_HEADER.lower(), CSRF_HEADER.lower()})
-# The pages' name cookie (open master) and the web session cookie (munge master).
-MASTER_COOKIES = frozenset({SESSION_COOKIE, "hpcdet_user"})
-# Set by the proxy itself; a caller's own values would be believed by the service.
-FORWARDED = frozenset({"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
-                       "forwarded", "x-real-ip"})
+# Set by the proxy itself; a caller's own values would be believed by the service (Jupyter
+# trusts them: tornado's xheaders read X-Real-Ip, X-Forwarded-For/-Proto and X-Scheme).
+FORWARDED = frozenset({
+    "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-forwarded-port",
+    "x-forwarded-prefix", "x-forwarded-ssl", "x-forwarded-server", "forwarded",
+    "x-real-ip", "x-scheme", "front-end-https",
+})  # fmt: skip
+# A service's response headers that would act on the master's whole origin, not on the
+# one response: a service worker for every page (Service-Worker-Allowed: /), wiping the
+# master's cookies and storage (Clear-Site-Data), the origin's HSTS or alternative services.
+ORIGIN_WIDE = frozenset({"service-worker-allowed", "clear-site-data",
+                         "strict-transport-security", "alt-svc", "set-cookie2"})
 
 Header = tuple[str, str]
 
@@ -43,9 +55,10 @@ def _connection_tokens(headers: Sequence[Header]) -> set[str]:
 
 
 def strip_master_cookies(cookie_header: str) -> str:
-    """``cookie_header`` without the master's own cookies ("" if none is left)."""
+    """``cookie_header`` without the master's own cookies (the session, the pages' name,
+    anything named like them: :func:`.cookies.is_masters`; "" if none is left)."""
     kept = [part.strip() for part in cookie_header.split(";")
-            if part.strip() and part.split("=", 1)[0].strip() not in MASTER_COOKIES]
+            if part.strip() and not cookies.is_masters(part.split("=", 1)[0])]
     return "; ".join(kept)
 
 
@@ -77,16 +90,20 @@ def to_service(headers: Sequence[Header], token: str, *, client: str | None, sch
     return out
 
 
-def to_caller(headers: Iterable[Header]) -> list[Header]:
-    """The service's response headers as the caller gets them."""
+def to_caller(headers: Iterable[Header], task_id: int) -> list[Header]:
+    """The response headers of task ``task_id``'s service as the caller gets them."""
     pairs = list(headers)
-    drop = HOP_BY_HOP | _connection_tokens(pairs)
-    return [(name, value) for name, value in pairs
-            if name.lower() not in drop and not _sets_master_cookie(name, value)]
-
-
-def _sets_master_cookie(name: str, value: str) -> bool:
-    return name.lower() == "set-cookie" and value.split("=", 1)[0].strip() in MASTER_COOKIES
+    drop = HOP_BY_HOP | ORIGIN_WIDE | _connection_tokens(pairs)
+    out: list[Header] = []
+    for name, value in pairs:
+        lower = name.lower()
+        if lower == "set-cookie":
+            confined = cookies.confine(value, cookies.task_prefix(task_id))
+            if confined is not None:
+                out.append((name, confined))
+        elif lower not in drop:
+            out.append((name, value))
+    return out
 
 
 def subprotocols(headers: Sequence[Header]) -> list[str]:

@@ -2,11 +2,12 @@
 
 Run by the reconciler after each poll: one file read per RUNNING proxied task that has no
 address yet (never per request), through the backend's transport like every job file. The
-host the job names must be one of the job's nodes (their names, or the host names and
-addresses the scheduler gives them): a job cannot point the master's proxy elsewhere. A
-task that leaves RUNNING (ended, killed, requeued) loses its address in the same step,
-and a task that ended, the API token its kernel was given (``det notebook`` on a munge
-master).
+host the job names must be one of the job's own nodes, exactly as the scheduler names them,
+and its port one a job may own; the address it resolves to is fixed then and stored with
+the task, and the proxy dials only that (:mod:`.pinning`): a job cannot point the master's
+proxy elsewhere. A task that leaves RUNNING (ended, killed, requeued) loses its address in
+the same step, and a task that ended, the API token its kernel was given (``det notebook``
+on a munge master).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select, update
@@ -25,6 +26,7 @@ from hpcdet.errors import HpcdetError
 from hpcdet.hostlist import expand_nodelist
 from hpcdet.master.db import session_scope
 from hpcdet.master.models import CommandTask
+from hpcdet.master.proxy import pinning
 from hpcdet.master.scheduling.task_tokens import revoke_ended_task_tokens
 from hpcdet.states import State
 
@@ -63,12 +65,34 @@ def parse_service_file(data: bytes) -> ServiceAddress:
     return ServiceAddress(host, port)
 
 
-def host_allowed(host: str, node_hosts: dict[str, tuple[str, ...]]) -> bool:
-    """Whether ``host`` is one of the nodes' names, host names or addresses (a fully
-    qualified name matches its short form)."""
-    names = {name.lower() for names in node_hosts.values() for name in names}
-    wanted = host.lower()
-    return wanted in names or wanted.split(".")[0] in names
+def host_allowed(host: str, node_hosts: Mapping[str, Sequence[str]]) -> bool:
+    """Whether ``host`` is exactly one of the nodes' names, host names or addresses (no
+    prefix, suffix or first-label match: :func:`.pinning.node_of`)."""
+    return pinning.node_of(host, node_hosts) is not None
+
+
+@dataclass(frozen=True)
+class PinnedService:
+    """A registered service: the host the job named, the address the proxy dials, the port."""
+
+    host: str
+    address: str
+    port: int
+
+
+def check_address(address: ServiceAddress, node_hosts: Mapping[str, Sequence[str]],
+                  protected: Collection[int],
+                  resolver: pinning.Resolver | None = None) -> PinnedService:
+    """``address`` pinned to one of the job's nodes (:mod:`.pinning`; ``resolver``:
+    :func:`.pinning.resolve`); :class:`.pinning.Refused` naming why not."""
+    pinning.check_port(address.port, protected)
+    node = pinning.node_of(address.host, node_hosts)
+    if node is None:
+        raise pinning.Refused(f"host {address.host!r} is none of its job's nodes "
+                              f"({', '.join(_names(node_hosts)) or 'none known'})")
+    names = (node, *node_hosts[node])
+    pinned = pinning.pin(address.host, names, resolver or pinning.resolve)
+    return PinnedService(address.host, pinned, address.port)
 
 
 def job_nodes(nodes: str | None) -> list[str]:
@@ -81,28 +105,30 @@ def job_nodes(nodes: str | None) -> list[str]:
         return [nodes]
 
 
-def register_services(sessions: sessionmaker[Session], backend: Backend) -> int:
-    """Store the address of every running proxied task whose job has written its
-    service.json; clear the address of tasks no longer running. Returns how many
+def register_services(sessions: sessionmaker[Session], backend: Backend, *,
+                      protected_ports: Collection[int]) -> int:
+    """Store the pinned address of every running proxied task whose job has written its
+    service.json; clear the address of tasks no longer running. ``protected_ports``: the
+    master's own (:func:`.pinning.protected_ports`), never a service's. Returns how many
     were registered."""
     with session_scope(sessions) as session:
         session.execute(update(CommandTask).where(
-            CommandTask.state != State.RUNNING.value, CommandTask.service_host.is_not(None))
-            .values(service_host=None, service_port=None))
+            CommandTask.state != State.RUNNING.value, CommandTask.service_port.is_not(None))
+            .values(service_host=None, service_address=None, service_port=None))
         revoke_ended_task_tokens(session)
         waiting = session.scalars(select(CommandTask).where(
             CommandTask.state == State.RUNNING.value, CommandTask.service_token.is_not(None),
-            CommandTask.service_host.is_(None))).all()
+            CommandTask.service_address.is_(None))).all()
         registered = 0
         for task in waiting:
-            address = _read_address(backend, task)
-            if address is not None:
-                task.service_host, task.service_port = address.host, address.port
-                log.info("task %s serves on %s:%s", task.id, address.host, address.port)
+            pinned = _read_address(backend, task, protected_ports)
+            if pinned is not None:
+                task.service_host, task.service_address, task.service_port = (
+                    pinned.host, pinned.address, pinned.port)
+                log.info("task %s serves on %s:%s (pinned to %s)", task.id, pinned.host,
+                         pinned.port, pinned.address)
                 registered += 1
         return registered
-
-
 
 
 # Tasks whose service.json was already warned about: the file is read again every cycle
@@ -116,28 +142,26 @@ def _warn_once(task_id: int, message: str, *args: object) -> None:
         log.warning(message + " (said once; read again every cycle)", *args)
 
 
-def _read_address(backend: Backend, task: CommandTask) -> ServiceAddress | None:
+def _read_address(backend: Backend, task: CommandTask,
+                  protected: Collection[int]) -> PinnedService | None:
     path = posixpath.join(task.job_dir, SERVICE_FILE)
     try:
         if not backend.transport.file_size(path):
             return None  # the service is not up yet
         address = parse_service_file(backend.transport.read_file(path, 0, MAX_SERVICE_FILE))
         nodes = job_nodes(task.nodes)
-        known: dict[str, tuple[str, ...]] = {node: (node,) for node in nodes}
-        if not host_allowed(address.host, known):
-            known = backend.node_hosts(nodes)
+        # The scheduler's own names for them (one query, only once the file is there).
+        reported = backend.node_hosts(nodes) if nodes else {}
+        known = {node: tuple(dict.fromkeys((node, *reported.get(node, ())))) for node in nodes}
+        return check_address(address, known, protected)
     except BadServiceFile as exc:
         _warn_once(task.id, "task %s: %s is unusable: %s", task.id, path, exc)
-        return None
+    except pinning.Refused as exc:
+        _warn_once(task.id, "task %s: %s is refused: %s", task.id, path, exc)
     except (OSError, HpcdetError) as exc:
         _warn_once(task.id, "task %s: could not read %s: %s", task.id, path, exc)
-        return None
-    if not host_allowed(address.host, known):
-        _warn_once(task.id, "task %s: %s names host %r, which is none of its job's nodes (%s)",
-                   task.id, path, address.host, ", ".join(_names(known)) or "none known")
-        return None
-    return address
+    return None
 
 
-def _names(known: dict[str, tuple[str, ...]]) -> Sequence[str]:
-    return sorted({name for names in known.values() for name in names})
+def _names(known: Mapping[str, Sequence[str]]) -> Sequence[str]:
+    return sorted({name for node, names in known.items() for name in (node, *names)})

@@ -38,6 +38,7 @@ from hpcdet.master.settings.read import Getter, unknown_keys
 from hpcdet.master.settings.retention import MetricsRetention, build_retention
 from hpcdet.master.settings.runas import RunAsSettings, build_runas
 from hpcdet.master.settings.transport import build_transport
+from hpcdet.master.settings.webserver import build_trusted_proxies
 from hpcdet.yaml_errors import yaml_error_line
 
 CONTAINER_RUN_TYPES = ("apptainer", "singularity", "enroot", "podman", "charliecloud", "none")
@@ -104,6 +105,9 @@ class MasterSettings:
     reconcile_interval: float = 5.0
     workers: int = 2
     threads: int = 8
+    # webserver.trusted_proxies: whose X-Forwarded-For/-Proto the master believes (a site's
+    # reverse proxy; none by default: hpcdet.master.settings.webserver).
+    trusted_proxies: tuple[str, ...] = ()
     checkpoint_storage: Mapping[str, Any] = field(default_factory=dict)
     resource_manager: ResourceManagerSettings = field(default_factory=ResourceManagerSettings)
     state_dir: str = str(Path.home() / ".hpcdet")
@@ -196,6 +200,8 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
             "workers", 2, lo=1, hi=64),
         threads=Getter(get.section("webserver"), f"{ROOT}.webserver", errors).integer(
             "threads", 8, lo=1, hi=256),
+        trusted_proxies=build_trusted_proxies(get.section("webserver"), f"{ROOT}.webserver",
+                                              errors),
         checkpoint_storage=get.section("checkpoint_storage"),
         resource_manager=_build_rm(get.section("resource_manager"), environ, errors),
         state_dir=state_dir,

@@ -29,6 +29,7 @@ from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory, session_scope
 from hpcdet.master.models import CommandTask
 from hpcdet.master.proxy import headers as hdr
+from hpcdet.master.proxy import pinning
 from hpcdet.master.proxy.asgi import create_asgi_app
 from hpcdet.master.proxy.registration import (
     BadServiceFile,
@@ -85,7 +86,7 @@ def test_websocket_handshake_headers_are_the_client_librarys_own() -> None:
 def test_the_service_cannot_set_the_masters_cookies() -> None:
     back = hdr.to_caller([("Set-Cookie", "hpcdet_session=evil; Path=/"),
                           ("Set-Cookie", "_xsrf=ok; Path=/proxy/1/"),
-                          ("Transfer-Encoding", "chunked"), ("Content-Type", "text/html")])
+                          ("Transfer-Encoding", "chunked"), ("Content-Type", "text/html")], 1)
     assert back == [("Set-Cookie", "_xsrf=ok; Path=/proxy/1/"), ("Content-Type", "text/html")]
 
 
@@ -113,8 +114,10 @@ def test_service_file_shape() -> None:
 def test_the_host_must_be_one_of_the_jobs_nodes() -> None:
     nodes = {"node1": ("node1", "vm", "127.0.0.1"), "node2": ("node2",)}
     assert host_allowed("node2", nodes) and host_allowed("vm", nodes)
-    assert host_allowed("node1.cluster.example", nodes) and host_allowed("VM", nodes)
+    assert host_allowed("VM", nodes) and host_allowed("127.0.0.1", nodes)
     assert not host_allowed("db.example", nodes) and not host_allowed("localhost", nodes)
+    # Whole names only (issue 28, finding 3): tests/unit/master/test_proxy_pinning.py.
+    assert not host_allowed("node1.cluster.example", nodes)
 
 
 @pytest.mark.parametrize(("raw", "seconds"), [("30m", 1800), ("1h30m", 5400), ("90s", 90),
@@ -225,7 +228,9 @@ def test_service_json_is_registered_once_checked_and_cleared_at_the_end(
     service = Path(task["job_dir"]) / "service.json"
     asked: list[list[str]] = []
     monkeypatch.setattr(fake, "node_hosts", lambda nodes: asked.append(list(nodes)) or {
-        "node1": ("node1", "vm")})
+        "node1": ("node1", "vm", "127.0.0.1")})  # the dev cluster's shape
+    monkeypatch.setattr(pinning, "resolve", lambda host: {
+        "vm": ["127.0.0.1"], "node1": ["127.0.0.1"]}.get(host, []))
     _cycle(proxy_app, fake)  # running, no service.json yet
     assert _row(proxy_app, task["id"]).service_host is None
     service.write_text('{"host": "db.example", "port": 5432}')
@@ -234,13 +239,15 @@ def test_service_json_is_registered_once_checked_and_cleared_at_the_end(
     service.write_text('{"host": "vm", "port": 8888}')  # the node's host name
     _cycle(proxy_app, fake)
     row = _row(proxy_app, task["id"])
-    assert (row.service_host, row.service_port) == ("vm", 8888)
+    assert (row.service_host, row.service_address, row.service_port) == (
+        "vm", "127.0.0.1", 8888)
     _cycle(proxy_app, fake)  # registered: the file is not read again
     assert len(asked) == 2
     fake.phases[task["job_id"]] = JobPhase.COMPLETED
     _cycle(proxy_app, fake)
     row = _row(proxy_app, task["id"])
-    assert (row.state, row.service_host, row.service_port) == ("COMPLETED", None, None)
+    assert (row.state, row.service_host, row.service_address, row.service_port) == (
+        "COMPLETED", None, None, None)
 
 
 def _serve_at(app: Flask, task_id: int, port: int | None) -> None:
@@ -249,7 +256,8 @@ def _serve_at(app: Flask, task_id: int, port: int | None) -> None:
         assert task is not None
         if task.state != State.RUNNING.value:
             transition(session, task, State.RUNNING, cause="the job runs (test)")
-        task.service_host, task.service_port = ("127.0.0.1", port) if port else (None, None)
+        task.service_host, task.service_address, task.service_port = (
+            ("127.0.0.1", "127.0.0.1", port) if port else (None, None, None))
 
 
 def _call(app: Flask, method: str, path: str, headers: dict[str, str],
@@ -276,8 +284,9 @@ def test_the_proxy_forwards_for_the_owner_with_the_services_secret(
     assert seen["headers"]["cookie"] == "_xsrf=x" and "x-hpcdet-user" not in seen["headers"]
     assert seen["headers"]["x-forwarded-for"] == "10.1.2.3"
     assert "set-cookie" not in answer.headers  # the service's hpcdet_session is dropped
-    # An admin may open it too.
-    assert _call(proxy_app, "GET", path, {"X-Hpcdet-User": "root"}).status_code == 200
+    # Not even a cluster admin: the notebook runs code as alice (issue 28, finding 1).
+    refused = _call(proxy_app, "GET", path, {"X-Hpcdet-User": "root"})
+    assert refused.status_code == 403 and "only its owner 'alice'" in refused.text
 
 
 def test_the_proxy_refuses_others_and_says_why(

@@ -2,7 +2,8 @@
 
 A fake metrics source stands in for the master. TensorBoard is started as the job starts it,
 ``service.json`` names its port, and its own scalars API (under the ``/proxy/<id>`` prefix)
-serves the points, then also the ones reported while it runs.
+serves the points, then also the ones reported while it runs, to requests carrying the
+task's secret as the master's proxy sends it; without it, the port answers 401.
 """
 
 from __future__ import annotations
@@ -18,24 +19,36 @@ from typing import Any
 import pytest
 from tensorboard_fakes import FakeMetrics
 
-from hpcdet.services.service_file import SERVICE_FILE
+from hpcdet.services.service_file import SERVICE_FILE, TOKEN_FILE
 from hpcdet.tensorboard.events import RunWriter
 from hpcdet.tensorboard.serve import StopFlag, fresh_logdir, run
 from hpcdet.tensorboard.sync import Syncer
 
 pytestmark = pytest.mark.interactive
 PREFIX = "/proxy/42"
+SECRET = "task-secret"
+AS_THE_PROXY = {"Authorization": f"token {SECRET}"}
 
 
 def scalars(port: int, run_name: str, tag: str) -> list[list[float]]:
     query = urllib.parse.urlencode({"run": run_name, "tag": tag})
     url = f"http://127.0.0.1:{port}{PREFIX}/data/plugin/scalars/scalars?{query}"
     try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=AS_THE_PROXY),
+                                    timeout=5) as answer:
             points: list[list[float]] = json.load(answer)
             return points
     except urllib.error.HTTPError:  # the run or tag is not loaded yet
         return []
+
+
+def status(url: str, headers: dict[str, str]) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as refused:
+        return int(refused.code)
 
 
 def wait_for(probe: Any, what: str, timeout: float = 60) -> Any:
@@ -53,6 +66,7 @@ def test_tensorboard_serves_the_points_and_new_ones(tmp_path: Path) -> None:
     fake.experiments[1] = [10]
     fake.report(10, "validation", 100, validation_loss=0.8)
     logdir = fresh_logdir(tmp_path / "tensorboard")
+    (tmp_path / TOKEN_FILE).write_text(SECRET + "\n")  # as the master writes it
     syncer = Syncer(fake, logdir, experiment_ids=[1], open_writer=RunWriter)
     stop = StopFlag()
     ended: list[int] = []
@@ -72,6 +86,12 @@ def test_tensorboard_serves_the_points_and_new_ones(tmp_path: Path) -> None:
                                  if len(scalars(port, "trial_10", tag)) == 2],
                         "the point reported while TensorBoard ran", 30)
         assert [step for _, step, _ in both] == [100, 200]
+        # Straight to the node's port without the secret (or with another): refused.
+        for headers in ({}, {"Authorization": "token wrong"}, {"Authorization": SECRET}):
+            assert status(f"http://127.0.0.1:{port}{PREFIX}/", headers) == 401, headers
+            assert status(f"http://127.0.0.1:{port}{PREFIX}/data/plugin/scalars/scalars?"
+                          f"run=trial_10&tag={tag}", headers) == 401
+        assert status(f"http://127.0.0.1:{port}{PREFIX}/", AS_THE_PROXY) == 200
     finally:
         stop.stopped = True
         thread.join(30)

@@ -89,11 +89,12 @@ def test_ids_and_the_command_line(tmp_path: Path) -> None:
     assert task_id_from({}, tmp_path / "task-34") == "34"
     with pytest.raises(HpcdetError, match="no task id"):
         task_id_from({}, tmp_path)
-    argv = tensorboard_argv(tmp_path, "/proxy/34", 6123)
-    assert argv[1:3] == ["-m", "tensorboard.main"]
+    argv = tensorboard_argv(tmp_path, "/proxy/34", 6123, tmp_path / "service_token")
+    assert argv[1:3] == ["-m", "hpcdet.tensorboard.guard"]  # behind the task's secret
     assert " ".join(argv[3:]).startswith(
         f"--logdir {tmp_path} --path_prefix /proxy/34 --host 0.0.0.0 --port 6123 "
         "--reload_interval 5")
+    assert argv[-2:] == ["--token-file", str(tmp_path / "service_token")]
 
 
 def test_the_package_never_imports_the_master() -> None:
