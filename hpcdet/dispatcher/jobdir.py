@@ -171,12 +171,43 @@ def _private(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
 
 
 def context_size(context_tar: bytes) -> int:
-    """Total bytes of the regular files in a context tarball."""
+    """Total bytes of the regular files in a context tarball, once every member is checked
+    (:func:`check_context_member`): a context that came over the network is refused where
+    it enters, not when a job directory is prepared from it."""
     try:
         with tarfile.open(fileobj=io.BytesIO(context_tar), mode="r:*") as tar:
-            return sum(m.size for m in tar.getmembers() if m.isfile())
+            members = tar.getmembers()
     except tarfile.TarError as exc:
         raise ValidationError(f"the experiment context is not a valid tar archive: {exc}") from exc
+    for member in members:
+        check_context_member(member)
+    return sum(m.size for m in members if m.isfile())
+
+
+# What a context member may not be, as tarfile's predicates tell them apart.
+_NOT_PLAIN = (("issym", "a symbolic link"), ("islnk", "a hard link"),
+              ("ischr", "a device"), ("isblk", "a device"), ("isfifo", "a FIFO"))
+_UNSAFE_NAME = {"\x00": "a NUL byte", "\n": "a newline", "\r": "a carriage return"}
+
+
+def check_context_member(member: tarfile.TarInfo) -> None:
+    """:class:`ValidationError` naming ``member`` unless it is a regular file or a directory
+    with a relative name inside the context (no ``..``, no line break or NUL): the rules of
+    the run-as helper's ``prepare`` and of tarfile's "data" filter, in every mode."""
+    name = member.name
+    where = f"context: member {name[:200]!r}"
+    for char, what in _UNSAFE_NAME.items():
+        if char in name:
+            raise ValidationError(f"{where}: its name holds {what}")
+    if name.startswith("/") or ".." in name.split("/"):
+        raise ValidationError(f"{where}: an absolute path or one with '..' leaves the "
+                              "context directory")
+    if member.isfile() or member.isdir():
+        return
+    kind = next((what for test, what in _NOT_PLAIN if getattr(member, test)()),
+                "not a regular file or directory")
+    raise ValidationError(f"{where}: is {kind}; a context holds regular files and "
+                          "directories only")
 
 
 def job_log_path(job_dir: str | Path, job_id: str, stream: str,

@@ -75,3 +75,20 @@ def read_lines(path: Path, *, offset: int | None = None, tail: int | None = None
 def _split(data: bytes, *, drop_first: bool = False) -> list[str]:
     lines = data.decode("utf-8", errors="replace").splitlines()
     return lines[1:] if drop_first and lines else lines
+
+
+# Keys already warned about by warn_once; cleared when full (a warning may then repeat once).
+_WARNED_ONCE: set[str] = set()
+MAX_WARNED_ONCE = 10_000
+
+
+def warn_once(logger: logging.Logger, key: str, message: str, *args: object) -> None:
+    """Log ``message`` the first time ``key`` comes up in this process only: for a problem
+    found again every reconciler cycle (an unsafe log file), which would otherwise add a
+    line to the master's log every second, forever."""
+    if key in _WARNED_ONCE:
+        return
+    if len(_WARNED_ONCE) >= MAX_WARNED_ONCE:
+        _WARNED_ONCE.clear()
+    _WARNED_ONCE.add(key)
+    logger.warning(message + " (said once)", *args)

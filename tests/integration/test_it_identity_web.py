@@ -1,7 +1,8 @@
 """The pages on a munge master in real headless Chromium: ``det user web-login`` (run as
 user_a) signs the browser in through a one-time link; user_a pauses their own experiment
 from its page, is refused on user_b's, and neither a cross-site form nor a same-site
-request without the page's CSRF token changes anything."""
+request without the page's CSRF token changes anything; intruder's own sign-in link, opened
+for user_a by another site or behind her back, never replaces her session."""
 
 from __future__ import annotations
 
@@ -104,3 +105,27 @@ def test_one_time_link_csrf_and_ownership(master: LiveMaster, context: Any) -> N
     wait_for(lambda: state_of(master, mine) != "ACTIVE" or None, "the pause to take effect")
     for user, exp_id in (("user_a", mine), ("user_b", theirs)):
         as_user(master, user, "experiment", "kill", str(exp_id))
+
+
+def test_another_users_link_never_replaces_the_session(master: LiveMaster, context: Any) -> None:
+    """Issue 28, finding 4: a cross-site navigation to intruder's link (user_a's cookie
+    present) swapped user_a's session for intruder's."""
+    for user in ("user_a", "intruder"):
+        fresh_home(user)
+    page = context.new_page()
+    page.goto(ok(as_user(master, "user_a", "user", "web-login")).strip())
+    assert page.locator("[data-web-user]").inner_text() == "user_a"
+    trap = ok(as_user(master, "intruder", "user", "web-login")).strip()
+
+    page.goto("about:blank")  # another site's page links to intruder's link
+    page.set_content(f'<a href="{trap}">a dataset you will like</a>')
+    page.click("a")
+    page.wait_for_load_state()
+    assert "another site" in page.content()
+    page.goto(master.url)
+    assert page.locator("[data-web-user]").inner_text() == "user_a"
+
+    page.goto(trap)  # opened directly: asked first, nothing switched
+    assert page.locator("[data-link-user]").inner_text() == "intruder"
+    page.goto(master.url)
+    assert page.locator("[data-web-user]").inner_text() == "user_a"

@@ -105,8 +105,7 @@ def _owner_master(db_url: str | None, helper: str = HELPER,
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "it-multiuser",
                              "job_storage_root": str(JOB_ROOT), "slot_type": "cpu",
                              **(resource_manager or {})},
-        "checkpoint_storage": {"type": "shared_fs", "host_path": str(JOB_ROOT / "user_a"),
-                               "storage_path": "checkpoints"},
+        # No checkpoint_storage: each owner's default is <job root>/<owner>/checkpoints.
     }
     (state / "master.yaml").write_text(yaml.safe_dump(config))
     log = Path(f"/tmp/hpcdet-it-multiuser-{port}.log")
@@ -134,8 +133,6 @@ def _experiment(tmp_name: str) -> Path:
         "name": "private", "entrypoint": "python3 train.py",
         "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
         "environment": {"environment_variables": ["API_KEY=s3cret"]},
-        "checkpoint_storage": {"type": "shared_fs", "host_path": str(JOB_ROOT / "user_a"),
-                               "storage_path": "checkpoints"},
     }))
     subprocess.run(["chown", "-R", "user_a:user_a", str(directory)], check=True)
     return directory
@@ -182,8 +179,52 @@ def test_user_as_experiment_runs_as_user_a_and_its_files_are_private(
         assert _sacct_users(detail["trial"]["job_ids"]) == {"user_a"}
         _assert_private(Path(detail["trial"].get("job_dir") or _job_dir(exp_id, trial["id"])))
         assert detail["checkpoints"], "a checkpoint was registered"
-        _assert_private(JOB_ROOT / "user_a" / "checkpoints")
+        checkpoints = JOB_ROOT / "user_a" / "checkpoints"  # the default: user_a's own
+        assert answer["experiment"]["config"]["checkpoint_storage"]["host_path"] == \
+            str(checkpoints)
+        _assert_private(checkpoints)
+        _assert_intruder_locked_out(checkpoints / detail["checkpoints"][0]["uuid"])
+        _assert_user_b_cannot_point_into_user_as(owner_master, checkpoints)
         _assert_master_not_root(owner_master)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _assert_intruder_locked_out(checkpoint: Path) -> None:
+    """intruder can neither pre-create user_a's directories nor read, list, replace or move
+    anything in her checkpoint directory (issue 28, finding 2)."""
+    weights = checkpoint / "weights.txt"
+    for argv in [("mkdir", str(JOB_ROOT / "user_a")),
+                 ("mkdir", str(checkpoint.parent)), ("mkdir", str(checkpoint.parent / "new")),
+                 ("ls", str(checkpoint.parent)), ("ls", str(checkpoint)),
+                 ("cat", str(weights)), ("touch", str(weights)),
+                 ("touch", str(checkpoint.parent / "evil.pkl")),
+                 ("cp", "/etc/hostname", str(weights)),
+                 ("mv", str(checkpoint), f"/tmp/stolen-{secrets.token_hex(4)}")]:
+        refused = _as("intruder", *argv)
+        assert refused.returncode != 0, (argv, refused)
+    assert (weights.read_text(), weights.stat().st_uid) == ("secret weights", _uid("user_a"))
+    assert checkpoint.parent.stat().st_uid == _uid("user_a")
+
+
+def _assert_user_b_cannot_point_into_user_as(master: OwnerMaster, checkpoints: Path) -> None:
+    """user_b's experiment naming user_a's checkpoint directory is refused at create."""
+    directory = Path("/home/user_b") / f"exp-{secrets.token_hex(4)}"
+    directory.mkdir()
+    try:
+        (directory / "train.py").write_text(TRAIN)
+        (directory / "config.yaml").write_text(yaml.safe_dump({
+            "name": "into-a", "entrypoint": "python3 train.py",
+            "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
+            "checkpoint_storage": {"type": "shared_fs", "host_path": str(checkpoints)}}))
+        subprocess.run(["chown", "-R", "user_b:user_b", str(directory)], check=True)
+        created = master.det_as("user_b", "experiment", "create",
+                                str(directory / "config.yaml"), str(directory))
+        assert created.returncode != 0, created
+        assert "checkpoint_storage.host_path" in created.stderr, created.stderr
+        assert "user_b's own part" in created.stderr and "Traceback" not in created.stderr
+        listed = load_json(master.det_as("user_b", "experiment", "list", "--json").stdout)
+        assert listed["experiments"] == []
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -472,3 +513,124 @@ def test_intruder_can_neither_read_nor_change_user_as_experiment(
         _wait_ended(owner_master, exp_id)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+# ---- issue 28, finding 1: an editor of user_a's workspace runs nothing as user_a ----------
+
+
+@pytest.mark.parametrize("owner_master", ["sqlite"], indirect=True)  # CI time
+def test_an_editor_of_user_as_workspace_runs_nothing_as_user_a(
+        owner_master: OwnerMaster) -> None:
+    """user_b, an editor of user_a's workspace, tries with the real ``det`` each route that
+    would choose what runs as user_a: continue her experiment with LD_PRELOAD (or as it
+    was), replace or remove her template, delete her model. Each is refused naming the rule,
+    nothing of hers changes, and the only job of user_a's submitted after the attempts is
+    the one she then caused herself (sacct)."""
+    tag = secrets.token_hex(4)
+    workspace, template, model = f"ws-{tag}", f"base-{tag}", f"m-{tag}"
+    directory = _experiment(f"exp-{tag}")
+    evil = _file_of("user_b", f"evil-{tag}.yaml", {"environment": {
+        "environment_variables": ["LD_PRELOAD=/home/user_b/evil.so"]}})
+    try:
+        plain = _file_of("user_a", f"exp-{tag}/template.yaml", {"description": "user_a's"})
+        for args in (("workspace", "create", workspace),
+                     ("workspace", "add-member", workspace, "user_b", "--role", "editor"),
+                     ("template", "create", template, str(plain), "-w", workspace),
+                     ("model", "create", model, "-w", workspace)):
+            _ok(owner_master.det_as("user_a", *args))
+        exp_id, first_job = _ended_in(owner_master, directory, workspace)
+        for attempt in [("experiment", "continue", str(exp_id), "--config-file", str(evil)),
+                        ("experiment", "continue", str(exp_id)),
+                        ("template", "set", template, str(evil)),
+                        ("template", "remove", template), ("model", "delete", model, "--yes")]:
+            refused = owner_master.det_as("user_b", *attempt)
+            assert refused.returncode != 0, (attempt, refused.stdout)
+            assert "only its owner 'user_a' may" in refused.stderr, (attempt, refused.stderr)
+            assert "Traceback" not in refused.stderr, refused.stderr
+        answer = load_json(owner_master.det_as("user_a", "experiment", "describe",
+                                               str(exp_id), "--json").stdout)
+        assert answer["experiment"]["state"] == "CANCELED"
+        assert "LD_PRELOAD" not in str(answer["experiment"]["config"])
+        shown = _ok(owner_master.det_as("user_a", "template", "describe", template))
+        assert yaml.safe_load(shown) == {"description": "user_a's"}
+        _ok(owner_master.det_as("user_a", "model", "describe", model))
+        # The barrier: user_a's own continue. Its job is her trial's second run; a continue
+        # of user_b's would have made one before it: sacct shows none.
+        _ok(owner_master.det_as("user_a", "experiment", "continue", str(exp_id)))
+        trial_id = answer["trials"][0]["id"]
+        own_job = _next_job(owner_master, trial_id, first_job)
+        assert _reruns_of(exp_id, trial_id, after=first_job, last=own_job) == {
+            own_job: "user_a"}
+        owner_master.det_as("user_a", "experiment", "kill", str(exp_id))
+        _wait_ended(owner_master, exp_id)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        evil.unlink(missing_ok=True)
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, f"{result.args}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def _file_of(user: str, name: str, doc: dict[str, Any]) -> Path:
+    """A YAML file in ``user``'s home, owned by them (det reads it as them)."""
+    path = Path("/home") / user / name
+    path.write_text(yaml.safe_dump(doc))
+    shutil.chown(path, user, user)
+    return path
+
+
+def _ended_in(master: OwnerMaster, directory: Path, workspace: str) -> tuple[int, str]:
+    """user_a's experiment in ``workspace``, its job submitted (held pending), then killed:
+    (id, its first job's id)."""
+    config = yaml.safe_load((directory / "config.yaml").read_text())
+    config["slurm"] = {"sbatch_args": ["--begin=now+3600"]}  # nothing needs to run
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    created = _ok(master.det_as("user_a", "experiment", "create", "-w", workspace,
+                                str(directory / "config.yaml"), str(directory)))
+    exp_id = int(created.split("Created experiment")[1].split()[0])
+    job_id = _wait_for_job(master, exp_id)
+    _ok(master.det_as("user_a", "experiment", "kill", str(exp_id)))
+    assert _wait_ended(master, exp_id)["experiment"]["state"] == "CANCELED"
+    return exp_id, job_id
+
+
+def _next_job(master: OwnerMaster, trial_id: int, after: str) -> str:
+    """The trial's first job after job ``after``, once the master submitted it."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        detail = load_json(master.det_as("user_a", "trial", "describe", str(trial_id),
+                                         "--json").stdout)
+        later = [str(j) for j in detail["trial"]["job_ids"] if int(j) > int(after)]
+        if later:
+            return later[0]
+        time.sleep(1)
+    raise AssertionError(f"no new job for trial {trial_id}:\n{master.log.read_text()[-3000:]}")
+
+
+def _reruns_of(exp_id: int, trial_id: int, *, after: str, last: str) -> dict[str, str]:
+    """user_a's Slurm jobs submitted after job ``after`` that run the trial again (run 2 or
+    later: named ``det-<exp>-<trial>-<run>-<tag>``), id -> user, once sacct knows job
+    ``last``. (Other masters' first runs, named alike, are not counted.)"""
+    found: dict[str, str] = {}
+    for _ in range(30):
+        # -E in the future: a job held by --begin is eligible only then.
+        out = subprocess.run(["sacct", "-n", "-X", "-P", "-u", "user_a", "-S", "now-3600",
+                              "-E", "now+7200", "-o", "JobID,JobName,User"],
+                             env={**os.environ, "SLURM_CONF": SLURM_CONF},
+                             capture_output=True, text=True, check=True).stdout
+        rows = [line.split("|") for line in out.splitlines() if line.count("|") == 2]
+        found = {jid: user for jid, name, user in rows
+                 if jid.isdigit() and int(jid) > int(after)
+                 and _run_of(name, f"det-{exp_id}-{trial_id}-") > 1}
+        if last in found:
+            break
+        time.sleep(1)
+    return found
+
+
+def _run_of(job_name: str, prefix: str) -> int:
+    """The run number in a trial job's name ``<prefix><run>-<tag>`` (0: not one of them)."""
+    run = job_name[len(prefix):].split("-")[0] if job_name.startswith(prefix) else ""
+    return int(run) if run.isdigit() else 0

@@ -71,9 +71,18 @@ def _token_user(token: str, kinds: tuple[str, ...]) -> str:
     factory = current_app.config["HPCDET_SESSION_FACTORY"]
     with factory() as session:
         try:
-            return tokens.authenticate(session, token, kinds).username
+            row = tokens.authenticate(session, token, kinds)
         except tokens.TokenProblem as exc:
             raise ApiError(401, exc.code, exc.message) from None
+        g.hpcdet_token = tokens.TokenFacts(row.name, row.expires_at)
+        return row.username
+
+
+def calling_token() -> tokens.TokenFacts | None:
+    """The name and expiry of the token the caller authenticated with (None: no token, or
+    an open master's name header); call after :func:`current_user`."""
+    facts: tokens.TokenFacts | None = g.get("hpcdet_token")
+    return facts
 
 
 def web_session_user(cookie: str, *, check_csrf: bool) -> str:

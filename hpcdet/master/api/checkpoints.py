@@ -135,7 +135,7 @@ def checkpoint_tar(checkpoint: Checkpoint, exp: Experiment) -> Response:
         raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not in a "
                        "directory the master can read")
     try:  # under an allowed storage root, and the uuid one plain component
-        path = checkpoint_path(settings(), exp.config, uuid)
+        path = checkpoint_path(settings(), exp.config, uuid, owner=exp.owner)
     except StorageError as exc:
         raise ApiError(403, "forbidden", f"checkpoint {uuid}: {exc}") from None
     if not is_real_dir(path):

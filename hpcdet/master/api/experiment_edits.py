@@ -7,7 +7,8 @@ too large for the database a 404 for every method, not a 405).
 
 Changing needs the CHANGE access of :mod:`hpcdet.master.security.authz` (404 for an
 experiment the caller cannot see, 403 for one they may only read); fork and the model
-definition need only READ.
+definition need only READ. Continue is the owner's alone (:func:`authz.require_runs_as_self`:
+its trial runs as the owner with the caller's overrides); anyone else forks.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments import continuing, deleting, editing, gc_policy, serialize
 from hpcdet.master.models import Experiment, Trial
 from hpcdet.master.scheduling.submission import accept, parse_config
+from hpcdet.master.security import authz
+from hpcdet.master.security.shown_config import masked_variables, owner_view
 from hpcdet.master.security.workspaces import placement_for
 from hpcdet.storage import masked_fields, unmask_from
 
@@ -122,10 +125,15 @@ def _override_doc(body: dict[str, Any]) -> dict[str, Any]:
 
 @bp.post("/experiments/<int:exp_id>/continue")
 def continue_experiment(exp_id: int) -> Any:
-    """Reopen an ended single-trial experiment; its trial resumes from its latest checkpoint."""
+    """Reopen an ended single-trial experiment; its trial resumes from its latest checkpoint.
+
+    Only its owner may (403 for anyone else who sees it): the trial runs as the owner."""
     override = _override_doc(json_body())
     actor = current_user()
-    exp = experiment_for(exp_id, CHANGE, actor)
+    exp = experiment_for(exp_id, actor=actor)
+    authz.require_runs_as_self(settings(), actor, exp.owner, f"continue experiment {exp_id}",
+                               "fork it to run it as yourself (det experiment fork "
+                               f"{exp_id})")
     trial = continuing.continue_experiment(db(), settings(), exp, override, actor)
     db().commit()
     return _answer(exp, trial_id=trial.id, latest_checkpoint=trial.latest_checkpoint)
@@ -156,23 +164,24 @@ def fork_experiment(exp_id: int) -> Any:
 
 
 def _with_source_secrets(config_text: str, source: Experiment, actor: str) -> str:
-    """The fork's config with the storage secrets the API masked (``********``) taken from
-    the source, for a caller who may change the source; anyone else must give their own,
-    since the fork's trials (the caller's) would read them."""
+    """The fork's config with the secrets the API masked (``********``: storage secrets;
+    for readers other than the owner, environment variable values and the S3 access key)
+    taken from the source, for its owner only: anyone else's fork runs as them, and its
+    trials would read the owner's secrets; they must give their own."""
     config = parse_config(config_text)
-    if not masked_fields(config):
+    hidden = [f"checkpoint_storage.{f}" for f in masked_fields(config)] + [
+        f"environment.environment_variables {name}" for name in masked_variables(config)]
+    if not hidden:
         return config_text
-    try:
-        experiment_for(source.id, CHANGE, actor)
-    except ApiError:
-        fields = ", ".join(masked_fields(config))
-        raise ApiError(400, "bad_request", f"checkpoint_storage.{fields}: the source's secret "
-                       "is masked and not yours to copy; give your own in --config-file"
-                       ) from None
-    left = unmask_from(config, source.config)
+    if not owner_view(settings(), actor, source.owner):
+        raise ApiError(400, "bad_request", f"{', '.join(hidden)}: the source's value is "
+                       f"masked and only its owner ({source.owner}) may copy it into a fork; "
+                       "give your own in --config-file")
+    left = [f"checkpoint_storage.{f}" for f in unmask_from(config, source.config)] + [
+        f"environment.environment_variables {name}" for name in masked_variables(config)]
     if left:
-        raise ApiError(400, "bad_request", f"checkpoint_storage.{', '.join(left)}: masked "
-                       "(********) and the fork's store is not the source's; give the secret")
+        raise ApiError(400, "bad_request", f"{', '.join(left)}: masked (********) and not "
+                       "the source's to copy back; give the value")
     return yaml.safe_dump(config, sort_keys=False)
 
 

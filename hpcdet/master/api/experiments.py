@@ -19,9 +19,9 @@ from hpcdet.master.models import Experiment, StateChange, TrialLog
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.scheduling.submission import accept
 from hpcdet.master.security.authz import visible
+from hpcdet.master.security.shown_config import owner_view, shown_config
 from hpcdet.master.security.workspaces import placement_for, project_in, workspace_for
 from hpcdet.states import State
-from hpcdet.storage import masked_config
 
 # How many of its last log lines an ERROR trial shows in the experiment's description.
 LOG_TAIL_LINES = 10
@@ -106,17 +106,18 @@ def describe_experiment(exp_id: int) -> Any:
     if request.method == "DELETE":
         return experiment_edits.delete_experiment(exp_id)
     experiment_for(exp_id)
-    return experiment_detail(exp_id)
+    return experiment_detail(exp_id, current_user())
 
 
-def experiment_detail(exp_id: int) -> dict[str, Any]:
-    """``{"experiment"}`` with its config, history, trial counts and best trial; 404 for an
-    unknown id. The trials themselves are paged: ``GET .../trials``."""
+def experiment_detail(exp_id: int, reader: str) -> dict[str, Any]:
+    """``{"experiment"}`` with its config (as ``reader`` may see it:
+    security/shown_config.py), history, trial counts and best trial; 404 for an unknown id.
+    The trials themselves are paged: ``GET .../trials``."""
     exp = get_or_404(Experiment, exp_id, "experiment")
     counts = trial_pages.state_counts(db(), exp_id)
     body = serialize.experiment(exp, sum(counts.values()))
     body["trial_counts"] = counts
-    body["config"] = masked_config(exp.config)  # no storage secret leaves the master
+    body["config"] = shown_config(exp.config, to_owner=owner_view(settings(), reader, exp.owner))
     body["history"] = history("experiment", exp_id)
     body["best_trial_id"] = trial_pages.best_trial_id(db(), exp_id, SearcherMetric.of(exp.config))
     return {"experiment": body}

@@ -3,6 +3,10 @@
 A template is a partial experiment config stored under a name; ``POST /experiments`` with
 ``"template": NAME`` merges it under the submitted config (``hpcdet.expconf.merge``) and
 stores the merged result, so later edits to the template never touch past experiments.
+
+Replacing or removing a template is its owner's alone, even in a workspace
+(:func:`authz.require_runs_as_self`): whoever names it runs what it holds as themselves,
+trusting its owner, and a removed name could be taken again with other content.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from hpcdet import expconf
 from hpcdet.errors import ConfigError
 from hpcdet.master.api import bp
-from hpcdet.master.api.access import CHANGE, template_for
+from hpcdet.master.api.access import template_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import ApiError
@@ -24,8 +28,8 @@ from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import Template, utcnow
 from hpcdet.master.scheduling.submission import check_sbatch_args, parse_config
 from hpcdet.master.security import authz
+from hpcdet.master.security.shown_config import owner_view, shown_config
 from hpcdet.master.security.workspaces import placement_for
-from hpcdet.storage import masked_config
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
@@ -70,7 +74,7 @@ def create_template() -> Any:
 def set_template(name: str) -> Any:
     """Create the template, or replace its config (the owner stays its creator).
 
-    Replacing needs the right to change it (403); one the caller cannot see is a 404.
+    Replacing is its owner's alone (403 for anyone else); one the caller cannot see is a 404.
     """
     owner = current_user()
     name = _valid_name(name)
@@ -83,7 +87,7 @@ def set_template(name: str) -> Any:
         template = Template(name=name, owner=owner, workspace_id=workspace_id, created_at=now)
         db().add(template)
     else:
-        template = template_for(name, CHANGE)
+        template = _owners_template(name, "replace")
     template.config, template.updated_at = config, now
     _commit_or_conflict(name)
     return {"template": template_json(template)}
@@ -91,17 +95,28 @@ def set_template(name: str) -> Any:
 
 @bp.delete("/templates/<name>")
 def remove_template(name: str) -> Any:
-    """Remove the template; only who may change it may (403), unseen ones are a 404."""
-    db().delete(template_for(name, CHANGE))
+    """Remove the template; only its owner may (403), unseen ones are a 404."""
+    db().delete(_owners_template(name, "remove"))
     db().commit()
     return {}
 
 
+def _owners_template(name: str, doing: str) -> Template:
+    """The template, for its owner only (404 if unseen, 403 for anyone else)."""
+    template = template_for(name)
+    authz.require_runs_as_self(settings(), current_user(), template.owner,
+                               f"{doing} template {name!r}", "create a template of your own "
+                               "under another name (det template create)")
+    return template
+
+
 def template_json(t: Template) -> dict[str, Any]:
-    """The ``Template`` shape of docs/api.md."""
+    """The ``Template`` shape of docs/api.md (its config as the caller may see it)."""
     return {"name": t.name, "owner": t.owner, "workspace_id": t.workspace_id,
             "created_at": iso_time(t.created_at),
-            "updated_at": iso_time(t.updated_at), "config": masked_config(t.config)}
+            "updated_at": iso_time(t.updated_at),
+            "config": shown_config(t.config,
+                                   to_owner=owner_view(settings(), current_user(), t.owner))}
 
 
 def template_for_experiment(name: Any, actor: str) -> Template | None:

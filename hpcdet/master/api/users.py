@@ -19,11 +19,12 @@ from sqlalchemy import select
 
 from hpcdet import munge
 from hpcdet.master.api import bp
-from hpcdet.master.api.auth import bearer_token, current_user
+from hpcdet.master.api.auth import bearer_token, calling_token, current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import AuthToken, User, as_utc, utcnow
+from hpcdet.master.scheduling.task_tokens import TASK_TOKEN_PREFIX
 from hpcdet.master.security import tokens
 from hpcdet.master.security.permissions import ANONYMOUS
 
@@ -136,9 +137,20 @@ def create_token() -> Any:
             or not 1 <= days <= MAX_API_TOKEN_DAYS:
         raise ApiError(400, "bad_request",
                        f"expires_days: must be an integer from 1 to {MAX_API_TOKEN_DAYS}")
-    token, row = tokens.issue(db(), user, "api", dt.timedelta(days=days), name)
+    lifetime = dt.timedelta(days=days)
+    task = task_of_caller()
+    if task is not None:  # minted inside a task's job: it dies with the task (task_tokens)
+        name, lifetime = task.name, min(lifetime, as_utc(task.expires_at) - utcnow())
+    token, row = tokens.issue(db(), user, "api", lifetime, name)
     db().commit()
     return {**_token_json(row), "token": token}, 201
+
+
+def task_of_caller() -> tokens.TokenFacts | None:
+    """The caller's token when it is a task's (``task:<id>``, given to a notebook's kernel or
+    a TensorBoard), else None."""
+    facts = calling_token()
+    return facts if facts is not None and facts.name.startswith(TASK_TOKEN_PREFIX) else None
 
 
 @bp.delete("/auth/tokens/<int:token_id>")
@@ -154,6 +166,10 @@ def revoke_token(token_id: int) -> Any:
 def web_link() -> Any:
     """A one-time sign-in link for the web pages: ``{path, expires_at}``."""
     user = _identified_user()
+    if task_of_caller() is not None:
+        raise ApiError(403, "forbidden", "a task's token cannot sign a browser in (the "
+                       "session would outlive the task): run det user web-login on a login "
+                       "node")
     seconds = int_arg("seconds", tokens.WEB_LINK_SECONDS, lo=5, hi=600)
     token, row = tokens.issue(db(), user, "web_link", dt.timedelta(seconds=seconds))
     db().commit()

@@ -78,7 +78,7 @@ def continue_experiment(session: Session, settings: MasterSettings, exp: Experim
     if fixed is not None:
         raise ApiError(400, "bad_request", f"config override {fixed}: continue keeps the "
                        "search as it was; fork the experiment to change it")
-    config = effective_config(settings, merged(exp.config, override))
+    config = effective_config(settings, merged(exp.config, override), owner=exp.owner)
     set_config(exp, config)
     searcher = build_searcher(config)
     request = searcher.initial_trials()[0]

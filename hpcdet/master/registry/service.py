@@ -4,6 +4,11 @@ Who may do what is :mod:`hpcdet.master.security.authz`'s rule for any owned obje
 in a workspace the caller does not belong to is a 404 exactly like a missing one, viewers
 read but do not change (403). A version may only point at a checkpoint the caller sees,
 and only at one whose files are there (``ACTIVE``, Determined's ``COMPLETED``).
+
+What the model's owner loads is theirs to choose (:func:`authz.require_runs_as_self`): only
+the owner may register a checkpoint trained by someone else (an editor may register the
+owner's own), rename the model or delete it (a freed name could be taken with other
+checkpoints behind it).
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ class Caller:
     def require(self, model: RegisteredModel, what: str, needed: Access) -> None:
         authz.require(self.session, self.settings, self.actor, model, what, needed)
 
+    def require_owner(self, model: RegisteredModel, doing: str,
+                      way_out: str = "ask its owner") -> None:
+        """403 unless the caller owns ``model`` (``doing``: "rename", "delete"...)."""
+        authz.require_runs_as_self(self.settings, self.actor, model.owner,
+                                   f"{doing} model {model.name!r}", way_out)
+
 
 # ---- models ------------------------------------------------------------------------------
 
@@ -96,6 +107,7 @@ def patch_model(caller: Caller, model: RegisteredModel, body: Mapping[str, Any])
     (merged: a key set to null is removed), workspace (a name, or null for none)."""
     inputs.only_known(body, MODEL_FIELDS)
     if "name" in body and body["name"] != model.name:
+        caller.require_owner(model, "rename")
         model.name = inputs.model_name(body["name"])
         _taken_check(caller.session, model.name, model.id)
     for key in ("description", "notes"):
@@ -118,7 +130,9 @@ def set_archived(caller: Caller, model: RegisteredModel, archived: bool) -> None
 
 
 def delete_model(caller: Caller, model: RegisteredModel) -> None:
-    """Delete the model and its versions (their checkpoints stay, no longer pinned)."""
+    """Delete the model and its versions (their checkpoints stay, no longer pinned); only
+    its owner may."""
+    caller.require_owner(model, "delete")
     caller.session.execute(delete(ModelVersion).where(ModelVersion.model_id == model.id))
     caller.session.delete(model)
     caller.session.commit()
@@ -226,7 +240,10 @@ def register_version(caller: Caller, model: RegisteredModel,
     uuid = body.get("checkpoint_uuid")
     if not isinstance(uuid, str) or not uuid:
         raise inputs.bad("checkpoint_uuid: must be the uuid of a checkpoint (a string)")
-    checkpoint = visible_checkpoint(caller, uuid)
+    checkpoint, trained_by = checkpoint_and_owner(caller, uuid)
+    if trained_by != model.owner:
+        caller.require_owner(model, f"register {trained_by}'s checkpoint {uuid} in",
+                             "register it in a model of your own (det model create)")
     if checkpoint.state != COMPLETED:
         raise ApiError(409, "conflict", f"checkpoint {uuid} is {checkpoint.state}: only a "
                        "checkpoint whose files are there (ACTIVE, Determined's COMPLETED) "
@@ -274,6 +291,12 @@ def delete_version(caller: Caller, model: RegisteredModel, version: ModelVersion
 
 def visible_checkpoint(caller: Caller, uuid: str) -> Checkpoint:
     """The checkpoint, if the caller sees its experiment (404 otherwise, as if unknown)."""
+    return checkpoint_and_owner(caller, uuid)[0]
+
+
+def checkpoint_and_owner(caller: Caller, uuid: str) -> tuple[Checkpoint, str]:
+    """The checkpoint and its experiment's owner, if the caller sees that experiment (404
+    otherwise, as if unknown)."""
     row = caller.session.execute(
         select(Checkpoint, Experiment.owner, Experiment.workspace_id)
         .join(Trial, Trial.id == Checkpoint.trial_id)
@@ -283,7 +306,7 @@ def visible_checkpoint(caller: Caller, uuid: str) -> Checkpoint:
                                    row[2]) is Access.NONE:
         raise authz.not_found(f"checkpoint {uuid}")
     checkpoint: Checkpoint = row[0]
-    return checkpoint
+    return checkpoint, str(row[1])
 
 
 def versions_json(session: Session, model: RegisteredModel,

@@ -31,6 +31,7 @@ from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
 from hpcdet.hostlist import expand_nodelist
 from hpcdet.jobfiles import UnsafeFileError
+from hpcdet.master.master_log import warn_once
 from hpcdet.master.models import Job, Trial, TrialLog, utcnow
 from hpcdet.master.reports.log_policies import apply_hit, find_hits, policies_of
 from hpcdet.master.scheduling.jobspec import slot_layout
@@ -123,7 +124,8 @@ def _read_new(path: Path, offset: int, final: bool, files: Transport) -> tuple[s
     except FileNotFoundError:
         return "", offset
     except UnsafeFileError as exc:
-        log.warning("%s: %s; its lines are not collected", exc.filename, exc.strerror)
+        warn_once(log, f"unsafe log {path}", "%s: %s; its lines are not collected",
+                  exc.filename, exc.strerror)
         return "", offset
     if not final and not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]

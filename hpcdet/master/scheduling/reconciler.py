@@ -27,6 +27,7 @@ from hpcdet.master.db import session_scope
 from hpcdet.master.experiments.ending import end_stopped_experiments
 from hpcdet.master.experiments.searching import SearchDriver, SearchReport
 from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
+from hpcdet.master.proxy.pinning import protected_ports
 from hpcdet.master.proxy.registration import register_services
 from hpcdet.master.queue.cluster_view import ClusterView
 from hpcdet.master.queue.pools import Pool, pool_for_config
@@ -39,6 +40,8 @@ from hpcdet.master.scheduling.health import HealthTracker
 from hpcdet.master.scheduling.job_outcomes import DEFAULT_MAX_RESTARTS
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
 from hpcdet.master.scheduling.submission import trial_info
+from hpcdet.master.scheduling.task_tokens import forget_ended_shell_keys
+from hpcdet.master.security.storage_roots import check_run_storage
 from hpcdet.master.security.tls import job_cert_pem
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
@@ -143,7 +146,10 @@ class Reconciler:
         report.jobs_cancelled = self._cancel_stopping()
         report.jobs_cancelled += tasks.cancel_killed_tasks(self.sessions, self.backend)
         report.jobs_polled = self._poll()
-        register_services(self.sessions, self.backend)  # proxied tasks' addresses
+        register_services(self.sessions, self.backend,  # proxied tasks' addresses
+                          protected_ports=protected_ports(self.settings))
+        with session_scope(self.sessions) as session:
+            forget_ended_shell_keys(session)
         report.search.add(self._search())
         report.trials_created = report.search.trials_created
         self._roll_up()
@@ -292,6 +298,9 @@ class Reconciler:
         the experiment's, when the caller has it already."""
         runas = getattr(self.backend, "runas", None)
         cert = job_cert_pem(self.settings.tls)
+        # An experiment stored with a checkpoint directory others control (an older master's
+        # shared default) is not run as its owner: a resumed trial would load what's there.
+        check_run_storage(self.settings, plan.config, plan.run.owner)
         owner_mode = runas is not None and self.settings.runas.owner_mode
         if plan.run.run_id == 1:
             self._clear_stale_job_dir(plan.run, runas if owner_mode else None)

@@ -33,9 +33,10 @@ from hpcdet.master.scheduling.jobspec import (
     checkpoint_dir,
     slot_layout,
 )
-from hpcdet.master.security.storage_roots import check_storage
+from hpcdet.master.security.storage_roots import CHECKPOINTS, check_storage
 from hpcdet.master.security.tls import job_cert_pem
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.runas import owner_root
 from hpcdet.master.transitions import transition
 from hpcdet.searcher import TrialRequest, make_searcher
 from hpcdet.states import State
@@ -90,15 +91,18 @@ def decode_context(encoded: str) -> bytes:
 
 
 def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
-                     template: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     template: Mapping[str, Any] | None = None, *,
+                     owner: str = "") -> dict[str, Any]:
     """The config an experiment runs with, every field present (see docs/configuration.md).
 
     Sanity-checks what the user wrote (and the template), merges the config over the
     template, fills what the master decides (name, checkpoint storage, seed), then every
     schema default, and checks the result is complete and runnable on this cluster.
+    ``owner``: the experiment's owner, whose jobs run as them with ``jobs_run_as: owner``
+    (their checkpoints then stay in their own directory).
     """
     doc = _sane_merged(user_doc, template, settings.resource_manager.type)
-    config = expconf.with_defaults(_with_master_defaults(settings, doc))
+    config = expconf.with_defaults(_with_master_defaults(settings, doc, owner))
     errors = expconf.validate(config, phase="complete")
     if errors:
         raise ConfigError(errors, title="the experiment config is incomplete")
@@ -107,7 +111,7 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     where, args = batch_args(config, scheduler)
     check_args(scheduler, args, where)
     check_patterns(config)
-    check_storage(settings, config)
+    check_storage(settings, config, owner=owner)
     slot_layout(config, scheduler=scheduler)
     check_allocation(config, scheduler, owner_mode=settings.runas.owner_mode)
     return dict(config)
@@ -137,13 +141,14 @@ def check_sbatch_args(doc: Mapping[str, Any], root: str, scheduler: str = "slurm
         check_args(scheduler, args, f"{root}.{section}.{key}")
 
 
-def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any]) -> dict[str, Any]:
+def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any],
+                          owner: str) -> dict[str, Any]:
     """``doc`` with what the master decides when the user did not: the name, the
     checkpoint storage (the cluster's, merged under a partial one) and the seed."""
     out = dict(doc)
     out["name"] = out.get("name") or DEFAULT_EXPERIMENT_NAME
     out["checkpoint_storage"] = expconf.merge(out.get("checkpoint_storage") or {},
-                                              default_storage(settings),
+                                              default_storage(settings, owner),
                                               kind="checkpoint_storage")
     reproducibility = dict(out.get("reproducibility") or {})
     if reproducibility.get("experiment_seed") is None:
@@ -152,13 +157,25 @@ def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any]) -> d
     return out
 
 
-def default_storage(settings: MasterSettings) -> dict[str, Any]:
+def default_storage(settings: MasterSettings, owner: str = "") -> dict[str, Any]:
     """The cluster's checkpoint storage: ``checkpoint_storage`` in master.yaml, else a
-    ``shared_fs`` under the job storage root."""
+    ``shared_fs`` under the job storage root.
+
+    With ``jobs_run_as: owner`` it is ``owner``'s own, never one directory for everybody:
+    ``<job_storage_root>/<owner>/checkpoints`` (the run-as helper makes it, as the owner),
+    or ``<dir>/<owner>`` of the directory master.yaml names.
+    """
+    per_owner = settings.runas.owner_mode and bool(owner)
     if settings.checkpoint_storage:
-        return dict(settings.checkpoint_storage)
-    root = Path(settings.resource_manager.job_storage_root).expanduser()
-    return {"type": "shared_fs", "host_path": str(root / "checkpoints")}
+        storage = dict(settings.checkpoint_storage)
+        key = "container_path" if storage.get("type") == "directory" else "host_path"
+        if per_owner and storage.get("type") in ("shared_fs", "directory") \
+                and isinstance(storage.get(key), str):
+            storage[key] = str(Path(storage[key]).expanduser() / owner)
+        return storage
+    root = owner_root(settings.resource_manager.job_storage_root, settings.runas,
+                      owner if per_owner else "")
+    return {"type": "shared_fs", "host_path": str(root / CHECKPOINTS)}
 
 
 def accept(session: Session, settings: MasterSettings, backend: Backend, *, config_text: str,
@@ -172,7 +189,7 @@ def accept(session: Session, settings: MasterSettings, backend: Backend, *, conf
     user_doc = parse_config(config_text)
     context = decode_context(context_b64)
     template_doc = dict(template.config) if template is not None else None
-    config = effective_config(settings, user_doc, template=template_doc)
+    config = effective_config(settings, user_doc, template=template_doc, owner=owner)
     warnings = _warnings(user_doc, template_doc)
     if dry_run:
         pool = pool_for_config(session, settings, config)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from hpcdet.master.models import AuthToken, CommandTask, utcnow
+from hpcdet.master.models import AuthToken, CommandTask, ShellKey, utcnow
 from hpcdet.master.security import tokens
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.states import TERMINAL_STATES
@@ -58,16 +58,31 @@ def owner_identity(session: Session, settings: MasterSettings, owner: str, *,
 
 
 def revoke_ended_task_tokens(session: Session) -> int:
-    """Revoke the live API tokens issued for tasks that have ended; how many."""
+    """Revoke the live API tokens named after tasks that have ended (the job's own, and
+    those minted with it: api/users.py names them after the task too); how many."""
     live = session.scalars(select(AuthToken).where(
         AuthToken.kind == "api", AuthToken.revoked_at.is_(None),
         AuthToken.name.startswith(TASK_TOKEN_PREFIX))).all()
-    by_task = {int(row.name[len(TASK_TOKEN_PREFIX):]): row for row in live
-               if row.name[len(TASK_TOKEN_PREFIX):].isdigit()}
+    by_task: dict[int, list[AuthToken]] = {}
+    for row in live:
+        if row.name[len(TASK_TOKEN_PREFIX):].isdigit():
+            by_task.setdefault(int(row.name[len(TASK_TOKEN_PREFIX):]), []).append(row)
     if not by_task:
         return 0
     ended = session.scalars(select(CommandTask.id).where(
         CommandTask.id.in_(by_task), CommandTask.state.in_(_TERMINAL))).all()
-    for task_id in ended:
-        by_task[task_id].revoked_at = utcnow()
-    return len(ended)
+    doomed = [row for task_id in ended for row in by_task[task_id]]
+    for row in doomed:
+        row.revoked_at = utcnow()
+    return len(doomed)
+
+
+def forget_ended_shell_keys(session: Session) -> int:
+    """Blank the client private key of every shell that has ended (issue 28: it stayed in
+    the database, a credential of a finished shell for anyone who reads the database or a
+    backup); how many. One statement, run every reconciler cycle."""
+    ended = select(CommandTask.id).where(CommandTask.state.in_(_TERMINAL))
+    done = session.execute(update(ShellKey).where(
+        ShellKey.client_private_key != "", ShellKey.task_id.in_(ended)).values(
+        client_private_key=""))
+    return int(getattr(done, "rowcount", 0) or 0)

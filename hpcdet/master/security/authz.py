@@ -9,7 +9,10 @@ On a master that identifies its users (:attr:`MasterSettings.identifies_users`):
 * a caller who may not see an object gets 404, exactly as for an id that does not exist,
   and listings leave it out; one who sees it but may not change it gets 403;
 * objects owned by ``anonymous`` (made while the master was open) are left as they were:
-  everyone may see and change them.
+  everyone may see and change them;
+* what makes a job run as an object's owner with something the caller chose (continue an
+  experiment, replace a template, a notebook's terminal...) is that owner's alone, whoever
+  else may change the object: :func:`require_runs_as_self`.
 
 An open master cannot tell people apart: everybody sees and changes everything.
 """
@@ -81,6 +84,31 @@ def require(session: Session, settings: MasterSettings, actor: str, obj: Any, wh
         raise ApiError(403, "forbidden", f"user {actor!r} may read but not change {what}: "
                        f"only its owner, an editor or admin of its workspace, or a cluster "
                        "admin (master.yaml auth.admins) may")
+
+
+def runs_as_self(settings: MasterSettings, actor: str, owner: str) -> bool:
+    """Whether ``actor`` may choose what runs as ``owner``: only ``owner`` may (Determined's
+    rule: a run belongs to whoever submits it). An open master cannot tell them apart."""
+    return not settings.identifies_users or actor == owner
+
+
+def require_runs_as_self(settings: MasterSettings, actor: str, owner: str, doing: str,
+                         way_out: str) -> None:
+    """403 unless ``actor`` is ``owner``: the one rule for a route that makes a job run as an
+    object's owner with something the caller chose (docs/admin/security.md, "What only the
+    owner may do").
+
+    Editors and admins of the object's workspace and cluster admins are refused alike: an
+    hpcdet admin is not root on the cluster, and whoever an owner made an editor must not
+    become that owner there. An ``anonymous`` object is nobody's: nobody may. ``doing``
+    says what was asked ("continue experiment 5"), ``way_out`` what to do instead.
+    """
+    if runs_as_self(settings, actor, owner):
+        return
+    raise ApiError(403, "forbidden", f"only its owner {owner!r} may {doing}: that chooses "
+                   f"what runs as {owner!r} on the cluster, and a run belongs to whoever "
+                   "submits it, so no one else may (not an editor or admin of its workspace, "
+                   f"not a cluster admin); {way_out}")
 
 
 def not_found(what: str) -> ApiError:

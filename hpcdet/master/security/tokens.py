@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -25,6 +26,14 @@ PREFIX = "hdt_"
 WEB_LINK_SECONDS = 60
 # last_used_at is written at most this often per token (not on every request).
 TOUCH_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class TokenFacts:
+    """What a request's token was: its name (``task:<id>`` for a task's) and expiry."""
+
+    name: str
+    expires_at: dt.datetime
 
 
 class TokenProblem(Exception):
@@ -82,15 +91,28 @@ def authenticate(session: Session, token: str, kinds: Sequence[str]) -> AuthToke
     return row
 
 
+def _live_web_link(session: Session, token: str) -> AuthToken | None:
+    row = session.scalars(select(AuthToken).where(AuthToken.token_hash == hash_token(token),
+                                                  AuthToken.kind == "web_link")).one_or_none()
+    if row is None or row.revoked_at is not None or as_utc(row.expires_at) <= utcnow():
+        return None
+    return row
+
+
+def peek_web_link(session: Session, token: str) -> str | None:
+    """The user a one-time web link would sign in, leaving it unused; None if it is not
+    (or no longer) valid."""
+    row = _live_web_link(session, token)
+    return None if row is None else row.username
+
+
 def consume_web_link(session: Session, token: str) -> str | None:
     """The user a one-time web link signs in, revoking the link; None if it is not (or no
     longer) valid."""
-    now = utcnow()
-    digest = hash_token(token)
-    row = session.scalars(select(AuthToken).where(AuthToken.token_hash == digest,
-                                                  AuthToken.kind == "web_link")).one_or_none()
-    if row is None or row.revoked_at is not None or as_utc(row.expires_at) <= now:
+    row = _live_web_link(session, token)
+    if row is None:
         return None
+    now = utcnow()
     done = session.execute(update(AuthToken).where(
         AuthToken.id == row.id, AuthToken.revoked_at.is_(None)).values(
         revoked_at=now, last_used_at=now))

@@ -23,6 +23,7 @@ from hpcdet.master.web import (  # noqa: E402
     identity,
     models,
     queue,
+    sign_in_link,
     tasks,
     trial,
     trial_logs,
@@ -33,4 +34,5 @@ for _name in ("state_word", "state_badge", "time_tag", "or_dash"):
     bp.add_app_template_global(getattr(formatting, _name), _name)
 
 __all__ = ["bp", "checkpoints", "cluster", "experiment", "experiments", "forking", "formatting",
-           "health_banner", "identity", "models", "queue", "tasks", "trial", "trial_logs"]
+           "health_banner", "identity", "models", "queue", "sign_in_link",
+           "tasks", "trial", "trial_logs"]

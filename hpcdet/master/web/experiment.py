@@ -24,11 +24,11 @@ from hpcdet.master.api.experiments import experiment_detail, trials_answer
 from hpcdet.master.models import Experiment
 from hpcdet.master.queue.pools import pool_for_config
 from hpcdet.master.reports.searcher_metric import SearcherMetric
+from hpcdet.master.security.shown_config import owner_view, shown_config
 from hpcdet.master.web import bp, checkpoints, experiment_trials
 from hpcdet.master.web.experiment_trials import TrialsArgs, trials_args
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
-from hpcdet.master.web.identity import page_sees
-from hpcdet.storage import masked_config
+from hpcdet.master.web.identity import page_sees, page_user
 
 # The experiment page refreshes faster than the cluster pages: people watch it after
 # pressing Pause or Activate, and its data (the database, not Slurm) is cheap to read.
@@ -64,16 +64,22 @@ def page_context(exp: Experiment, args: TrialsArgs) -> dict[str, Any]:
             "pager": experiment_trials.pager(exp.id, args, metric, data["pagination"]),
             "sort_links": experiment_trials.sort_links(exp.id, args, metric),
             "history": data["experiment"]["history"],
-            "config_yaml": yaml.safe_dump(without_nulls(masked_config(exp.config)),
-                                          sort_keys=False),
-            "user_config_yaml": submitted_config_yaml(exp.original_config),
+            "config_yaml": yaml.safe_dump(
+                without_nulls(shown_config(exp.config, to_owner=owns(exp))), sort_keys=False),
+            "user_config_yaml": submitted_config_yaml(exp.original_config, to_owner=owns(exp)),
             "pool_name": pool_name(exp.config),
             "fmt_time": time_text, "percent": percent,
             # The checkpoint list across trials, best first (hpcdet/master/web/checkpoints.py).
             **checkpoints.list_context(exp)}
 
 
-def submitted_config_yaml(original: str | None) -> str:
+def owns(exp: Experiment) -> bool:
+    """Whether the page's user owns ``exp`` (and so sees its config unmasked but for the
+    storage secrets)."""
+    return owner_view(settings(), page_user(), exp.owner)
+
+
+def submitted_config_yaml(original: str | None, *, to_owner: bool) -> str:
     """The config the user submitted (secrets masked), or "" when it cannot be read."""
     try:
         parsed = yaml.safe_load(original or "")
@@ -81,7 +87,7 @@ def submitted_config_yaml(original: str | None) -> str:
         return ""
     if not isinstance(parsed, Mapping) or not parsed:
         return ""
-    return yaml.safe_dump(masked_config(parsed), sort_keys=False)
+    return yaml.safe_dump(shown_config(parsed, to_owner=to_owner), sort_keys=False)
 
 
 def pool_name(config: Mapping[str, Any]) -> str:
@@ -100,7 +106,7 @@ def page_data(exp: Experiment, args: TrialsArgs) -> dict[str, Any]:
     default the best ones): their validation series, rungs and hyperparameters.
     """
     # The API's own views, so the embedded shape is exactly what the script fetches later.
-    described = experiment_detail(exp.id)
+    described = experiment_detail(exp.id, page_user())
     body = {k: v for k, v in described["experiment"].items() if k != "config"}
     listed = trials_answer(exp, args.order, offset=args.offset, limit=args.per_page)
     ids = [t["id"] for t in listed["trials"]]

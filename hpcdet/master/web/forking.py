@@ -28,28 +28,25 @@ from hpcdet.expconf import single_trial_config, without_nulls
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.models import Experiment, Trial
 from hpcdet.master.security import authz
-from hpcdet.master.security.permissions import may_modify
+from hpcdet.master.security.shown_config import owner_view, shown_config
 from hpcdet.master.web import bp
 from hpcdet.master.web.identity import page_sees, page_user
 from hpcdet.states import State
-from hpcdet.storage import masked_config
 
 
 def trial_actions(trial: Trial, exp: Experiment) -> dict[str, str | None]:
     """The trial page's links: fork this trial (anyone who sees it), and continue it (its
-    experiment's editors, when the master would accept the continue)."""
+    experiment's owner, when the master would accept the continue)."""
     return {"fork": url_for("web.fork_trial_page", trial_id=trial.id),
             "continue": (url_for("web.continue_trial_page", trial_id=trial.id)
-                         if continuable(exp) and may_change(exp)
+                         if continuable(exp) and may_continue(exp)
                          else None)}
 
 
-def may_change(exp: Experiment) -> bool:
-    """Whether the page's user may change ``exp`` (owner, workspace editor or admin)."""
-    actor = page_user()
-    role = (authz.role_in(db(), exp.workspace_id, actor) if exp.workspace_id is not None
-            else None)
-    return may_modify(settings(), actor, exp.owner, role)
+def may_continue(exp: Experiment) -> bool:
+    """Whether the page's user may continue ``exp``: its owner alone, since its trial runs as
+    the owner (:func:`authz.require_runs_as_self`, which the API applies)."""
+    return authz.runs_as_self(settings(), page_user(), exp.owner)
 
 
 def continuable(exp: Experiment) -> bool:
@@ -59,9 +56,11 @@ def continuable(exp: Experiment) -> bool:
             and exp.searcher_name == "single")
 
 
-def config_text(config: Mapping[str, Any]) -> str:
-    """``config`` as YAML for the textarea: secrets masked, null fields left out."""
-    return yaml.safe_dump(without_nulls(masked_config(config)), sort_keys=False,
+def config_text(config: Mapping[str, Any], owner: str) -> str:
+    """``config`` (of ``owner``'s experiment) as YAML for the textarea: secrets masked as
+    for the page's user (security/shown_config.py), null fields left out."""
+    shown = shown_config(config, to_owner=owner_view(settings(), page_user(), owner))
+    return yaml.safe_dump(without_nulls(shown), sort_keys=False,
                           allow_unicode=True)
 
 
@@ -88,7 +87,7 @@ def fork_experiment_page(exp_id: int) -> tuple[str, int]:
         return _page(404, error=f"experiment {exp_id} not found", title=f"Fork experiment "
                      f"{exp_id}")
     return _page(title=f"Fork experiment {exp.id}: {exp.name}", exp=exp, mode="fork",
-                 config=config_text(exp.config),
+                 config=config_text(exp.config, exp.owner),
                  submit_url=url_for("api.fork_experiment", exp_id=exp.id),
                  back=url_for("web.experiment", exp_id=exp.id))
 
@@ -102,7 +101,7 @@ def fork_trial_page(trial_id: int) -> tuple[str, int]:
     trial, exp = seen
     config = single_trial_config(exp.config, trial.hparams or {})
     return _page(title=f"Fork trial {trial.id} of experiment {exp.id}: {exp.name}", exp=exp,
-                 trial=trial, mode="fork-trial", config=config_text(config),
+                 trial=trial, mode="fork-trial", config=config_text(config, exp.owner),
                  submit_url=url_for("api.fork_experiment", exp_id=exp.id),
                  back=url_for("web.trial", trial_id=trial.id))
 
@@ -116,7 +115,7 @@ def continue_trial_page(trial_id: int) -> tuple[str, int]:
                      title=f"Continue trial {trial_id}")
     trial, exp = seen
     title = f"Continue trial {trial.id} of experiment {exp.id}: {exp.name}"
-    if not continuable(exp) or not may_change(exp):
+    if not continuable(exp) or not may_continue(exp):
         return _page(409, error=continue_refusal(exp), title=title, exp=exp, trial=trial,
                      back=url_for("web.trial", trial_id=trial.id))
     return _page(title=title, exp=exp, trial=trial, mode="continue",
@@ -134,7 +133,8 @@ def continue_refusal(exp: Experiment) -> str:
         return f"experiment {exp.id} is {exp.state}: only an ended experiment can be continued"
     if exp.archived:
         return f"experiment {exp.id} is archived: unarchive it first"
-    return f"only {exp.owner}, an editor of its workspace or an admin may continue it"
+    return (f"only its owner {exp.owner} may continue experiment {exp.id}: its trial runs as "
+            f"{exp.owner}; fork the trial to run it as yourself")
 
 
 def continue_overrides(config: Mapping[str, Any]) -> str:

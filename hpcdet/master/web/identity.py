@@ -15,7 +15,6 @@ set a custom header). Names are not passwords (see :mod:`hpcdet.master.security.
 
 from __future__ import annotations
 
-import datetime as dt
 import hmac
 import re
 from typing import Any
@@ -34,7 +33,7 @@ COOKIE = "hpcdet_user"
 # Login-name characters only: the value goes into a cookie and a header unquoted.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 YEAR_SECONDS = 365 * 24 * 3600
-OPEN_ENDPOINTS = {"web.login", "web.link_login"}
+OPEN_ENDPOINTS = {"web.login", "web.link_login"}  # (web/sign_in_link.py)
 
 
 def munge_mode() -> bool:
@@ -120,30 +119,6 @@ def login() -> Any:
                                name=name), 400
     response: Response = redirect(target)
     response.set_cookie(COOKIE, name, max_age=YEAR_SECONDS, samesite="Strict")
-    return response
-
-
-@bp.get("/login/<token>")
-def link_login(token: str) -> Any:
-    """Sign in with a one-time link from ``det user web-login``; a used or expired link
-    answers 401 and sets nothing."""
-    if not munge_mode():
-        abort(404)
-    factory = current_app.config["HPCDET_SESSION_FACTORY"]
-    with factory() as session:
-        user = tokens.consume_web_link(session, token)
-        if user is None:
-            return render_template("login.html", page="login", next=url_for("web.index"),
-                                   error="this sign-in link is used up or expired: run "
-                                   "det user web-login for a new one"), 401
-        cookie, row = tokens.issue(session, user, "web",
-                                   dt.timedelta(hours=settings().session_hours), "web")
-        tokens.seen(session, user)
-        session.commit()
-        max_age = int(settings().session_hours * 3600)
-    response: Response = redirect(url_for("web.index"))
-    response.set_cookie(SESSION_COOKIE, cookie, max_age=max_age, httponly=True,
-                        samesite="Strict", secure=request.is_secure, path="/")
     return response
 
 

@@ -20,10 +20,11 @@ from sqlalchemy import select, update
 
 from hpcdet import munge
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.master.api.auth import SESSION_COOKIE
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import AuthToken, Experiment, User
-from hpcdet.master.security.tokens import csrf_token, hash_token
+from hpcdet.master.security.tokens import csrf_token, hash_token, issue
 from hpcdet.master.settings.core import MasterSettings
 
 ME = pwd.getpwuid(os.getuid()).pw_name
@@ -323,3 +324,61 @@ def test_a_master_without_munged_answers_503(mc: FlaskClient, fake_munge: FakeMu
         "credential": fake_munge.encode(munge.login_payload("http://localhost:8080"))}),
         503, "munge_unavailable")
     assert "systemctl status munge" in message
+
+
+def link_for(app: Flask, user: str) -> str:
+    """A one-time sign-in link of ``user`` (made in the database: the fake MUNGE proves only
+    the user running the tests)."""
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        token, _ = issue(session, user, "web_link", dt.timedelta(seconds=60))
+        session.commit()
+    return f"/login/{token}"
+
+
+def whoami(browser: FlaskClient) -> str | None:
+    answer = browser.get("/api/v1/auth/whoami")
+    return answer.get_json()["username"] if answer.status_code == 200 else None
+
+
+@pytest.mark.parametrize("headers", [
+    {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"},
+    {"Sec-Fetch-Site": "same-site"},
+    {"Referer": "http://evil.example/page"},
+    {"Origin": "http://evil.example"},
+])
+def test_a_sign_in_link_opened_from_another_site_is_not_used(
+        munge_app: Flask, headers: dict[str, str]) -> None:
+    """Issue 28, finding 4: another site navigating a browser to an intruder's link signed it
+    in as the intruder. Refused, and the link stays for its owner to open."""
+    path = link_for(munge_app, "intruder")
+    browser = munge_app.test_client()
+    refused = browser.get(path, headers=headers)
+    assert refused.status_code == 403 and "Set-Cookie" not in refused.headers
+    assert "another site" in refused.get_data(as_text=True)
+    assert whoami(browser) is None
+    own = browser.get(path, headers={"Sec-Fetch-Site": "none",
+                                     "Referer": "http://localhost/login"})
+    assert own.status_code == 302 and whoami(browser) == "intruder"
+
+
+def test_a_link_for_another_user_never_replaces_a_session_silently(
+        mc: FlaskClient, munge_app: Flask, fake_munge: FakeMunge) -> None:
+    """Issue 28, finding 4: a browser signed in as user_a that opened intruder's link was
+    silently signed in as intruder. It is asked first; only its own confirm switches."""
+    browser, csrf = signed_in_browser(mc, munge_app, fake_munge)
+    old_cookie = browser.get_cookie(SESSION_COOKIE)
+    assert old_cookie is not None
+    path = link_for(munge_app, "intruder")
+    asked = browser.get(path, headers={"Sec-Fetch-Site": "none"})
+    page = asked.get_data(as_text=True)
+    assert asked.status_code == 200 and "Set-Cookie" not in asked.headers
+    assert "intruder" in page and ME in page and whoami(browser) == ME
+    assert browser.post(path, data={"csrf_token": "forged"}).status_code == 403
+    assert munge_app.test_client().post(path).status_code == 403  # no session to confirm
+    assert whoami(browser) == ME
+    switched = browser.post(path, data={"csrf_token": csrf}, headers={
+        "Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"})
+    assert switched.status_code == 302 and whoami(browser) == "intruder"
+    stale = munge_app.test_client()
+    stale.set_cookie(SESSION_COOKIE, old_cookie.value)
+    assert whoami(stale) is None  # the replaced session was revoked

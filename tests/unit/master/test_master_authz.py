@@ -203,8 +203,12 @@ def test_a_workspace_template_and_task_follow_the_roles(named_app: Flask,
     new = {"config": "description: y\n"}
     assert_error(client.put("/api/v1/templates/shared", json=new, headers=as_user("vic")),
                  403, "forbidden")
+    # Not an editor either: what it holds runs as those who name it, trusting alice
+    # (issue 28, finding 1: test_master_runs_as_owner.py).
+    assert "only its owner 'alice'" in assert_error(client.put(
+        "/api/v1/templates/shared", json=new, headers=as_user("ed")), 403, "forbidden")
     assert client.put("/api/v1/templates/shared", json=new,
-                      headers=as_user("ed")).status_code == 200
+                      headers=as_user("alice")).status_code == 200
     assert [t["name"] for t in client.get("/api/v1/templates", headers=as_user(
         "mallory")).get_json()["templates"]] == []
     task_id = a_task_of(named_app, "alice")

@@ -62,6 +62,25 @@ def test_a_symlinked_trial_log_is_not_read(app: Flask, tmp_path: Path, secret: P
     assert not any("secret" in line for line in lines)
 
 
+def test_an_unsafe_log_is_warned_about_once(app: Flask, tmp_path: Path, secret: Path,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 28, "also seen": a symlinked or FIFO log added a master-log warning every
+    reconciler cycle, forever."""
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / "slurm-102.out").symlink_to(secret)
+    os.mkfifo(job_dir / "slurm-102.err")
+    config: dict[str, Any] = {**TWO_BY_TWO}
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session, config), job_dir=str(job_dir))
+        job = add_job(session, trial, job_id="102", nodes="node[1-2]")
+        for _ in range(3):  # three cycles
+            ingest_job_logs(session, job, trial, config, final=False)
+    warned = [r.getMessage() for r in caplog.records if "not collected" in r.getMessage()]
+    assert len(warned) == 2, warned  # one per file
+    assert any("slurm-102.out" in m for m in warned) and any("slurm-102.err" in m for m in warned)
+
+
 def test_a_symlinked_task_log_is_a_clear_error(task_app: Flask, tmp_path: Path,
                                                secret: Path) -> None:
     api: FlaskClient = task_app.test_client()

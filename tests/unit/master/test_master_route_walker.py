@@ -83,6 +83,7 @@ ROUTES: dict[tuple[str, str], str] = {
     # User names are public on a cluster (getent passwd); Determined lists them to everyone.
     ("api.list_users", "GET"): "public",
     ("web.link_login", "GET"): "public",
+    ("web.link_login", "POST"): "public",
     ("api.logout", "POST"): "self",
     ("api.whoami", "GET"): "self",
     ("api.list_tokens", "GET"): "self",
@@ -180,6 +181,18 @@ NOT_200 = {"api.download_checkpoint": 404, "web.checkpoint_download": 404,
 PERSONAL = {"api.revoke_token"}
 # Its owner's alone, even in a workspace: a shell's login key (docs/shell.md).
 OWNER_ONLY = {"api.shell_keys"}
+# What chooses what runs as alice is hers alone, even for an editor of her workspace or a
+# cluster admin (issue 28, finding 1; authz.require_runs_as_self): each with the body that
+# an editor's other changes would not make a 403.
+INTRUDERS_CKPT = "bbbbbbbb-0000-4000-8000-00000000000b"
+RUNS_AS_OWNER: dict[str, Any] = {
+    "api.continue_experiment": {"config": TEMPLATE},
+    "api.set_template": {"config": "environment: {environment_variables: [LD_PRELOAD=x]}\n"},
+    "api.remove_template": None,
+    "api.patch_model": {"name": "model-b"},
+    "api.delete_model": None,
+    "api.register_version": {"checkpoint_uuid": INTRUDERS_CKPT},
+}
 LIFECYCLE_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 LABEL_ACTIONS = ("add", "remove")
 
@@ -487,3 +500,55 @@ def test_listings_show_the_owner_her_objects(walker_app: Flask,
     assert [row["experiment_id"] for row in shown if row["job_id"] == "301"] == [ids["exp"]]
     admin = client.get("/api/v1/tasks", headers=as_user("root")).get_json()
     assert admin["total"] == 1
+
+
+@pytest.mark.parametrize("who", ["editor", "cluster admin"])
+def test_what_runs_as_the_owner_is_hers_alone(walker_app: Flask, slurm_queue: FakeSlurmQueue,
+                                              who: str) -> None:
+    """The editor walk: in alice's workspace as an editor (or as a cluster admin), every
+    route that would choose what runs as alice answers 403 naming the rule."""
+    ids = seed(walker_app, slurm_queue, shared=True)
+    client = walker_app.test_client()
+    caller = INTRUDER if who == "editor" else "root"
+    assert client.put(f"/api/v1/workspaces/team-a/members/{INTRUDER}", json={
+        "role": "editor"}, headers=as_user(OWNER)).status_code == 200
+    _intruders_checkpoint(walker_app, client)
+    walked = set()
+    for endpoint, method, rule in routes(walker_app):
+        if endpoint not in RUNS_AS_OWNER:
+            continue
+        assert ROUTES[(endpoint, method)] == "own"
+        for url in urls(rule, ids):
+            answer = call_as(client, method, url, RUNS_AS_OWNER[endpoint], caller)
+            body = answer.get_json()
+            assert answer.status_code == 403, (method, url, body)
+            assert "only its owner 'alice' may" in body["error"]["message"], body
+            walked.add(endpoint)
+    assert walked == set(RUNS_AS_OWNER)
+    with session_scope(walker_app.config["HPCDET_SESSION_FACTORY"]) as session:
+        exp = session.get_one(Experiment, ids["exp"])
+        assert (exp.state, "S3CRET_ENV" in str(exp.config)) == ("ACTIVE", False)
+        template = session.get_one(Template, "tpl-a")
+        assert "LD_PRELOAD" not in str(template.config)
+        model = session.scalars(select(RegisteredModel)).one()
+        assert model.name == "model-a"
+        assert [v.checkpoint_uuid for v in session.scalars(select(ModelVersion))] == [CKPT]
+
+
+def call_as(client: FlaskClient, method: str, url: str, body: Any, user: str) -> Any:
+    """One API call as ``user`` (by token or by name, as the walker's master knows them)."""
+    return client.open(url, method=method, json=body, headers=as_user(user))
+
+
+def _intruders_checkpoint(app: Flask, client: FlaskClient) -> None:
+    """The intruder's own experiment in alice's workspace, with checkpoint INTRUDERS_CKPT."""
+    made = client.post("/api/v1/experiments", headers=as_user(INTRUDER), json={
+        "config": CONFIG, "context": make_context(), "workspace": "team-a"})
+    assert made.status_code == 201, made.get_json()
+    with session_scope(app.config["HPCDET_SESSION_FACTORY"]) as session:
+        trial = Trial(experiment_id=made.get_json()["experiment"]["id"], state="COMPLETED",
+                      hparams={}, seed=1, token="t")
+        session.add(trial)
+        session.flush()
+        session.add(Checkpoint(uuid=INTRUDERS_CKPT, trial_id=trial.id, steps_completed=1,
+                               metadata_={}, resources={}, state="ACTIVE"))

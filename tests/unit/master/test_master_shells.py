@@ -24,6 +24,7 @@ from hpcdet.dispatcher import JobPhase
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.errors import ApiError
+from hpcdet.master.models import ShellKey
 from hpcdet.master.queue.job_queue import COMMAND, Ownership, job_type
 from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.scheduling.shell_keys import authorized_keys, make_keys
@@ -119,7 +120,8 @@ def test_a_shell_is_a_task_with_keys_in_its_private_job_directory(
 
 
 def test_the_keys_are_the_owners_only_and_name_the_sshd_once_it_listens(
-        api: FlaskClient, fake: FakeSchedulerBackend, cycle: Reconciler) -> None:
+        api: FlaskClient, fake: FakeSchedulerBackend, cycle: Reconciler,
+        shell_app: Flask) -> None:
     task = started(api, config={"description": "debugging"})
     assert task["name"] == "debugging"
     url = f"/api/v1/shells/{task['id']}/keys"
@@ -147,6 +149,11 @@ def test_the_keys_are_the_owners_only_and_name_the_sshd_once_it_listens(
     ended = api.get(url, headers=ALICE).json
     assert (ended["state"], ended["ready"], ended["client_private_key"]) == (
         "CANCELED", False, None)
+    # Issue 28: the ended shell's private key stayed in the database.
+    with make_session_factory(shell_app.config["HPCDET_ENGINE"])() as session:
+        row = session.get(ShellKey, task["id"])
+        assert row is not None and row.client_private_key == ""
+        assert row.host_public_key.startswith("ssh-ed25519 ")
 
 
 def test_test_only_and_bad_configs(api: FlaskClient, fake: FakeSchedulerBackend) -> None:

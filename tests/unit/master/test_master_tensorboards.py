@@ -25,7 +25,7 @@ from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import CommandTask, Trial
 from hpcdet.master.queue.job_queue import COMMAND, EXPERIMENT, Ownership, job_type
-from hpcdet.master.scheduling.task_tokens import revoke_ended_task_tokens
+from hpcdet.master.scheduling.task_tokens import USER_TOKEN_LIFETIME, revoke_ended_task_tokens
 from hpcdet.master.scheduling.tasks import apply_status
 from hpcdet.master.security import tokens
 from hpcdet.master.settings.core import MasterSettings
@@ -190,17 +190,27 @@ def test_on_a_munge_master_the_job_reads_with_a_token_of_its_owner(
     assert trials.status_code == 200, trials.json
     assert api.get("/api/v1/auth/whoami", headers=job).json["username"] == "alice"
     task = answer.json["task"]
+    # What the job's token mints dies with the task (issue 28: a 10-year token outlived it);
+    # a browser sign-in link, whose session would outlive it too, is refused.
+    minted = api.post("/api/v1/auth/tokens", headers=job, json={"expires_days": 3650})
+    assert minted.status_code == 201 and minted.json["name"] == f"task:{task['id']}"
+    lifetime = dt.datetime.fromisoformat(minted.json["expires_at"].replace("Z", "+00:00")) \
+        - dt.datetime.now(dt.timezone.utc)
+    assert lifetime <= USER_TOKEN_LIFETIME  # no longer than the job's own token
+    child = {"Authorization": f"Bearer {minted.json['token']}"}
+    assert_error(api.post("/api/v1/auth/web_link", headers=job), 403, "forbidden")
 
     # The TensorBoard ends: the next cycle revokes its token.
     with make_session_factory(munge_app.config["HPCDET_ENGINE"])() as session:
         row = session.get(CommandTask, task["id"])
         assert row is not None
         apply_status(session, row, JobStatus(task["job_id"], JobPhase.CANCELLED, "CANCELLED"))
-        assert revoke_ended_task_tokens(session) == 1
+        assert revoke_ended_task_tokens(session) == 2  # the job's and the one it minted
         session.commit()
     assert api.get(f"/api/v1/tasks/{task['id']}", headers=alice).json["task"]["state"] == \
         "CANCELED"
     assert_error(api.get("/api/v1/auth/whoami", headers=job), 401, "token_revoked")
+    assert_error(api.get("/api/v1/auth/whoami", headers=child), 401, "token_revoked")
     assert api.get("/api/v1/auth/whoami", headers=alice).status_code == 200  # alice's own
 
 
