@@ -1,10 +1,11 @@
-"""Helpers shared by the master tests (a config, a context, a create call)."""
+"""Helpers shared by the master tests (a config, a context, a create call, a FAKE sudo)."""
 
 from __future__ import annotations
 
 import base64
 import io
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,20 @@ def queued_trial(app: Flask, token: str, config: dict[str, Any] | None = None) -
         transition(session, trial, State.QUEUED, cause="t")
         session.commit()
         return trial.id
+
+
+class FakeSudo:
+    """A FAKE of the command runner the run-as helper is started through: each
+    ``sudo -n -u USER -- HELPER VERB ...`` is recorded; nothing runs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, argv: Sequence[str], *, timeout: float = 60,
+                 stdin: bytes | None = None) -> str:
+        self.calls.append(tuple(argv))
+        return ""
+
+    def users(self) -> set[str]:
+        """The users something ran as (``-u USER``)."""
+        return {call[call.index("-u") + 1] for call in self.calls}

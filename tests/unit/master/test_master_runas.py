@@ -4,19 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from master_helpers import FakeSudo
+
 from hpcdet.dispatcher.queue import JobUpdate
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
-
-
-class FakeSudo:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, ...]] = []
-
-    def __call__(self, argv: Sequence[str], *, timeout: float = 60,
-                 stdin: bytes | None = None) -> str:
-        self.calls.append(tuple(argv))
-        return ""
 
 
 class Recorder:

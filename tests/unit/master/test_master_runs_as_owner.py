@@ -17,7 +17,7 @@ its decision and the test below that keeps it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +26,7 @@ from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
 from lifecycle_helpers import end_job, session_of, trial_of
-from master_helpers import CONFIG, assert_error, make_context
+from master_helpers import CONFIG, FakeSudo, assert_error, make_context
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
@@ -56,22 +56,6 @@ OWNER = "alice"
 OTHERS = ("ed", "boss", "root", "vic")
 EVIL = "environment: {environment_variables: [LD_PRELOAD=/home/ed/evil.so]}\n"
 RULE = "a run belongs to whoever submits it"
-
-
-class FakeSudo:
-    """``sudo -n -u USER -- HELPER VERB ...`` recorded; nothing runs."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, ...]] = []
-
-    def __call__(self, argv: Sequence[str], *, timeout: float = 60,
-                 stdin: bytes | None = None) -> str:
-        self.calls.append(tuple(argv))
-        return ""
-
-    def users(self) -> set[str]:
-        """The users something ran as (``-u USER``)."""
-        return {call[call.index("-u") + 1] for call in self.calls}
 
 
 @pytest.fixture
