@@ -16,7 +16,10 @@ says, so (issue 28, finding 3) the registration accepts only:
   node (a dev cluster whose nodes all run on ``127.0.0.1``): never because a name happens
   to resolve there (the master's own ``localhost``, a cloud's 169.254.169.254). A name
   that resolves to nothing else (or not at all) gets the address the scheduler reports
-  for its node, if it reports one; otherwise it is refused.
+  for its node, if it reports one. Where the scheduler reports none (PBS names its moms
+  only), the scheduler's own name for the node resolving to loopback is taken (it is how
+  the scheduler itself reaches a node on the master's host: scripts/dev-pbs); anything
+  else is refused.
 - **a port a job may own**: :data:`MIN_PORT` to 65535 (below 1024 only root binds), and
   none of the master's own ports.
 """
@@ -122,6 +125,13 @@ def pin(host: str, names: Sequence[str], resolver: Resolver) -> str:
     for address in [*found, *reported]:
         if address in reported or not special(address):
             return str(address)
+    loopback = [address for address in found if address.is_loopback]
+    if loopback and not reported:
+        # The scheduler reports no address (PBS names moms only): it reaches the node at
+        # what its own name for it resolves to, which is loopback only for a cluster on
+        # the master's host (scripts/dev-pbs). The job chose none of this: only which of
+        # the node's names.
+        return str(loopback[0])
     if not found:
         raise Refused(f"host {host!r} does not resolve on the master, and the scheduler "
                       "reports no address for its node")

@@ -108,11 +108,12 @@ def test_a_nodes_name_that_resolves_to_the_masters_localhost_is_never_dialed() -
     dns = {**DNS, "node1": ["127.0.0.1"], "node1.cluster": ["::1"]}
     assert check("node1", dns=dns).address == "10.0.0.11"
     assert check("node1.cluster", dns=dns).address == "10.0.0.11"
-    # ...and where it has none, the name is refused.
+    # ...and where it reports none (PBS names moms only), the scheduler's own name for the
+    # node is reached where it resolves, as the scheduler reaches it: a cluster on one host.
     nodes = {"node3": ("node3", "node3.cluster")}
-    dns = {"node3": ["127.0.0.1"], "node3.cluster": ["127.0.1.1", "::1"]}
-    assert "loopback" in refused("node3", nodes=nodes, dns=dns)
-    assert "loopback" in refused("node3.cluster", nodes=nodes, dns=dns)
+    dns = {"node3": ["127.0.0.2"], "node3.cluster": ["127.0.1.1", "::1"]}
+    assert check("node3", nodes=nodes, dns=dns).address == "127.0.0.2"
+    assert check("node3.cluster", nodes=nodes, dns=dns).address == "127.0.1.1"
     assert not registration.host_allowed("localhost", NODES)
     refused("localhost")
     refused("127.0.0.1")
