@@ -31,12 +31,14 @@ from hpcdet.core._checkpoint import (
     CheckpointNotFoundError,
     DummyCheckpointContext,
 )
+from hpcdet.core._checkpoint_files import DownloadMode
 from hpcdet.core._context import Context, init
 from hpcdet.core._distributed import DistributedContext, DummyDistributedContext
 from hpcdet.core._info import Info
-from hpcdet.core._preempt import DummyPreemptContext, PreemptContext
+from hpcdet.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
 from hpcdet.core._profiler import ProfilerContext
 from hpcdet.core._searcher import SearcherContext, SearcherMode, SearcherOperation, Unit
+from hpcdet.core._tensorboard_mode import TensorboardMode
 from hpcdet.core._train import DummyTrainContext, MetricsReport, TrainContext
 from hpcdet.harness.early_exit import EarlyExitReason
 
@@ -45,6 +47,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "Context",
     "DistributedContext",
+    "DownloadMode",
     "DummyCheckpointContext",
     "DummyDistributedContext",
     "DummyPreemptContext",
@@ -53,10 +56,12 @@ __all__ = [
     "Info",
     "MetricsReport",
     "PreemptContext",
+    "PreemptMode",
     "ProfilerContext",
     "SearcherContext",
     "SearcherMode",
     "SearcherOperation",
+    "TensorboardMode",
     "TrainContext",
     "Unit",
     "init",

@@ -20,6 +20,8 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from hpcdet.core import _checkpoint_sharded as _sharded
+from hpcdet.core._checkpoint_files import DownloadMode, Selector, copy_selected, read_metadata
 from hpcdet.core._distributed import DistributedContext
 from hpcdet.core._info import Info
 from hpcdet.core._train import TrainContext
@@ -42,8 +44,9 @@ class CheckpointNotFoundError(HpcdetError):
 class CheckpointContext:
     """Saves checkpoints under the trial's ``checkpoint_dir`` and restores them.
 
-    Only the chief writes (there is no sharded mode): gather what other ranks hold
-    first, or save the model from the chief, as DDP replicas are identical.
+    By default only the chief writes (save the model from the chief, as DDP replicas are
+    identical); ``store_path(shard=True)`` and ``upload(shard=True)`` let every rank add
+    its own files to one checkpoint.
 
     Example::
 
@@ -76,23 +79,36 @@ class CheckpointContext:
         self._train = train
         self._register = registrar
 
-    @contextlib.contextmanager
     def store_path(
-        self, metadata: Mapping[str, Any] | None = None
-    ) -> Iterator[tuple[pathlib.Path, str]]:
+        self, metadata: Mapping[str, Any] | None = None, *, shard: bool = False
+    ) -> contextlib.AbstractContextManager[tuple[pathlib.Path, str]]:
         """Yield ``(path, uuid)`` of an empty directory to write a checkpoint into.
 
         On a clean exit the directory gets ``metadata.json``, is flushed to disk, renamed
         into place and registered with the master. If the block raises, the directory
         is deleted and nothing is registered. Put ``steps_completed`` in ``metadata``;
-        without it the last reported ``steps_completed`` is used. Chief only. If the
-        master still refuses the registration after retries, ``hpcdet.errors.MasterError`` is
-        raised and the checkpoint stays on disk.
+        without it the last reported ``steps_completed`` is used. If the master still
+        refuses the registration after retries, ``hpcdet.errors.MasterError`` is raised
+        and the checkpoint stays on disk.
+
+        ``shard=False``: chief only. ``shard=True``: every rank must call it, in step; all
+        get the same ``(path, uuid)`` (the checkpoint directory must be on a filesystem
+        every rank sees), each writes its own files, and the ranks' ``metadata`` are
+        merged with Determined's rules (dicts merge, other keys must agree).
         """
+        if shard:
+            return _sharded.store_sharded(self, metadata)
+        return self._store_single(metadata)
+
+    @contextlib.contextmanager
+    def _store_single(
+        self, metadata: Mapping[str, Any] | None
+    ) -> Iterator[tuple[pathlib.Path, str]]:
         if not self._dist.is_chief:
             raise RuntimeError(
                 f"checkpoint.store_path() is chief-only, called on rank {self._dist.rank}: "
-                "save from rank 0 (check core_context.distributed.is_chief)"
+                "save from rank 0 (check core_context.distributed.is_chief), "
+                "or pass shard=True from every rank"
             )
         _check_steps(metadata)
         storage_id = str(uuid.uuid4())
@@ -104,15 +120,33 @@ class CheckpointContext:
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             raise
+        self._publish(storage_id, final_metadata)
+
+    def _publish(self, storage_id: str, metadata: dict[str, Any]) -> None:
+        """Upload a finished checkpoint (object stores) and register it with the master."""
         if self._storage is not None:
             self._storage.upload(self.checkpoint_dir / storage_id, storage_id)
-        self._register_checkpoint(storage_id, final_metadata)
+        self._register_checkpoint(storage_id, metadata)
         if self._storage is not None:
             _keep_only_metadata(self.checkpoint_dir / storage_id)
 
     @contextlib.contextmanager
-    def restore_path(self, storage_id: str) -> Iterator[pathlib.Path]:
-        """Yield the directory of checkpoint ``storage_id`` (read it, do not modify it)."""
+    def restore_path(
+        self,
+        storage_id: str,
+        download_mode: DownloadMode = DownloadMode.LocalWorkersShareDownload,
+        *,
+        selector: Selector | None = None,
+    ) -> Iterator[pathlib.Path]:
+        """Yield the directory of checkpoint ``storage_id`` (read it, do not modify it).
+
+        On ``shared_fs``/``directory`` storage that is the checkpoint itself; on an object
+        store a temporary download, removed afterwards. ``download_mode`` (any
+        :class:`DownloadMode`) and ``selector`` are accepted for Determined's signature:
+        every file is readable, and no rank waits for another.
+        """
+        DownloadMode(download_mode)  # refuse what Determined refuses
+        del selector  # a filter of what to download: everything is readable anyway
         if not _STORAGE_ID.match(storage_id) or storage_id.endswith(PARTIAL_SUFFIX):
             raise CheckpointNotFoundError(f"{storage_id!r} is not a checkpoint id")
         if self._storage is not None:
@@ -126,6 +160,66 @@ class CheckpointContext:
         if not path.is_dir():
             raise CheckpointNotFoundError(f"checkpoint {storage_id} not found in {path.parent}")
         yield path
+
+    def upload(
+        self,
+        ckpt_dir: str | os.PathLike[str] | None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        shard: bool = False,
+        selector: Selector | None = None,
+    ) -> str:
+        """Store the files of ``ckpt_dir`` (those ``selector`` accepts, by relative path) as
+        a new checkpoint; returns its storage id. The name of ``ckpt_dir`` is not kept.
+
+        ``shard=False``: chief only. ``shard=True``: every rank calls it; a rank with
+        nothing to add passes ``ckpt_dir=None``; the checkpoint holds the union.
+        """
+        if not shard:
+            if ckpt_dir is None:
+                raise RuntimeError("upload(ckpt_dir=None, shard=False) would store nothing")
+            if not self._dist.is_chief:
+                raise RuntimeError(f"cannot call upload(shard=False) from non-chief worker "
+                                   f"(rank={self._dist.rank})")
+        if selector is not None and ckpt_dir is None:
+            raise RuntimeError("ckpt_dir has to be provided if selector is not None")
+        with self.store_path(metadata, shard=shard) as (path, storage_id):
+            if ckpt_dir is not None:
+                copy_selected(pathlib.Path(ckpt_dir), path, selector)
+        return storage_id
+
+    def download(
+        self,
+        storage_id: str,
+        ckpt_dir: str | os.PathLike[str],
+        download_mode: DownloadMode = DownloadMode.LocalWorkersShareDownload,
+        *,
+        selector: Selector | None = None,
+    ) -> None:
+        """Copy checkpoint ``storage_id`` (the files ``selector`` accepts) into ``ckpt_dir``,
+        created if missing."""
+        with self.restore_path(storage_id, download_mode) as path:
+            copy_selected(path, pathlib.Path(ckpt_dir), selector)
+
+    def get_metadata(self, storage_id: str) -> dict[str, Any]:
+        """The checkpoint's ``metadata.json``, as stored with it ({} if it has none)."""
+        local = self.checkpoint_dir / storage_id
+        if _STORAGE_ID.match(storage_id) and (local / METADATA_FILE).is_file():
+            return read_metadata(local)  # object stores keep a local copy of it too
+        with self.restore_path(storage_id, DownloadMode.NoSharedDownload) as path:
+            return read_metadata(path)
+
+    def delete(self, storage_id: str) -> None:
+        """Delete checkpoint ``storage_id``'s files from the storage.
+
+        The master keeps its record (marked deleted by its GC, or use
+        ``det checkpoint delete``, which does both): a trial cannot delete records.
+        """
+        if not _STORAGE_ID.match(storage_id) or storage_id.endswith(PARTIAL_SUFFIX):
+            raise CheckpointNotFoundError(f"{storage_id!r} is not a checkpoint id")
+        if self._storage is not None:
+            self._storage.delete(storage_id)
+        shutil.rmtree(self.checkpoint_dir / storage_id, ignore_errors=True)
 
     def _finish(
         self, partial: pathlib.Path, storage_id: str, user: Mapping[str, Any]

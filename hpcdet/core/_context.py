@@ -21,6 +21,7 @@ from hpcdet.core._preempt import (
     DummyPreemptContext,
     PreemptContext,
     PreemptionWatcher,
+    PreemptMode,
     poll_interval_from_environ,
 )
 from hpcdet.core._profiler import ProfilerContext, ProfilerScope, ReporterSink
@@ -33,6 +34,7 @@ from hpcdet.core._reporter import (
 )
 from hpcdet.core._searcher import SearcherContext, dummy_searcher_context, searcher_context
 from hpcdet.core._spool import spool_dir
+from hpcdet.core._tensorboard_mode import TensorboardMode
 from hpcdet.core._train import (
     BestValidationFetcher,
     DummyTrainContext,
@@ -141,6 +143,8 @@ def init(
     distributed: DistributedContext | None = None,
     checkpoint_storage: str | os.PathLike[str] | None = None,
     hparams: dict[str, Any] | None = None,
+    preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+    tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
 ) -> Context:
     """Start the Core API.
 
@@ -158,6 +162,9 @@ def init(
         checkpoint_storage: the local checkpoint directory of a run outside a job. In a
             job the trial's ``checkpoint_dir`` is used, as the master must find them.
         hparams: hyperparameters of a run outside a job (ignored in a job).
+        preempt_mode: who calls ``preempt.should_preempt()`` (:class:`PreemptMode`).
+        tensorboard_mode: accepted for Determined's signature (:class:`TensorboardMode`);
+            hpcdet writes and uploads no TensorBoard files in either mode.
 
     Example::
 
@@ -169,9 +176,16 @@ def init(
                 loss = train_step(lr)
                 core_context.train.report_training_metrics(step, {"loss": loss})
     """
+    TensorboardMode(tensorboard_mode)  # refuse what Determined refuses
+    mode = PreemptMode(preempt_mode)
     if trial_info_path() is None:
-        return _dummy_init(distributed, checkpoint_storage, hparams)
-    return _real_init(load_trial_info(), distributed, checkpoint_storage)
+        context = _dummy_init(distributed, checkpoint_storage, hparams)
+    else:
+        context = _real_init(load_trial_info(), distributed, checkpoint_storage)
+    # Both builders make a default-mode PreemptContext (real or dummy); the mode only
+    # changes how should_preempt() asks, so swap in one of the same class with it.
+    context.preempt = type(context.preempt)(context.distributed, mode)
+    return context
 
 
 def close_open_contexts() -> None:

@@ -14,6 +14,7 @@ allgather in :meth:`PreemptContext.should_preempt` carries it to the other ranks
 
 from __future__ import annotations
 
+import enum
 import math
 import os
 import signal
@@ -160,12 +161,29 @@ def _log(message: str) -> None:
     print(f"hpcdet core: {message}", file=sys.stderr, flush=True)
 
 
+class PreemptMode(enum.Enum):
+    """Who may call :meth:`PreemptContext.should_preempt` (Determined's names and values).
+
+    ``WorkersAskChief`` (the default): every rank calls it at the same points and all get
+    the same answer (any rank's signal, or the master's stop, counts). ``ChiefOnly``: only
+    the chief calls it (no collectives); tell the workers yourself. ``WorkersAskMaster``:
+    each rank calls it on its own, without collectives, and answers from what reaches
+    that rank: its own signal (Slurm and PBS signal every rank), and on the chief also
+    the master's stop.
+    """
+
+    WorkersAskChief = "WORKERS_ASK_CHIEF"
+    ChiefOnly = "CHIEF_ONLY"
+    WorkersAskMaster = "WORKERS_ASK_MASTER"
+
+
 class PreemptContext:
     """Asks whether the trial should stop now (checkpoint first, then exit 0).
 
-    In a multi-rank trial the answer is agreed over all ranks (an allgather of each
-    rank's flag), so *every rank must call* :meth:`should_preempt` *at the same points*,
-    e.g. once per epoch. Once the answer is True it stays True, without more collectives.
+    With the default :class:`PreemptMode` (``WorkersAskChief``) the answer is agreed
+    over all ranks (an allgather of each rank's flag), so *every rank must call*
+    :meth:`should_preempt` *at the same points*, e.g. once per epoch. Once the answer is
+    True it stays True, without more collectives.
 
     Example::
 
@@ -176,25 +194,53 @@ class PreemptContext:
                 return  # the master resubmits the trial from the checkpoint
     """
 
-    def __init__(self, distributed: DistributedContext) -> None:
+    def __init__(
+        self,
+        distributed: DistributedContext,
+        preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+    ) -> None:
         self._dist = distributed
+        self._mode = PreemptMode(preempt_mode)
         self._decided = False
+        self._acknowledged = False
 
-    def should_preempt(self) -> bool:
-        """True once any rank got SIGTERM or SIGUSR2, or the master asked the trial to stop.
+    def should_preempt(self, auto_ack: bool = True) -> bool:
+        """True once a rank got SIGTERM or SIGUSR2, or the master asked the trial to stop.
 
-        The same answer on every rank.
+        ``auto_ack`` is Determined's: acknowledge the first True (see
+        :meth:`acknowledge_preemption_signal`).
         """
-        if self._decided:
-            return True
-        local = preemption_signalled()
-        flags = self._dist.allgather(local) if self._dist.size > 1 else [local]
-        self._decided = any(flags)
+        if self._mode == PreemptMode.ChiefOnly and not self._dist.is_chief:
+            raise RuntimeError(
+                "PreemptContext was configured with preempt_mode=ChiefOnly but "
+                f".should_preempt() was called from non-chief worker of rank={self._dist.rank}"
+            )
+        if not self._decided:
+            local = preemption_signalled()
+            collective = self._mode == PreemptMode.WorkersAskChief and self._dist.size > 1
+            self._decided = any(self._dist.allgather(local)) if collective else local
+        if self._decided and auto_ack:
+            self.acknowledge_preemption_signal()
         return self._decided
+
+    def acknowledge_preemption_signal(self) -> None:
+        """Say that the script is stopping to be resumed later (Determined's call).
+
+        hpcdet needs no acknowledgement: the harness records a clean exit after the
+        signal (or the master's stop) as a preemption, and the master resubmits the trial
+        from its checkpoint. The call is accepted and noted once in the log.
+        """
+        if not self._acknowledged:
+            self._acknowledged = True
+            _log("preemption acknowledged; checkpoint and exit to be resumed")
 
 
 class DummyPreemptContext(PreemptContext):
     """Preemption for a single process outside a job: only this process's flag counts."""
 
-    def __init__(self, distributed: DistributedContext | None = None) -> None:
-        super().__init__(distributed or DummyDistributedContext())
+    def __init__(
+        self,
+        distributed: DistributedContext | None = None,
+        preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+    ) -> None:
+        super().__init__(distributed or DummyDistributedContext(), preempt_mode)

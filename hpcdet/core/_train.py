@@ -190,6 +190,17 @@ class TrainContext:
         if self._dist.is_chief:
             self._ship_early_exit(parsed)
 
+    def set_status(self, status: str) -> None:
+        """Say what the trial is working on, in a short line (Determined's call).
+
+        The chief prints it to the trial's log (``hpcdet core: status: ...``); Determined
+        showed it in its web UI, hpcdet's pages show the log. Other ranks do nothing.
+        """
+        if not isinstance(status, str):
+            raise TypeError(f"status must be a str, not {type(status).__name__}")
+        if self._dist.is_chief:
+            print(f"hpcdet core: status: {status}", file=sys.stderr, flush=True)
+
     def flush(self) -> None:
         """Block until every report so far has reached the master."""
         if self._reporter is not None:

@@ -39,6 +39,7 @@ checkpoints, preemption).
 
 from __future__ import annotations
 
+from hpcdet.pytorch import samplers
 from hpcdet.pytorch._callback import PyTorchCallback
 from hpcdet.pytorch._context import PyTorchTrialContext
 from hpcdet.pytorch._data import DataLoader, TorchData
@@ -52,6 +53,7 @@ from hpcdet.pytorch._trial import PyTorchTrial
 from hpcdet.pytorch._units import Batch, Epoch, TrainUnit
 
 __all__ = [
+    "samplers",
     "Batch",
     "DataLoader",
     "Epoch",

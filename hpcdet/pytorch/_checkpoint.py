@@ -1,8 +1,9 @@
 """The PyTorchTrial checkpoint: what it holds, how it is written and read back.
 
 ``<uuid>/state_dict.pth`` holds the models (unwrapped, without DDP's ``module.``),
-optimizers, LR schedulers, callback states, every rank's RNG states and the trainer's
-position; ``<uuid>/load_data.json`` names the trial class and its hyperparameters so
+optimizers, LR schedulers, the wrapped GradScaler (``scaler_state_dict``), callback
+states, every rank's RNG states and the trainer's position; ``<uuid>/load_data.json``
+names the trial class and its hyperparameters so
 :func:`hpcdet.pytorch.load_trial_from_checkpoint_path` can rebuild the trial;
 ``metadata.json`` (written by the Core API) holds the trial, steps, framework, hparams.
 """
@@ -69,7 +70,7 @@ def trial_state(
         "callbacks": {name: cb.state_dict() for name, cb in callbacks.items()},
         "rng_states": rng_states,
         "trainer": trainer,
-    }
+    } | ({} if context.scaler is None else {"scaler_state_dict": context.scaler.state_dict()})
 
 
 def save(
@@ -111,6 +112,7 @@ def load_into(
     _load_list("model", [unwrap(m) for m in context.models], state["models_state_dict"])
     _load_list("optimizer", context.optimizers, state["optimizers_state_dict"])
     _load_list("LR scheduler", context.lr_schedulers, state["lr_schedulers_state_dict"])
+    _load_scaler(context, state.get("scaler_state_dict"))
     for name, callback in callbacks.items():
         if name in state["callbacks"]:
             callback.load_state_dict(state["callbacks"][name])
@@ -123,3 +125,16 @@ def _load_list(kind: str, targets: list[Any], states: list[Any]) -> None:
         )
     for target, target_state in zip(targets, states, strict=True):
         target.load_state_dict(target_state)
+
+
+def _load_scaler(context: PyTorchTrialContext, scaler_state: Any) -> None:
+    """Restore the wrapped GradScaler; a mismatch is an error, as in Determined."""
+    if scaler_state is None and context.scaler is None:
+        return
+    if scaler_state is None:
+        raise ValueError("the trial wrapped a GradScaler but the checkpoint holds no scaler "
+                         "state (it was saved without wrap_scaler)")
+    if context.scaler is None:
+        raise ValueError("the checkpoint holds a GradScaler's state but the trial did not call "
+                         "context.wrap_scaler()")
+    context.scaler.load_state_dict(scaler_state)

@@ -87,6 +87,8 @@ class PyTorchTrialContext:
         self.optimizers: list[torch.optim.Optimizer] = []
         self.lr_schedulers: list[LRScheduler] = []
         self.reducers: list[WrappedReducer] = []
+        # The GradScaler wrap_scaler registered, checkpointed with the trial.
+        self.scaler: Any = None
         self._position = TrainPosition()
         self._stop_requested = False
 
@@ -126,6 +128,22 @@ class PyTorchTrialContext:
         checkpoints it. Returns ``lr_scheduler`` itself."""
         self.lr_schedulers.append(LRScheduler(lr_scheduler, step_mode, frequency))
         return lr_scheduler
+
+    def wrap_scaler(self, scaler: Any) -> Any:
+        """Register an AMP ``GradScaler`` (``torch.amp`` or ``torch.cuda.amp``) so it is saved
+        in and restored from checkpoints; returns it unchanged. Once only.
+
+        As in Determined, use it as in plain PyTorch: ``context.backward(scaler.scale(loss))``,
+        ``context.step_optimizer(opt, scaler=scaler)``, then ``scaler.update()`` once per
+        batch.
+        """
+        if self.scaler is not None:
+            raise RuntimeError("wrap_scaler() was already called; call it once")
+        for method in ("scale", "step", "update", "state_dict", "load_state_dict"):
+            if not callable(getattr(scaler, method, None)):
+                raise TypeError(f"wrap_scaler needs a GradScaler, not {type(scaler).__name__}")
+        self.scaler = scaler
+        return scaler
 
     def wrap_reducer(
         self, reducer: MetricReducer, name: str | None = None, for_training: bool = False
