@@ -1,14 +1,12 @@
 """``det checkpoint``: list, describe, download and delete checkpoints.
 
-``download`` copies the checkpoint's directory straight from its storage path when this host
-can read it (the shared filesystem of the cluster); otherwise the master streams it as a tar.
-Either way the files land in a temporary directory beside the target that is renamed into
-place only once complete, so an interrupted download never leaves half a checkpoint.
+``download`` is :func:`hpcdet.checkpoint_download.download` (shared with the Python SDK):
+a direct copy from a readable storage path, else the master's tar, renamed into place only
+once complete.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +21,6 @@ from hpcdet.cli.output import format_size, format_time, print_json, render_field
 
 # Show a progress bar for downloads larger than this.
 PROGRESS_THRESHOLD = 10 * 1024 * 1024
-_CHUNK = 1024 * 1024
 
 
 @click.group(cls=AliasedGroup)
@@ -157,85 +154,23 @@ def download(state: CliState, uuid: str, output_dir: Path | None, force: bool) -
     Copies them from the checkpoint's storage path when this host can read it (a shared
     filesystem), else fetches them from the master.
     """
-    import shutil  # here, as tempfile and tarfile: they cost det's other commands ~10 ms
-    import tempfile
+    from hpcdet import checkpoint_download
 
     target = output_dir or Path("checkpoints") / uuid
-    _check_target(target, force=force)
-    info = state.client().get(f"/checkpoints/{uuid}")["checkpoint"]
-    if info.get("state") == "DELETED":
-        raise CliError(f"checkpoint {uuid} was deleted by checkpoint garbage collection")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
-        files = staging / "files"
-        source = _readable_dir(info.get("storage_path"))
-        if source is not None:
-            shutil.copytree(source, files, symlinks=True)
-        else:
-            _fetch_tar(state, uuid, staging / "checkpoint.tar", files)
-        _move_into_place(files, target, force=force)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    how = "copied from " + str(source) if source is not None else "from the master"
+        how = checkpoint_download.download(
+            state.client(), uuid, target, force=force, progress=_progress,
+            force_hint="choose another -o/--output-dir, or pass --force to replace it")
+    except checkpoint_download.DownloadError as exc:
+        raise CliError(str(exc)) from None
     click.echo(f"Downloaded checkpoint {uuid} to {target} ({how})")
 
 
-def _check_target(target: Path, *, force: bool) -> None:
-    if target.exists() and not target.is_dir():
-        raise CliError(f"{target} exists and is not a directory")
-    if target.is_dir() and any(target.iterdir()) and not force:
-        raise CliError(f"{target} is not empty: choose another -o/--output-dir, or pass "
-                       "--force to replace it")
-
-
-def _readable_dir(path: Any) -> Path | None:
-    if not isinstance(path, str) or not path:
-        return None
-    candidate = Path(path)
-    return candidate if candidate.is_dir() and os.access(candidate, os.R_OK | os.X_OK) else None
-
-
-def _fetch_tar(state: CliState, uuid: str, archive: Path, files: Path) -> None:
-    """Stream the master's tar of the checkpoint to ``archive`` and unpack it into ``files``."""
-    with state.client().stream(f"/checkpoints/{uuid}/download") as response:
-        total = int(response.headers.get("Content-Length") or 0)
-        with archive.open("wb") as out, _progress(total, uuid) as bar:
-            for chunk in response.iter_bytes(_CHUNK):
-                out.write(chunk)
-                bar.update(len(chunk))
-    import tarfile
-
-    files.mkdir()
-    with tarfile.open(archive, mode="r:") as tar:
-        tar.extractall(files, filter="data")
-
-
-class _NoProgress:
-    def update(self, n: int) -> None:
-        """Small downloads show no bar."""
-
-    def __enter__(self) -> _NoProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
 def _progress(total: int, uuid: str) -> Any:
+    """A bar on stderr for large downloads (the SDK passes none)."""
+    from hpcdet.checkpoint_download import NoProgress
+
     if total < PROGRESS_THRESHOLD:
-        return _NoProgress()
+        return NoProgress()
     return click.progressbar(length=total, label=f"Downloading {uuid}", file=sys.stderr,
                              show_pos=False, show_percent=True)
-
-
-def _move_into_place(files: Path, target: Path, *, force: bool) -> None:
-    """Rename ``files`` to ``target``; with ``force`` the old ``target`` goes only after."""
-    if target.is_dir() and any(target.iterdir()):
-        if not force:  # it filled up while we downloaded
-            raise CliError(f"{target} is not empty")
-        old = files.parent / "replaced"
-        target.rename(old)
-    elif target.is_dir():
-        target.rmdir()
-    files.rename(target)

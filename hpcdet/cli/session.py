@@ -12,12 +12,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hpcdet.errors import HpcdetError
+from hpcdet.errors import HpcdetError, MasterError
 
 if TYPE_CHECKING:
     import httpx
+
+    from hpcdet.client import MasterClient
 
 TOKEN_ENV = "DET_USER_TOKEN"
 # A token this close to its expiry is not used: a fresh login is cheaper than a failed call.
@@ -95,3 +98,30 @@ def login(master: str, *, transport: httpx.BaseTransport | None = None,
     entry = {key: answer.get(key) for key in ("token", "username", "expires_at", "token_id")}
     save(master, entry)
     return entry
+
+
+def open_client(master: str, *, user: str | None = None,
+                transport: httpx.BaseTransport | None = None, encode: Any = None,
+                cert_file: str | None = None,
+                on_degraded: Callable[[str], None] | None = None) -> MasterClient:
+    """A client for ``master`` that proves who is calling as ``det`` does (and the SDK).
+
+    It sends ``DET_USER_TOKEN`` or the stored session token (``~/.hpcdet/auth.json``)
+    when there is one, and logs in with MUNGE (``encode``: a fake in tests) when the master
+    asks who is calling; ``DET_USER_TOKEN`` is never renewed. ``user`` is sent to an open
+    master (auth.mode: open), which believes it.
+    """
+    from hpcdet.client import MasterClient, normalize_master_url
+
+    url = normalize_master_url(master)
+    api_token = os.environ.get(TOKEN_ENV)
+    entry = None if api_token else stored(url)
+    token = api_token or (entry or {}).get("token")
+
+    def relogin(error: MasterError) -> str | None:
+        fresh: str | None = login(url, transport=transport, encode=encode).get("token")
+        return fresh
+
+    return MasterClient(url, user=user, token=token, transport=transport,
+                        relogin=None if api_token else relogin, cert_file=cert_file,
+                        on_degraded=on_degraded)

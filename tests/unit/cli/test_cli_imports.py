@@ -190,3 +190,14 @@ def test_help_width_is_clicks_without_shutil(monkeypatch: pytest.MonkeyPatch, co
 
     monkeypatch.setenv("COLUMNS", columns)
     assert _help_width() == width
+
+
+def test_the_sdk_imports_no_server_or_training_package() -> None:
+    """``from hpcdet.experimental import client`` (notebooks, pipelines, example trials that
+    import it at module level) loads neither Flask, SQLAlchemy nor torch."""
+    probe = ("import sys\nfrom hpcdet.experimental import client\n"
+             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *SITE_PACKAGES])}
+    out = subprocess.run([sys.executable, "-S", "-c", probe], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert not {"flask", "werkzeug", "sqlalchemy", "torch", "numpy", "httpx"} & set(out)
