@@ -25,6 +25,8 @@ import io
 import os
 import stat
 import tarfile
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,10 +63,19 @@ class ContextArchive:
 
 
 def build_context(directory: str | os.PathLike[str], *,
+                  includes: Sequence[str | os.PathLike[str]] = (),
                   limit: int = MAX_CONTEXT_BYTES) -> ContextArchive:
-    """Pack ``directory``; raise :class:`ValidationError` if it is missing or too large."""
+    """Pack ``directory`` and the ``includes`` (``det experiment create -i``); raise
+    :class:`ValidationError` if one is missing, two share a top-level name, or the whole is
+    too large."""
     root = _check_directory(Path(directory))
     entries, skipped = collect_entries(root)
+    for include in includes:
+        more, more_skipped = include_entries(Path(include))
+        entries += more
+        skipped += more_skipped
+    _check_unique_tops(entries)
+    entries.sort(key=lambda e: e.name)
     files = [e for e in entries if not e.is_dir]
     total = sum(e.size for e in files)
     if total > limit:
@@ -93,6 +104,35 @@ def collect_entries(root: Path) -> tuple[list[Entry], list[str]]:
         for name in sorted(filenames):
             _add_file(root, here / name, spec, entries, skipped)
     return sorted(entries, key=lambda e: e.name), skipped
+
+
+def include_entries(path: Path) -> tuple[list[Entry], list[str]]:
+    """An ``--include`` as Determined adds it: a file or directory at the top of the archive
+    under its own name; a directory's own ``.detignore`` applies inside it."""
+    if not path.exists():
+        raise ValidationError(f"--include {str(path)!r} does not exist")
+    resolved = path.resolve()
+    name = resolved.name
+    if not name:
+        raise ValidationError(f"--include {str(path)!r} has no name to give it in the context")
+    if not resolved.is_dir():
+        problem = _unpackable(resolved.parent, resolved)
+        if problem:
+            raise ValidationError(f"--include {str(path)!r}: {problem}")
+        return [Entry(name, resolved, size=resolved.stat().st_size)], []
+    inner, skipped = collect_entries(resolved)
+    entries = [Entry(name, resolved, is_dir=True)]
+    entries += [dataclasses.replace(e, name=f"{name}/{e.name}") for e in inner]
+    return entries, [f"{name}/{s}" for s in skipped]
+
+
+def _check_unique_tops(entries: list[Entry]) -> None:
+    """Refuse an ``--include`` whose name is already at the top of the archive."""
+    tops = Counter(e.name for e in entries if "/" not in e.name)
+    duplicates = sorted(name for name, count in tops.items() if count > 1)
+    if duplicates:
+        raise ValidationError(f"--include: {', '.join(map(repr, duplicates))} is already in "
+                              "the context (two top-level entries with one name)")
 
 
 def load_ignore_spec(root: Path) -> pathspec.GitIgnoreSpec:

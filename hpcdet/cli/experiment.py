@@ -44,9 +44,20 @@ _ELSEWHERE = {
 
 
 @click.group(cls=LazyGroup, lazy_subcommands=_ELSEWHERE,
-             aliases={"ls": "list", "lt": "list-trials", "lc": "list-checkpoints"})
+             aliases={"ls": "list", "lt": "list-trials", "lc": "list-checkpoints",
+                      "unpause": "activate"})
 def experiment() -> None:
     """Create, inspect and stop experiments."""
+
+
+def refuse_determined_only(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """Refuse Determined's ``-p/--publish`` (ports of the task container: none here) and
+    ``--project_id`` (projects are named here): ``-p`` must not mean something else."""
+    if value is not None:
+        raise click.UsageError(
+            "-p/--publish and --project_id are Determined's options, not det's: publishing "
+            "ports has no meaning for Slurm jobs; put the experiment in a project with "
+            "--workspace NAME --project NAME")
 
 
 @experiment.command("create")
@@ -58,8 +69,17 @@ def experiment() -> None:
 @click.option("-w", "--workspace", metavar="NAME",
               help="Put the experiment in workspace NAME (its members see it; needs the "
                    "editor role there). Without: it is yours and the admins' alone.")
-@click.option("-p", "--project", metavar="NAME",
-              help="Put the experiment in project NAME of the --workspace.")
+@click.option("--project", metavar="NAME",
+              help="Put the experiment in project NAME of the --workspace (no -p: "
+                   "Determined's -p is --publish).")
+@click.option("-p", "--publish", "--project_id", "--project-id", expose_value=False,
+              hidden=True, callback=refuse_determined_only, help="Refused with a message.")
+@click.option("--paused", is_flag=True,
+              help="Create the experiment PAUSED: nothing is submitted until "
+                   "`det experiment activate ID` (or unpause).")
+@click.option("-i", "--include", "includes", multiple=True, metavar="PATH",
+              help="Add file or directory PATH to the context, at its top under its own "
+                   "name (a directory's .detignore applies). Repeatable.")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override one config key (dotted path, e.g. resources.slots_per_trial=4; "
                    "VALUE is YAML). Repeatable.")
@@ -75,8 +95,9 @@ def experiment() -> None:
 @JSON_OPTION
 @pass_state
 def create(state: CliState, config_file: str, context_dir: str, template: str | None,
-           workspace: str | None, project: str | None, overrides: tuple[str, ...],
-           follow: bool, dry_run: bool, local: bool, as_json: bool) -> None:
+           workspace: str | None, project: str | None, paused: bool,
+           includes: tuple[str, ...], overrides: tuple[str, ...], follow: bool,
+           dry_run: bool, local: bool, as_json: bool) -> None:
     """Create an experiment from CONFIG and code in CONTEXT.
 
     CONFIG is the experiment configuration (YAML); CONTEXT is the directory holding the
@@ -85,19 +106,23 @@ def create(state: CliState, config_file: str, context_dir: str, template: str | 
     are printed on stdout, so `det experiment create --dry-run c.yaml . > job.sh` works.
     With --local, nothing is sent anywhere: the searcher's first trial trains in this
     process with CONTEXT as working directory; the exit code is 0 if it succeeded.
+    With --paused the experiment is created PAUSED and starts when activated.
     """
     if local:
         _check_local_flags(template=template or workspace or project, follow=follow,
-                           dry_run=dry_run, as_json=as_json)
+                           dry_run=dry_run, as_json=as_json, paused=paused,
+                           includes=bool(includes))
         from hpcdet.cli.local import run_local_experiment
 
         run_local_experiment(config_file, context_dir, overrides)
         return
-    _check_create_flags(follow=follow, dry_run=dry_run, as_json=as_json)
+    _check_create_flags(follow=follow, dry_run=dry_run, as_json=as_json, paused=paused)
     if project is not None and workspace is None:
         raise click.UsageError("--project needs --workspace (projects live in a workspace)")
-    body = create_body(config_file, context_dir, dry_run=dry_run, overrides=overrides)
-    extra = {"template": template, "workspace": workspace, "project": project}
+    body = create_body(config_file, context_dir, dry_run=dry_run, overrides=overrides,
+                       includes=includes)
+    extra = {"template": template, "workspace": workspace, "project": project,
+             "activate": False if paused else None}
     body.update({key: value for key, value in extra.items() if value is not None})
     answer = state.client().post("/experiments", body)
     for warning in answer.get("warnings") or []:
@@ -114,7 +139,11 @@ def create(state: CliState, config_file: str, context_dir: str, template: str | 
         _report_created(state, answer["experiment"]["id"], follow=follow)
 
 
-def _check_create_flags(*, follow: bool, dry_run: bool, as_json: bool) -> None:
+def _check_create_flags(*, follow: bool, dry_run: bool, as_json: bool,
+                        paused: bool = False) -> None:
+    if follow and paused:
+        raise click.UsageError("--follow and --paused cannot be used together (a paused "
+                               "experiment runs nothing to follow)")
     if follow and dry_run:
         raise click.UsageError("--follow and --dry-run cannot be used together")
     if follow and as_json:
@@ -122,17 +151,18 @@ def _check_create_flags(*, follow: bool, dry_run: bool, as_json: bool) -> None:
 
 
 def _check_local_flags(*, template: str | None, follow: bool, dry_run: bool,
-                      as_json: bool) -> None:
+                      as_json: bool, paused: bool = False, includes: bool = False) -> None:
     """--local talks to no master: the options that need one are refused."""
     given = [flag for flag, used in (("--template/--workspace/--project",
                                       template is not None), ("--follow", follow),
-                                     ("--dry-run", dry_run), ("--json", as_json)) if used]
+                                     ("--dry-run", dry_run), ("--json", as_json),
+                                     ("--paused", paused), ("--include", includes)) if used]
     if given:
         raise click.UsageError(f"--local cannot be used with {', '.join(given)}")
 
 
 def create_body(config_file: str, context_dir: str, *, dry_run: bool,
-                overrides: Sequence[str] = ()) -> dict[str, Any]:
+                overrides: Sequence[str] = (), includes: Sequence[str] = ()) -> dict[str, Any]:
     """The ``POST /experiments`` body: the config's text and the packed context.
 
     Without overrides the text is sent exactly as written, so the master's error lines
@@ -145,7 +175,7 @@ def create_body(config_file: str, context_dir: str, *, dry_run: bool,
     parsed = [parse_override(arg) for arg in overrides]
     config = load_config_file(config_file)
     text = override_text(config.data, parsed) if parsed else config.text
-    archive = build_context(context_dir)
+    archive = build_context(context_dir, includes=includes)
     click.echo(f"Preparing files to send to master... {format_size(archive.size)} and "
                f"{archive.files} files", err=True)
     _warn_skipped(archive.skipped)
@@ -443,7 +473,8 @@ def list_trials(state: CliState, experiment_id: int, as_json: bool) -> None:
 @log_options
 @pass_state
 def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
-         tail: int | None, rank: int | None, node: str | None, as_json: bool) -> None:
+         tail: int | None, rank: int | None, node: str | None, stdtype: str | None,
+         timestamp_before: str | None, timestamp_after: str | None, as_json: bool) -> None:
     """Print the logs of an experiment's first trial.
 
     With --follow, waits for the trial to be created if need be. Each line is prefixed
@@ -461,7 +492,8 @@ def logs(state: CliState, experiment_id: int, follow: bool, head: int | None,
     if trial_id is None:
         raise CliError(f"experiment {experiment_id} has no trials")
     show_logs(state, trial_id, follow=follow, head=head, tail=tail,
-              selection=LogFilter(rank, node, as_json))
+              selection=LogFilter(rank, node, as_json, stdtype, timestamp_before,
+                                  timestamp_after))
 
 
 # pause, activate, cancel, kill, archive, unarchive (hpcdet/cli/lifecycle.py); set, label,

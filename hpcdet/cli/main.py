@@ -66,6 +66,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
                     "TensorBoard over experiments' metrics, run as a job (as Determined's)."),
     "user": ("hpcdet.cli.user:user",
              "Sign in to the master (MUNGE), see who you are, manage API tokens."),
+    "token": ("hpcdet.cli.user:token",
+              "API tokens for scripts: Authorization: Bearer TOKEN, or DET_USER_TOKEN for det."),
     "workspace": ("hpcdet.cli.workspace:workspace",
                   "Manage workspaces: who may see and change the experiments shared in them."),
     "project": ("hpcdet.cli.workspace:project",
@@ -77,7 +79,7 @@ _SUBCOMMANDS = {name: target for name, (target, _) in _COMMANDS.items()}
 _SUMMARIES = {name: summary for name, (_, summary) in _COMMANDS.items()}
 _ALIASES = {"e": "experiment", "t": "trial", "tpl": "template", "c": "checkpoint",
             "rp": "resource-pool", "j": "job", "w": "workspace", "p": "project", "m": "model",
-            "command": "cmd"}
+            "command": "cmd", "u": "user", "tkn": "token"}
 
 
 class CliState:
@@ -110,27 +112,12 @@ class CliState:
         """
         if self._client is None:
             from hpcdet.cli import session
-            from hpcdet.client import MasterClient, normalize_master_url
 
-            url = normalize_master_url(self.master)
-            api_token = os.environ.get(session.TOKEN_ENV)
-            entry = None if api_token else session.stored(url)
-            token = api_token or (entry or {}).get("token")
-            self._client = MasterClient(url, user=self.user, token=token,
-                                        transport=self.transport,
-                                        relogin=None if api_token else self._relogin,
-                                        on_degraded=_warn_degraded)
+            self._client = session.open_client(self.master, user=self.user,
+                                               transport=self.transport,
+                                               encode=self.munge_encode,
+                                               on_degraded=_warn_degraded)
         return self._client
-
-    def _relogin(self, error: MasterError) -> str | None:
-        """Log in with MUNGE for a master that asked who is calling."""
-        from hpcdet.cli import session
-        from hpcdet.client import normalize_master_url
-
-        entry = session.login(normalize_master_url(self.master), transport=self.transport,
-                              encode=self.munge_encode)
-        token: str | None = entry.get("token")
-        return token
 
     def close(self) -> None:
         if self._client is not None:

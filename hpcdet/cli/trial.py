@@ -39,10 +39,15 @@ class LogFilter:
     rank: int | None = None
     node: str | None = None
     as_json: bool = False
+    stream: str | None = None
+    before: str | None = None
+    after: str | None = None
 
     def params(self) -> dict[str, Any]:
         """The query parameters of ``GET /trials/<id>/logs`` that narrow the lines."""
-        return {k: v for k, v in (("rank", self.rank), ("node", self.node)) if v is not None}
+        pairs = (("rank", self.rank), ("node", self.node), ("stream", self.stream),
+                 ("timestamp_before", self.before), ("timestamp_after", self.after))
+        return {k: v for k, v in pairs if v is not None}
 
 
 def is_terminal(state: str | None) -> bool:
@@ -273,13 +278,15 @@ def history_table(history: Sequence[Mapping[str, Any]]) -> str | None:
 @log_options
 @pass_state
 def logs(state: CliState, trial_id: int, follow: bool, head: int | None,
-         tail: int | None, rank: int | None, node: str | None, as_json: bool) -> None:
+         tail: int | None, rank: int | None, node: str | None, stdtype: str | None,
+         timestamp_before: str | None, timestamp_after: str | None, as_json: bool) -> None:
     """Print a trial's logs (all ranks, stdout and stderr).
 
     Each line is prefixed with [rank R NODE] where the master knows them.
     """
     show_logs(state, trial_id, follow=follow, head=head, tail=tail,
-              selection=LogFilter(rank, node, as_json))
+              selection=LogFilter(rank, node, as_json, stdtype, timestamp_before,
+                                  timestamp_after))
 
 
 def show_logs(state: CliState, trial_id: int, *, follow: bool, head: int | None,

@@ -109,9 +109,12 @@ def token() -> None:
 
 
 @token.command("create")
-@click.option("--name", default="api", show_default=True, help="A label to recognise it by.")
-@click.option("--expires-days", type=click.IntRange(1, 3650), default=30, show_default=True,
-              help="Days until the token stops working.")
+@click.option("--name", "-d", "--description", "name", default="api", show_default=True,
+              help="A label to recognise it by (-d/--description: Determined's spelling).")
+@click.option("--expires-days", "-e", "--expiration-days", "expires_days",
+              type=click.IntRange(1, 3650), default=30, show_default=True,
+              help="Days until the token stops working (-e/--expiration-days: Determined's "
+                   "spelling).")
 @JSON_OPTION
 @pass_state
 def create_token(state: CliState, name: str, expires_days: int, as_json: bool) -> None:
@@ -127,7 +130,8 @@ def create_token(state: CliState, name: str, expires_days: int, as_json: bool) -
 
 
 @token.command("list")
-@click.option("--all", "show_all", is_flag=True, help="Include expired and revoked ones.")
+@click.option("--all", "--show-inactive", "show_all", is_flag=True,
+              help="Include expired and revoked ones.")
 @JSON_OPTION
 @pass_state
 def list_tokens(state: CliState, show_all: bool, as_json: bool) -> None:
@@ -146,6 +150,28 @@ def _token_row(t: dict[str, Any]) -> list[Any]:
             format_time(t.get("revoked_at"))]
 
 
+@token.command("describe")
+@click.argument("token_ids", metavar="ID...", type=int, nargs=-1, required=True)
+@JSON_OPTION
+@pass_state
+def describe_tokens(state: CliState, token_ids: tuple[int, ...], as_json: bool) -> None:
+    """Show your API tokens or sessions with these IDs (never the tokens themselves)."""
+    from hpcdet.errors import HpcdetError
+
+    answer = state.client().get("/auth/tokens", params={"all": "1"})
+    found = {t.get("id"): t for t in answer.get("tokens") or []}
+    missing = [str(i) for i in token_ids if i not in found]
+    if missing:
+        raise HpcdetError(f"no token of yours with ID {', '.join(missing)} (det token list "
+                          "--all lists them)")
+    chosen = [found[i] for i in dict.fromkeys(token_ids)]
+    if as_json:
+        print_json({"tokens": chosen})
+        return
+    click.echo(render_table(["ID", "Kind", "Name", "Created", "Expires", "Last used",
+                             "Revoked"], [_token_row(t) for t in chosen]))
+
+
 @token.command("revoke")
 @click.argument("token_id", metavar="ID", type=int)
 @pass_state
@@ -155,4 +181,4 @@ def revoke_token(state: CliState, token_id: int) -> None:
     click.echo(f"Revoked token {token_id}")
 
 
-__all__ = ["user"]
+__all__ = ["token", "user"]

@@ -32,7 +32,8 @@ def create_experiment() -> Any:
     """Validate and store an experiment, or with ``dry_run`` render its job only.
 
     With ``"template": NAME`` the template's config is merged under the submitted one;
-    ``"workspace"`` (and ``"project"``) names where it belongs (editor role needed).
+    ``"workspace"`` (and ``"project"``) names where it belongs (editor role needed);
+    ``"activate": false`` creates it PAUSED (Determined's ``activate``; default true).
     """
     owner = current_user()
     body = json_body()
@@ -41,10 +42,13 @@ def create_experiment() -> Any:
     if not isinstance(config_text, str) or not isinstance(context, str):
         raise ApiError(400, "bad_request", "body needs 'config' (YAML text) and 'context' "
                        "(base64 tar.gz)")
+    activate = body.get("activate", True)
+    if not isinstance(activate, bool):
+        raise ApiError(400, "bad_request", "body field activate: must be true or false")
     template = template_for_experiment(body.get("template"), owner)
     result = accept(db(), settings(), current_app.config["HPCDET_BACKEND"],
                     config_text=config_text, context_b64=context, owner=owner,
-                    dry_run=bool(body.get("dry_run")), template=template)
+                    dry_run=bool(body.get("dry_run")), template=template, activate=activate)
     template_name = template.name if template is not None else None
     if result.experiment is None:
         jobs = [{"trial": i + 1, "script": s.script, "argv": list(s.argv)}

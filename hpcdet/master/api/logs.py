@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from flask import request
@@ -24,8 +25,10 @@ QUERY_MAX = 200  # search text (the pages cut theirs to this)
 def read_logs(trial_id: int) -> Any:
     """Log lines after ``after`` (a log id), the first ``head`` or the last ``tail`` lines.
 
-    ``rank``, ``node``, ``stream`` and ``q`` (a case-insensitive substring of the line)
-    narrow every form; with ``q``, ``matched`` counts every line that passes the filters.
+    ``rank``, ``node``, ``stream``, ``q`` (a case-insensitive substring of the line) and
+    ``timestamp_before``/``timestamp_after`` (ISO 8601 times, exclusive; without an offset:
+    UTC) narrow every form; with ``q``, ``matched`` counts every line that passes the
+    filters.
     """
     trial = trial_for(trial_id)
     query = _filtered(select(TrialLog).where(TrialLog.trial_id == trial_id))
@@ -70,6 +73,11 @@ def _filtered(query: Select[Any]) -> Select[Any]:
             raise ApiError(400, "bad_request", "query parameter stream: must be one of "
                            + ", ".join(STREAMS))
         query = query.where(TrialLog.stream == stream)
+    before, after = _time_arg("timestamp_before"), _time_arg("timestamp_after")
+    if before is not None:
+        query = query.where(TrialLog.at < before)
+    if after is not None:
+        query = query.where(TrialLog.at > after)
     text = request.args.get("q")
     if text:
         if len(text) > QUERY_MAX:
@@ -77,3 +85,18 @@ def _filtered(query: Select[Any]) -> Select[Any]:
                            "characters")
         query = query.where(TrialLog.line.icontains(text, autoescape=True))
     return query
+
+
+def _time_arg(name: str) -> dt.datetime | None:
+    """Query parameter ``name`` as an aware time (UTC when it has no offset), or None."""
+    raw = request.args.get(name)
+    if not raw:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(raw)
+    except ValueError:
+        raise ApiError(400, "bad_request", f"query parameter {name}: not an ISO 8601 time "
+                       "(e.g. 2024-05-01T12:00:00Z)") from None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value.astimezone(dt.timezone.utc)  # SQLite compares the stored UTC text

@@ -244,11 +244,11 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/v1/experiments"): {
         "summary": "Create an experiment (or render its first job with dry_run)",
         "body": obj({"config": STR, "context": STR},
-                    {"dry_run": BOOL, "template": OPT_STR, **_PLACED,
+                    {"dry_run": BOOL, "activate": BOOL, "template": OPT_STR, **_PLACED,
                      "project": nullable(NAME)}),
         "answers": {
-            **_PLACED_ERRORS, 400: "A bad config, context or template, or a project "
-                                   "without its workspace",
+            **_PLACED_ERRORS, 400: "A bad config, context, template or activate, or a "
+                                   "project without its workspace",
             201: obj({"experiment": ref("Experiment"), "warnings": array(STR),
                       "template": OPT_STR}),
             200: obj({"dry_run": BOOL, "jobs": array(obj({"trial": INT, "script": STR,
@@ -474,7 +474,9 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                   query("tail", {"type": "integer", "minimum": 0, "maximum": 100000}),
                   query("rank", {"type": "integer", "minimum": 0}), query("node", STR),
                   query("stream", {"type": "string", "enum": ["stdout", "stderr", "master"]}),
-                  query("q", {"type": "string", "maxLength": 200})],
+                  query("q", {"type": "string", "maxLength": 200}),
+                  query("timestamp_before", {"type": "string", "format": "date-time"}),
+                  query("timestamp_after", {"type": "string", "format": "date-time"})],
         "answers": {200: obj({"logs": array(ref("LogLine")), "last_id": INT,
                               "trial_state": STR}, {"matched": INT})}},
     **IDENTITY_OPERATIONS,

@@ -180,11 +180,13 @@ def default_storage(settings: MasterSettings, owner: str = "") -> dict[str, Any]
 
 def accept(session: Session, settings: MasterSettings, backend: Backend, *, config_text: str,
            context_b64: str, owner: str, dry_run: bool,
-           template: Template | None = None) -> Accepted:
+           template: Template | None = None, activate: bool = True) -> Accepted:
     """Validate everything and render the first job before anything is stored.
 
     With a ``template``, its config is merged under the submitted one and the merged
     effective config is what is stored: editing the template later changes nothing here.
+    Without ``activate`` the experiment is created PAUSED: the searcher starts (and its
+    first trial is submitted) only once it is activated.
     """
     user_doc = parse_config(config_text)
     context = decode_context(context_b64)
@@ -203,7 +205,8 @@ def accept(session: Session, settings: MasterSettings, backend: Backend, *, conf
     backend.render(build_job_spec(settings, config, probe, pool, files=backend.transport))
     cause = f"experiment created from template {template.name}" if template else None
     experiment = _store(session, config, config_text, context, owner,
-                        cause=cause or "experiment created")
+                        cause=(cause or "experiment created") + ("" if activate else ", paused"),
+                        state=State.ACTIVE if activate else State.PAUSED)
     return Accepted(warnings, experiment=experiment)
 
 
@@ -215,7 +218,7 @@ def _warnings(user_doc: Mapping[str, Any], template_doc: Mapping[str, Any] | Non
 
 
 def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
-           owner: str, *, cause: str) -> Experiment:
+           owner: str, *, cause: str, state: State = State.ACTIVE) -> Experiment:
     experiment = Experiment(
         name=config["name"], description=config.get("description") or "",
         labels=list(config.get("labels") or []), owner=owner, config=config,
@@ -223,7 +226,7 @@ def _store(session: Session, config: dict[str, Any], text: str, context: bytes,
         resource_pool=config["resources"].get("resource_pool"),
     )
     session.add(experiment)
-    transition(session, experiment, State.ACTIVE, cause=cause, actor=owner)
+    transition(session, experiment, state, cause=cause, actor=owner)
     return experiment
 
 

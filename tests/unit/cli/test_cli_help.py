@@ -40,7 +40,9 @@ EXPECTED_COMMANDS = {
     ("project",), ("project", "create"), ("project", "list"), ("project", "describe"),
     ("user",), ("user", "login"), ("user", "logout"), ("user", "whoami"), ("user", "list"),
     ("user", "web-login"), ("user", "token"), ("user", "token", "create"),
-    ("user", "token", "list"), ("user", "token", "revoke"),
+    ("user", "token", "list"), ("user", "token", "revoke"), ("user", "token", "describe"),
+    ("token",), ("token", "create"), ("token", "list"), ("token", "revoke"),
+    ("token", "describe"),
     # Determined's daily commands (docs/cli.md)
     ("version",), ("master", "config"), ("master", "logs"), ("trial", "kill"),
     ("checkpoint", "list"), ("checkpoint", "delete"),
@@ -94,6 +96,9 @@ def test_help_on_every_command(path: tuple[str, ...]) -> None:
     (["e", "ls", "--help"], "Usage: det experiment list "),
     (["e", "lt", "--help"], "Usage: det experiment list-trials "),
     (["t", "ls", "--help"], "Usage: det trial list "),
+    (["u", "whoami", "--help"], "Usage: det user whoami "),
+    (["tkn", "ls", "--help"], "Usage: det token list "),
+    (["e", "unpause", "--help"], "Usage: det experiment activate "),
 ])
 def test_aliases_resolve_to_canonical_names(args: list[str], usage: str) -> None:
     result = CliRunner().invoke(cli, args, prog_name="det")

@@ -71,6 +71,27 @@ def test_head_pages_with_the_filters(det: Det, fake_master: FakeMaster) -> None:
                     {"after": "4", "limit": "1", "rank": "0"}]
 
 
+def test_determined_s_filters_are_sent(det: Det, fake_master: FakeMaster) -> None:
+    fake_master.add("GET", "/trials/7/logs", _page(_line(8, 2, "node2", "stderr")), _page())
+    result = det("trial", "logs", "7", "--rank-id", "2", "--agent-id", "node2",
+                 "--stdtype", "stderr", "--timestamp-after", "2024-05-01T12:00:00Z",
+                 "--timestamp-before", "2024-05-02T00:00:00+02:00")
+    assert (result.exit_code, result.stdout) == (0, "[rank 2 node2] line 8\n")
+    assert dict(fake_master.sent("GET", "/trials/7/logs")[0].url.params) == {
+        "after": "0", "rank": "2", "node": "node2", "stream": "stderr",
+        "timestamp_after": "2024-05-01T12:00:00Z",
+        "timestamp_before": "2024-05-02T00:00:00+02:00"}
+
+
+@pytest.mark.parametrize("args", [["--timestamp-before", "yesterday"],
+                                  ["--stdtype", "stdin"]])
+def test_bad_filters_are_usage_errors(det: Det, fake_master: FakeMaster,
+                                      args: list[str]) -> None:
+    result = det("trial", "logs", "7", *args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert not fake_master.requests
+
+
 @pytest.mark.parametrize("args", [["--rank", "-1"], ["--rank", "x"]])
 def test_bad_rank_is_a_usage_error(det: Det, args: list[str]) -> None:
     assert det("trial", "logs", "7", *args).exit_code == 2

@@ -66,7 +66,7 @@ def test_workspaces_projects_and_members(named_master: httpx.WSGITransport,
                   str(tmp_path / "exp.yaml"), str(tmp_path / "ctx"))
     assert refused.exit_code == 1 and "needs the editor role" in refused.stderr
     assert "Traceback" not in refused.output
-    ok(named_master, "alice", "experiment", "create", "-w", "team", "-p", "vision",
+    ok(named_master, "alice", "experiment", "create", "-w", "team", "--project", "vision",
        str(tmp_path / "exp.yaml"), str(tmp_path / "ctx"))
     assert "shared" in ok(named_master, "bob", "experiment", "list", "--all")
     assert "shared" in ok(named_master, "bob", "experiment", "list", "-w", "team")
@@ -81,5 +81,6 @@ def test_workspaces_projects_and_members(named_master: httpx.WSGITransport,
 
 
 def test_project_needs_a_workspace(named_master: httpx.WSGITransport, tmp_path: Path) -> None:
-    result = run(named_master, "alice", "experiment", "create", "-p", "vision", "c.yaml", ".")
+    result = run(named_master, "alice", "experiment", "create", "--project", "vision", "c.yaml",
+                 ".")
     assert result.exit_code == 2 and "--project needs --workspace" in result.output

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from lifecycle_helpers import end_job, session_of, start, trial_of
-from master_helpers import create, job_token
+from master_helpers import CONFIG, assert_error, create, job_token
 from sqlalchemy import select
 
 from hpcdet.cli.main import CliState, cli
@@ -282,3 +282,24 @@ def test_version_json(det: Det) -> None:
     answer = json.loads(_ok(det("version", "--json")))
     assert answer["client"]["version"] == answer["master"]["version"]
     assert answer["master"]["error"] is None
+
+
+def test_create_paused_then_unpause(det: Det, client: Any, reconciler: Reconciler,
+                                    tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("print('hi')\n")
+    out = _ok(det("e", "create", "--paused", str(tmp_path / "c.yaml"), str(tmp_path / "code")))
+    exp_id = int(out.split()[-1])
+    reconciler.cycle()
+    with session_of(client.application) as session:
+        assert session.get_one(Experiment, exp_id).state == "PAUSED"
+        assert not session.scalars(select(Trial).where(Trial.experiment_id == exp_id)).all()
+    assert _ok(det("e", "unpause", str(exp_id))) == f"Experiment {exp_id}: ACTIVE\n"
+    reconciler.cycle()
+    assert trial_of(client.application, exp_id).state == "QUEUED"
+
+
+def test_activate_must_be_a_boolean(client: Any) -> None:
+    response = create(client, activate="no")
+    assert "activate: must be true or false" in assert_error(response, 400, "bad_request")

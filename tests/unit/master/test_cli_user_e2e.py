@@ -120,6 +120,24 @@ def test_api_tokens_for_scripts(det: Callable[..., Result], monkeypatch: pytest.
     assert result.exit_code == 1 and "run det user login" in result.output
 
 
+def test_det_token_is_determined_s_spelling_of_user_token(det: Callable[..., Result],
+                                                           munge_app: Flask) -> None:
+    created = det("token", "create", "-d", "ci", "-e", "2", "--json")
+    assert created.exit_code == 0, created.output
+    token_id = json.loads(created.stdout)["id"]
+    described = det("tkn", "describe", str(token_id), "--json")
+    assert described.exit_code == 0, described.output
+    [shown] = json.loads(described.stdout)["tokens"]
+    assert shown["name"] == "ci" and "token" not in shown
+    assert det("token", "revoke", str(token_id)).exit_code == 0
+    assert str(token_id) not in det("token", "ls").output.split()
+    assert str(token_id) in det("token", "list", "--show-inactive").output.split()
+    missing = det("token", "describe", "999999")
+    assert missing.exit_code == 1 and "no token of yours with ID 999999" in missing.output
+    assert "Traceback" not in missing.output
+    assert det("u", "whoami").output.strip() == ME
+
+
 def test_logout_forgets_the_token_and_revokes_it(det: Callable[..., Result],
                                                 munge_app: Flask) -> None:
     assert det("user", "login").exit_code == 0

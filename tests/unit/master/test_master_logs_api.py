@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
@@ -64,6 +65,25 @@ def test_filters(client: FlaskClient, trial_id: int, params: dict[str, Any],
     assert logs(client, trial_id, **params) == [f"line {i}" for i in expected]
 
 
+@pytest.mark.parametrize(("params", "expected"), [
+    ({"timestamp_after": "2024-05-01T12:00:01Z"}, [2, 3]),
+    ({"timestamp_before": "2024-05-01T12:00:02"}, [0, 1]),  # no offset: UTC
+    ({"timestamp_after": "2024-05-01T14:00:00+02:00",
+      "timestamp_before": "2024-05-01T12:00:03Z"}, [1, 2]),
+    ({"timestamp_after": "2024-05-01T12:00:00Z", "stream": "stderr"}, [3]),
+])
+def test_timestamp_filters(app: Flask, client: FlaskClient, params: dict[str, Any],
+                           expected: list[int]) -> None:
+    start = dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc)
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session))
+        session.add_all(TrialLog(trial_id=trial.id, job_id="101", stream=stream,
+                                 line=f"line {i}", at=start + dt.timedelta(seconds=i))
+                        for i, stream in enumerate(["stdout", "stdout", "stdout", "stderr"]))
+        trial_id = trial.id
+    assert logs(client, trial_id, **params) == [f"line {i}" for i in expected]
+
+
 def test_head_and_follow_pages_start_after_the_cursor(client: FlaskClient,
                                                       trial_id: int) -> None:
     first = client.get(f"/api/v1/trials/{trial_id}/logs",
@@ -82,6 +102,10 @@ def test_head_and_follow_pages_start_after_the_cursor(client: FlaskClient,
     ({"head": 1, "tail": 1}, "query parameters head and tail: give one of them"),
     ({"node": "n" * 129}, "query parameter node: at most 128 printable characters"),
     ({"node": "node\x01"}, "query parameter node: at most 128 printable characters"),
+    ({"timestamp_before": "yesterday"}, "query parameter timestamp_before: not an ISO 8601 "
+                                        "time (e.g. 2024-05-01T12:00:00Z)"),
+    ({"timestamp_after": "2024-13-01"}, "query parameter timestamp_after: not an ISO 8601 "
+                                        "time (e.g. 2024-05-01T12:00:00Z)"),
 ])
 def test_bad_values_are_400_with_the_common_shape(client: FlaskClient, trial_id: int,
                                                  params: dict[str, Any], message: str) -> None:
