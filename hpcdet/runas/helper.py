@@ -354,21 +354,28 @@ def _update_value_ok(key: str, value: str) -> bool:
 
 def ensure_user_root(config: Config, caller: Caller) -> str:
     """Create ``<job_root>/<user>`` (0770 + ACL: the user and the service account only)."""
-    root = user_root(config, caller)
+    return private_dir(user_root(config, caller), config, caller,
+                       "job_root must exist, owned by root, mode 1733",
+                       "ask the administrator to remove it")
+
+
+def private_dir(path: str, config: Config, caller: Caller, cannot: str, squatted: str) -> str:
+    """Create ``path`` as the caller (0770 + the private ACL) unless it is there; refuse
+    one that is not a directory of the caller's. ``cannot`` and ``squatted`` end the
+    refusals' messages (what to check, what to do)."""
     try:
-        os.mkdir(root, 0o770)
+        os.mkdir(path, 0o770)
     except FileExistsError:
         pass
     except OSError as exc:
-        raise Refused(EXIT_CONFIG, f"cannot create {root}: {exc.strerror} (job_root must "
-                      "exist, owned by root, mode 1733)") from exc
-    info = os.lstat(root)
+        raise Refused(EXIT_CONFIG, f"cannot create {path}: {exc.strerror} ({cannot})") from exc
+    info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != caller.uid:
-        raise Refused(EXIT_NOPERM, f"{root} exists but is not a directory owned by "
-                      f"{caller.user}; ask the administrator to remove it")
-    os.chmod(root, 0o770)
-    set_private_acl(root, service_uid(config))
-    return root
+        raise Refused(EXIT_NOPERM, f"{path} exists but is not a directory owned by "
+                      f"{caller.user}; {squatted}")
+    os.chmod(path, 0o770)
+    set_private_acl(path, service_uid(config))
+    return path
 
 
 def service_uid(config: Config) -> int:
@@ -413,18 +420,8 @@ def check_member(member: tarfile.TarInfo) -> str:
 def ensure_checkpoint_dir(root: str, config: Config, caller: Caller) -> str:
     """Create ``<job_root>/<user>/checkpoints`` (0770 + the private ACL), the user's default
     checkpoint storage: made by the user, inside their own root, never shared."""
-    path = os.path.join(root, CHECKPOINT_DIR)
-    try:
-        os.mkdir(path, 0o770)
-    except FileExistsError:
-        pass
-    info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != caller.uid:
-        raise Refused(EXIT_NOPERM, f"{path} exists but is not a directory owned by "
-                      f"{caller.user}; remove it")
-    os.chmod(path, 0o770)
-    set_private_acl(path, service_uid(config))
-    return path
+    return private_dir(os.path.join(root, CHECKPOINT_DIR), config, caller,
+                       "the user's own root must be writable", "remove it")
 
 
 def prepare(job_dir: str, stream: IO[bytes], config: Config, caller: Caller) -> None:

@@ -25,6 +25,7 @@ from hpcdet.dispatcher import Backend
 from hpcdet.errors import HpcdetError
 from hpcdet.hostlist import expand_nodelist
 from hpcdet.master.db import session_scope
+from hpcdet.master.master_log import warn_once
 from hpcdet.master.models import CommandTask
 from hpcdet.master.proxy import pinning
 from hpcdet.master.scheduling.task_tokens import revoke_ended_task_tokens
@@ -131,15 +132,10 @@ def register_services(sessions: sessionmaker[Session], backend: Backend, *,
         return registered
 
 
-# Tasks whose service.json was already warned about: the file is read again every cycle
-# until it is good, but the reconciler's log says so once per task.
-_warned: set[int] = set()
-
-
 def _warn_once(task_id: int, message: str, *args: object) -> None:
-    if task_id not in _warned:
-        _warned.add(task_id)
-        log.warning(message + " (said once; read again every cycle)", *args)
+    """The file is read again every cycle until it is good; the log says why once per task."""
+    warn_once(log, f"service.json of task {task_id}", message + "; read again every cycle",
+              *args)
 
 
 def _read_address(backend: Backend, task: CommandTask,
