@@ -3,7 +3,7 @@
 Experiments carry them as Determined does (``slurm.sbatch_args``, ``pbs.pbsbatch_args``) and
 pools as ``sbatch_args``/``pbsbatch_args`` in master.yaml. The master, which knows no
 scheduler, goes through these functions; each scheduler package provides the module named in
-:data:`ARG_MODULES` with the same three functions (imported lazily, like the backends).
+:data:`ARG_MODULES` with the same four functions (imported lazily, like the backends).
 """
 
 from __future__ import annotations
@@ -37,6 +37,14 @@ def split_cpus_per_rank(scheduler: str, args: Sequence[str],
     """The CPUs per rank ``args`` ask for (Slurm ``--cpus-per-task``/``-c``; 1 if none),
     and the other arguments: hpcdet sizes each node's request from it."""
     result: tuple[int, tuple[str, ...]] = _module(scheduler).split_cpus_per_rank(args, path)
+    return result
+
+
+def without_gpu_options(scheduler: str, args: Sequence[str], path: str) -> tuple[str, ...]:
+    """``args`` less the options that only mean something for a job with GPUs (Slurm's
+    ``--mem-per-gpu``, ``--cpus-per-gpu``, ...): a pool's defaults, which a CPU-only trial
+    (``slots_per_trial: 0``) leaves out."""
+    result: tuple[str, ...] = _module(scheduler).without_gpu_options(args, path)
     return result
 
 

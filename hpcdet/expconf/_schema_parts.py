@@ -163,8 +163,8 @@ ALLOCATION: Schema = {
 RESOURCES = named("resources", "ResourcesConfig", {
     "type": "object", "additionalProperties": False,
     "properties": {
-        # Determined allows 0 slots; a Slurm job of hpcdet always has at least one rank.
-        "slots_per_trial": optional("integer", 1, minimum=1),
+        # 0, as in Determined: a CPU-only trial, one rank and no GPU (docs/configuration.md).
+        "slots_per_trial": optional("integer", 1, minimum=0),
         "max_slots": optional("integer", minimum=1),
         "weight": optional("number", 1, exclusiveMinimum=0),
         "priority": optional("integer", minimum=1, maximum=99),

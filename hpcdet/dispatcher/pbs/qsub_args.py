@@ -138,6 +138,12 @@ def split_cpus_per_rank(args: Sequence[str], path: str) -> tuple[int, tuple[str,
     return 1, check_args(args, path)
 
 
+def without_gpu_options(args: Sequence[str], path: str) -> tuple[str, ...]:
+    """``args`` unchanged: GPUs are asked for only in ``-l select``, which hpcdet writes
+    (and no qsub option may set)."""
+    return check_args(args, path)
+
+
 def node_filter(args: Sequence[str]) -> tuple[set[str] | None, set[str]]:
     """(None, no nodes): no qsub option hpcdet passes on carves nodes out of a queue (PBS
     ties nodes to a queue with the node's ``queue`` attribute, not with job options)."""

@@ -214,6 +214,27 @@ def split_cpus_per_rank(args: Sequence[str], path: str) -> tuple[int, tuple[str,
     return cpus, tuple(rest)
 
 
+# sbatch options that only mean something for a job with GPUs: sbatch refuses some of them
+# in a job that asks for none ("Requested mem_per_tres=gres:gpu:... but did not request any
+# GPU"), and hpcdet leaves out its --cpus-per-task beside --cpus-per-gpu.
+GPU_SCOPED_OPTIONS = frozenset({
+    "cpus-per-gpu", "mem-per-gpu", "gpus-per-node", "gpus-per-socket", "gpus-per-task",
+    "gpu-bind", "gpu-freq", "ntasks-per-gpu"})
+
+
+def without_gpu_options(args: Sequence[str], path: str) -> tuple[str, ...]:
+    """``args`` less the options that size or place GPUs (:data:`GPU_SCOPED_OPTIONS`, a
+    ``--gres`` naming ``gpu``): a pool's defaults, left out of a CPU-only trial's job."""
+    kept = []
+    for arg in args:
+        parsed = parse_sbatch_args([arg], path=path)[0]
+        names = {canonical for _given, canonical in _canonical_names(parsed)}
+        if names & GPU_SCOPED_OPTIONS or ("gres" in names and _asks_for_gpus(parsed.value)):
+            continue
+        kept.append(arg)
+    return tuple(kept)
+
+
 def node_filter(args: Sequence[str]) -> tuple[set[str] | None, set[str]]:
     """The nodes a pool's ``--nodelist``/``-w`` keep (None: all) and ``--exclude``/``-x`` drop.
 

@@ -243,19 +243,30 @@ def settings_pool(settings: MasterSettings, name: str | None = None, *,
                             override, custom)
 
 
+def cpu_only(config: Mapping[str, Any]) -> bool:
+    """``resources.slots_per_trial: 0``: as in Determined, a CPU-only trial (one rank, no
+    GPU), which runs in the default aux pool unless ``resources.resource_pool`` names one."""
+    slots = (config.get("resources") or {}).get("slots_per_trial")
+    return slots is not None and int(slots) == 0
+
+
 def pool_for_config(sessions: Session | sessionmaker[Session], settings: MasterSettings,
                     config: Mapping[str, Any]) -> Pool:
     """The pool an experiment's trials run in, from the ``pools`` snapshot.
 
     ``sessions`` is an open session or a session factory (one read-only transaction is
     then opened). Without a snapshot yet, the pool comes from master.yaml alone
-    (:func:`settings_pool`). An unknown pool raises :class:`ConfigError`.
+    (:func:`settings_pool`). An unknown pool raises :class:`ConfigError`. Without
+    ``resources.resource_pool``, a CPU-only trial (:func:`cpu_only`) gets the default aux
+    pool and any other the default compute pool, as in Determined.
     """
     name = (config.get("resources") or {}).get("resource_pool")
+    aux = cpu_only(config)
     data = _pools_snapshot(sessions)
     if data is None:
-        return settings_pool(settings, name)
-    return resolve_pool(settings, pools_from_snapshot(data), name, where=CONFIG_POOL_KEY)
+        return settings_pool(settings, name, aux=aux)
+    return resolve_pool(settings, pools_from_snapshot(data), name, aux=aux,
+                        where=CONFIG_POOL_KEY)
 
 
 def _pools_snapshot(sessions: Session | sessionmaker[Session]) -> Mapping[str, Any] | None:

@@ -83,7 +83,8 @@ def _ranks_per_node(config: Mapping[str, Any], hosts: int) -> int | None:
     pool puts as many ranks on a node as it has GPUs, which the config does not say)."""
     if (config.get("slurm") or {}).get("slots_per_node"):
         return slot_layout(config)[1]
-    slots = int((config.get("resources") or {}).get("slots_per_trial", 1))
+    # 0 slots (a CPU-only trial) is one rank.
+    slots = max(1, int((config.get("resources") or {}).get("slots_per_trial", 1)))
     return slots // hosts if hosts and slots % hosts == 0 else None
 
 

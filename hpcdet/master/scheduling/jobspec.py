@@ -11,14 +11,14 @@ from typing import Any
 
 from hpcdet.client_tls import CERT_FILE_VAR
 from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec
-from hpcdet.dispatcher.batch_args import split_cpus_per_rank
+from hpcdet.dispatcher.batch_args import split_cpus_per_rank, without_gpu_options
 from hpcdet.dispatcher.containers import holds
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE
 from hpcdet.dispatcher.tags import trial_tag
 from hpcdet.dispatcher.transport import Transport
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import environment_variables
-from hpcdet.master.queue.pools import GPU_SLOT_TYPES, Pool, settings_pool
+from hpcdet.master.queue.pools import GPU_SLOT_TYPES, Pool, cpu_only, settings_pool
 from hpcdet.master.scheduling.container_checks import (
     check_bind_mounts,
     check_charliecloud,
@@ -76,8 +76,11 @@ def slot_layout(config: Mapping[str, Any], pool: Pool | None = None,
 
     Without ``slots_per_node``, a GPU pool puts as many slots on a node as its nodes have
     GPUs (all on one node if that is unknown), and a CPU pool puts them all on one node.
-    The slots must then split evenly over the nodes. One rank per slot.
+    The slots must then split evenly over the nodes. One rank per slot; 0 slots (a
+    CPU-only trial, :func:`~hpcdet.master.queue.pools.cpu_only`) is one rank on one node.
     """
+    if cpu_only(config):
+        return 1, 1
     slots = int(config.get("resources", {}).get("slots_per_trial", 1))
     name, section = batch_section(config, scheduler)
     explicit = section.get("slots_per_node")
@@ -116,14 +119,15 @@ class SlotMapping:
 
 def slot_mapping(settings: MasterSettings, config: Mapping[str, Any], pool: Pool, *,
                  cpus_per_rank: int = CPUS_PER_RANK) -> SlotMapping:
-    """Determined's slot table: one rank per slot, and a GPU per slot in a GPU pool.
+    """Determined's slot table: one rank per slot, and a GPU per slot in a GPU pool; 0
+    slots is one rank and no GPU in any pool.
 
     Each backend turns the mapping into its scheduler's request (Slurm ``--gpus``/``--gres``
     as ``tres_supported``/``gres_supported`` say; PBS ``ngpus`` in ``-l select``).
     """
     scheduler = settings.resource_manager.type
     nodes, per_node = slot_layout(config, pool, scheduler)
-    if not pool.uses_gpus:
+    if not pool.uses_gpus or cpu_only(config):
         return SlotMapping(nodes, per_node, cpus_per_rank)
     name, section = batch_section(config, scheduler)
     gpu_type = section.get("gpu_type") or pool.gpu_type
@@ -165,10 +169,16 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
     """
     rm = settings.resource_manager
     if pool is None:
-        pool = settings_pool(settings, (config.get("resources") or {}).get("resource_pool"))
+        pool = settings_pool(settings, (config.get("resources") or {}).get("resource_pool"),
+                             aux=cpu_only(config))
+    # A CPU-only trial's rank is a CPU slot even in a GPU pool: no GPU, no --nv, cpu image.
+    slot_type = "cpu" if cpu_only(config) else pool.slot_type
     where, own_args = batch_args(config, rm.type)
+    pool_args = pool.sbatch_args
+    if cpu_only(config):  # the pool's GPU options (--mem-per-gpu...) would fail a GPU-less job
+        pool_args = without_gpu_options(rm.type, pool_args, f"resource pool {pool.name}")
     # The pool's first: the scheduler takes the last of a repeated option, so the user's win.
-    user_args = (*pool.sbatch_args, *own_args)
+    user_args = (*pool_args, *own_args)
     cpus_per_rank, user_args = split_cpus_per_rank(rm.type, user_args, where)
     mapping = slot_mapping(settings, config, pool, cpus_per_rank=cpus_per_rank)
     placement = place_config(settings, pool, config, run.owner)
@@ -193,8 +203,8 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
         # command); the master adopts the requeue (see hpcdet.master.scheduling.job_outcomes).
         requeue=True,
         sbatch_args=user_args,
-        environment=_environment(settings, config, run, pool.slot_type),
-        container=_container(settings, config, run, pool.slot_type, files),
+        environment=_environment(settings, config, run, slot_type),
+        container=_container(settings, config, run, slot_type, files),
         script_name=f"job-{run.run_id}.sh",
         owner=run.owner if settings.runas.owner_mode else None,
         launcher=batch_section(config, rm.type)[1].get("launcher") or "default",

@@ -56,7 +56,7 @@ def test_unreachable_master_in_a_real_process_has_no_traceback() -> None:
 def test_invalid_config_shows_every_detail_line(det: Det, fake_master: FakeMaster,
                                                 tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("resources: {slots_per_trial: -1}\n")
-    details = ["<config>.resources.slots_per_trial: must be >= 1",
+    details = ["<config>.resources.slots_per_trial: must be >= 0, got -1",
                "<config>.searcher: is required"]
     fake_master.add_error("POST", "/experiments", 400, "invalid_config",
                           "invalid experiment configuration", details)

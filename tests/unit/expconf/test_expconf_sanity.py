@@ -156,6 +156,7 @@ SANE: list[tuple[str, Any]] = [
     ("bind_mount", {"host_path": "/asdf", "container_path": "/zxcv"}),
     ("resources", {"devices": [{"host_path": "/h1", "container_path": "/c1", "mode": "r"},
                                "/h3:/c3:r", "/h4:/c4"]}),
+    ("resources", {"slots_per_trial": 0}),  # a CPU-only trial, as in Determined
     ("log_policies", []),
     ("log_policies", [{"pattern": "a", "action": {"type": "exclude_node"}}]),
     ("slurm", {"slots_per_node": 2, "gpu_type": "a100", "sbatch_args": ["--mem=1G"]}),
@@ -271,9 +272,9 @@ INVALID: list[tuple[str, Any, list[str]]] = [
      ["<config>: workspace and project must either both be present or both be absent"]),
     ("experiment", {"resources": {"slots_per_trial": "two"}},
      ["<config>.resources.slots_per_trial: must be an integer, got 'two'"]),
-    ("experiment", {"resources": {"slots_per_trial": 0, "priority": 100}},
+    ("experiment", {"resources": {"slots_per_trial": -1, "priority": 100}},
      ["<config>.resources.priority: must be <= 99, got 100",
-      "<config>.resources.slots_per_trial: must be >= 1, got 0"]),
+      "<config>.resources.slots_per_trial: must be >= 0, got -1"]),
     ("experiment", {"max_restarts": -1, "checkpoint_policy": "some"},
      ["<config>.checkpoint_policy: must be one of best, all, none, got 'some'",
       "<config>.max_restarts: must be >= 0, got -1"]),
@@ -382,7 +383,7 @@ def test_unknown_fields_name_the_known_ones() -> None:
 
 
 def test_errors_are_sorted_and_deduplicated_and_the_root_is_named() -> None:
-    doc = {"resources": {"slots_per_trial": 0}, "labels": [1], "max_restarts": -1}
+    doc = {"resources": {"slots_per_trial": -1}, "labels": [1], "max_restarts": -1}
     lines = validate(doc, root="<template>")
     assert lines == sorted(set(lines)) and len(lines) == 3
     assert all(line.startswith("<template>.") for line in lines)

@@ -73,6 +73,11 @@ NEITHER = settings_with(tres_supported=False, gres_supported=False)
     (TRES, config(4), CPU_POOL, (1, 4, 4, {})),
     (TRES, config(4, 2), CPU_POOL, (2, 2, 2, {})),
     (GRES, config(8, 4, gpu_type="a100"), CPU_POOL, (2, 4, 4, {})),
+    # 0 slots (CPU-only, as in Determined): one rank on one node and no GPU in any pool
+    (TRES, config(0), GPU_POOL, (1, 1, 1, {})),
+    (TRES, config(0, 2, gpu_type="a100"), GPU_POOL, (1, 1, 1, {})),
+    (GRES, config(0), GPU_POOL, (1, 1, 1, {})),
+    (TRES, config(0), CPU_POOL, (1, 1, 1, {})),
 ])  # fmt: skip
 def test_slot_table(settings: MasterSettings, conf: dict[str, Any], pool: Pool,
                     expected: tuple[int, int, int, dict[str, str]]) -> None:
@@ -142,6 +147,42 @@ def test_the_container_follows_the_pools_slot_type(pool: Pool, use_gpus: bool,
             "checkpoint_storage": {"type": "shared_fs", "host_path": "/ckpt"}}
     container = build_job_spec(settings, conf, RUN, pool).container
     assert (container.use_gpus, container.image) == (use_gpus, image)
+
+
+def test_a_cpu_only_trial_in_a_gpu_pool_asks_for_no_gpu() -> None:
+    settings = settings_with(container_run_type="apptainer", container_path_checks=False)
+    conf = {**config(0, sbatch_args=["-c 3"]),
+            "environment": {"image": {"cuda": "/images/gpu.sif", "cpu": "/images/cpu.sif"}},
+            "checkpoint_storage": {"type": "shared_fs", "host_path": "/ckpt"}}
+    spec = build_job_spec(settings, conf, RUN, GPU_POOL)
+    assert (spec.nodes, spec.ranks_per_node, spec.cpus_per_rank) == (1, 1, 3)
+    assert (spec.gpus_per_node, spec.gpu_type) == (0, None)
+    assert spec.environment["DET_SLOT_TYPE"] == "cpu"
+    assert (spec.container.use_gpus, spec.container.image) == (False, "/images/cpu.sif")
+    script = SlurmBackend().render(spec).script
+    assert "--gpus" not in script and "--gres" not in script and "--nv" not in script
+    assert "--nodes=1 --ntasks=1 --ntasks-per-node=1 --cpus-per-task=3" in script
+
+
+def test_a_cpu_only_trial_leaves_out_the_pools_gpu_options() -> None:
+    # sbatch refuses --mem-per-gpu in a job without GPUs; the user's own args are kept.
+    pool = replace(GPU_POOL, sbatch_args=("--mem-per-gpu=16G", "--cpus-per-gpu 4",
+                                          "--mem-per-g=8G", "--gpu-bind=closest",
+                                          "--exclude=node1", "--gres=nvme:1"))
+    spec = build_job_spec(TRES, config(0, sbatch_args=["--mem=1G"]), RUN, pool)
+    assert spec.sbatch_args == ("--exclude=node1", "--gres=nvme:1", "--mem=1G")
+    script = SlurmBackend().render(spec).script.splitlines()
+    assert "#SBATCH --cpus-per-task=1" in script
+    assert build_job_spec(TRES, config(2), RUN, pool).sbatch_args == pool.sbatch_args
+
+
+def test_a_cpu_only_trial_without_a_pool_goes_to_the_aux_pool() -> None:
+    settings = settings_with(slot_type="cuda", default_compute_resource_pool="gpu",
+                             default_aux_resource_pool="cpu")
+    assert build_job_spec(settings, config(0), RUN).partition == "cpu"
+    assert build_job_spec(settings, config(1), RUN).partition == "gpu"
+    named = {**config(0), "resources": {"slots_per_trial": 0, "resource_pool": "gpu"}}
+    assert build_job_spec(settings, named, RUN).partition == "gpu"
 
 
 def test_without_a_pool_master_yaml_decides() -> None:

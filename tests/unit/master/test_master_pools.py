@@ -219,6 +219,27 @@ def test_pool_for_config_reads_the_snapshot(migrated_db_url: str) -> None:
         engine.dispose()
 
 
+def test_a_cpu_only_trial_gets_the_default_aux_pool(migrated_db_url: str) -> None:
+    # As in Determined: slots_per_trial 0 without resource_pool runs in the aux pool.
+    engine = make_engine(migrated_db_url)
+    sessions = make_session_factory(engine)
+    settings = settings_with(default_compute_resource_pool="batch",
+                             default_aux_resource_pool="debug")
+    cpu_only = {"resources": {"slots_per_trial": 0}}
+    try:
+        assert pool_for_config(sessions, settings, cpu_only).name == "debug"  # no snapshot
+        data = {"pools": [p.to_json() for p in build_pools((BATCH, DEBUG), settings)]}
+        with session_scope(sessions) as session:
+            store_snapshot(session, POOLS, data)
+        assert pool_for_config(sessions, settings, cpu_only).name == "debug"
+        assert pool_for_config(sessions, settings, {"resources": {"slots_per_trial": 1}}
+                               ).name == "batch"
+        named = {"resources": {"slots_per_trial": 0, "resource_pool": "batch"}}
+        assert pool_for_config(sessions, settings, named).name == "batch"
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture
 def recorded_runner() -> Any:
     """A runner answering each command with recorded text (by argv[0]'s base name)."""
