@@ -13,7 +13,8 @@ Four shapes are recognised:
   classified as above); torch.distributed.run overrides are refused, since srun already
   started the ranks. Determined's ``determined.launch.wrap_rank RANK -- CMD`` (and
   ``hpcdet.launch.wrap_rank``) is CMD: every line a rank writes is labelled with its rank
-  anyway. Other ``determined.*`` modules are refused with a message;
+  anyway. Other ``determined.*`` modules are refused with a message, unless hpcdet's
+  optional ``determined`` shim is installed and hpcdet has the module (then it runs);
 * anything else: a subprocess inheriting the environment; its exit code is ours, and
   the preemption signals are passed on to it.
 
@@ -23,6 +24,7 @@ the caller's handler reports the early exit, and the exit code is 0.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import runpy
@@ -44,6 +46,9 @@ from hpcdet.launch._args import LAUNCHER_MODULES, LauncherArgsError, parse_launc
 
 Kind = Literal["script", "module", "trial_class", "command"]
 WRAP_RANK_MODULES = frozenset({"determined.launch.wrap_rank", "hpcdet.launch.wrap_rank"})
+# A file of hpcdet's optional `determined` shim package (compat/determined-shim), not of
+# Determined's: with the shim, `python -m determined.X` is hpcdet.X and runs as written.
+DETERMINED_SHIM_MARKER = "_hpcdet_shim.py"
 # Called when the entrypoint raised InvalidHP; returns the exit code (0 once reported).
 InvalidHPHandler = Callable[[InvalidHP], int]
 
@@ -101,12 +106,26 @@ def _parse_module(module: str, args: list[str]) -> Entrypoint:
         return _parse_launcher(args)
     if module in WRAP_RANK_MODULES:
         return _parse_wrap_rank(args)
-    if module.split(".")[0] == "determined":
+    if module.split(".")[0] == "determined" and not _served_by_determined_shim(module):
         raise EntrypointError(
             f"entrypoint: python3 -m {module} is Determined's; hpcdet supports its "
             "determined.launch.torch_distributed and determined.launch.wrap_rank launchers, "
             "a trial class (model_def:Trial) or a script (python3 train.py)")
     return Entrypoint("module", (module, *args))
+
+
+def _served_by_determined_shim(module: str) -> bool:
+    """Whether ``python -m determined.X`` runs hpcdet's ``hpcdet.X`` as written: hpcdet's
+    optional ``determined`` shim (compat/determined-shim) is installed and hpcdet has that
+    module. Looked up without importing the shim (or Determined's package)."""
+    try:
+        spec = importlib.util.find_spec("determined")
+        locations = (spec.submodule_search_locations or []) if spec else []
+        if not any(os.path.isfile(os.path.join(p, DETERMINED_SHIM_MARKER)) for p in locations):
+            return False
+        return importlib.util.find_spec("hpcdet" + module[len("determined"):]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _parse_wrap_rank(args: list[str]) -> Entrypoint:
