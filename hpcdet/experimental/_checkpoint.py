@@ -12,6 +12,9 @@ from hpcdet.experimental._enums import CheckpointState, DownloadMode
 from hpcdet.experimental._session import Session
 from hpcdet.experimental.errors import SDKError, translate
 
+# The files whose presence makes Determined's Checkpoint.download() skip the download.
+_DOWNLOADED_MARKS = ("metadata.json", "MLmodel")
+
 
 @dataclasses.dataclass
 class CheckpointTrainingMetadata:
@@ -81,12 +84,16 @@ class Checkpoint:
         that path.
 
         ``mode``: copy from the storage path when readable, else fetch from the master
-        (AUTO). A non-empty ``path`` is refused unless ``force`` (then replaced), where
-        Determined writes over it.
+        (AUTO). As in Determined, a ``path`` that already holds a checkpoint (its
+        ``metadata.json``, or an MLflow ``MLmodel``) is returned as it is, so a second
+        ``download()`` of the same checkpoint costs nothing. Any other non-empty ``path``
+        is refused unless ``force`` (then replaced), where Determined writes over it.
         """
         from hpcdet import checkpoint_download
 
         target = Path(path) if path is not None else Path("checkpoints", self.uuid)
+        if not force and any((target / name).is_file() for name in _DOWNLOADED_MARKS):
+            return str(target)
         try:
             checkpoint_download.download(self._session.client, self.uuid, target, force=force,
                                          source=DownloadMode(mode).value)

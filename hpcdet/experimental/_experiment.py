@@ -114,11 +114,12 @@ class Experiment:
     def list_checkpoints(self, sort_by: CheckpointSortBy | str | None = None,
                          order_by: OrderBy | None = None,
                          max_results: int | None = None) -> list[Checkpoint]:
-        """Its ACTIVE checkpoints; by trial then step unless ``sort_by`` (a field or a
-        validation metric's name) is given."""
-        rows = self._checkpoint_rows()
-        if sort_by is not None or order_by is not None:
-            rows = sort_checkpoints(rows, sort_by, order_by)
+        """Its ACTIVE checkpoints, sorted by ``sort_by`` (a CheckpointSortBy field or a
+        validation metric's name) in ``order_by``; by default, as in Determined, by the
+        searcher metric, best first (those without a validation of it last)."""
+        searcher = self.config.get("searcher") or {}
+        rows = sort_checkpoints(self._checkpoint_rows(), sort_by, order_by,
+                                bool(searcher.get("smaller_is_better", True)))
         return [Checkpoint(self._session, r["uuid"], r) for r in rows[:max_results]]
 
     def top_checkpoint(self, sort_by: str | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from hpcdet.client_url import quote_path
@@ -133,6 +134,13 @@ class Model:
         answer = self._session.get(self._path() + "/versions",
                                    {"order_by": OrderBy(order_by).value})
         return [ModelVersion(self._session, v) for v in answer.get("model_versions") or []]
+
+    def get_versions(self, order_by: OrderBy = OrderBy.DESCENDING) -> list[ModelVersion]:
+        """Determined's deprecated name of :meth:`list_versions` (it warns, as there)."""
+        warnings.warn("Model.get_versions() has been deprecated and will be removed in a "
+                      "future version. Please call Model.list_versions() instead.",
+                      FutureWarning, stacklevel=2)
+        return self.list_versions(order_by=order_by)
 
     def _patch(self, body: dict[str, Any]) -> None:
         self._data = self._session.patch(self._path(), body)["model"]

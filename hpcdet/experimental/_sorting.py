@@ -22,20 +22,28 @@ def _metric_value(row: dict[str, Any], name: str | None) -> float | None:
 
 
 def sort_checkpoints(rows: list[dict[str, Any]], sort_by: CheckpointSortBy | str | None,
-                     order_by: OrderBy | None) -> list[dict[str, Any]]:
+                     order_by: OrderBy | None,
+                     smaller_is_better: bool = True) -> list[dict[str, Any]]:
     """``rows`` sorted by a field (CheckpointSortBy) or a validation metric's name (str);
-    rows without a value come last either way."""
-    descending = order_by is not None and OrderBy(order_by) is OrderBy.DESCENDING
+    rows without a value come last either way.
+
+    As Determined's ``list_checkpoints``: without ``sort_by``, by the searcher metric; and
+    by the searcher metric without ``order_by``, best first (``smaller_is_better`` is the
+    searcher's). Anything else without ``order_by`` is ascending."""
+    if sort_by is None:
+        sort_by = CheckpointSortBy.SEARCHER_METRIC
+    if order_by is None:
+        descending = sort_by is CheckpointSortBy.SEARCHER_METRIC and not smaller_is_better
+    else:
+        descending = OrderBy(order_by) is OrderBy.DESCENDING
     key_of = _key(sort_by)
     present = [r for r in rows if key_of(r) is not None]
     missing = [r for r in rows if key_of(r) is None]
     return sorted(present, key=key_of, reverse=descending) + missing
 
 
-def _key(sort_by: CheckpointSortBy | str | None) -> Callable[[dict[str, Any]], Any]:
+def _key(sort_by: CheckpointSortBy | str) -> Callable[[dict[str, Any]], Any]:
     """The sort key of a field, the searcher metric or a validation metric's name."""
-    if sort_by is None:
-        return _field_key("steps_completed")
     if sort_by is CheckpointSortBy.SEARCHER_METRIC:
         return lambda row: _metric_value(row, None)
     if isinstance(sort_by, CheckpointSortBy):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -75,10 +76,20 @@ class Trial:
     def list_checkpoints(self, sort_by: CheckpointSortBy | str | None = None,
                          order_by: OrderBy | None = None,
                          max_results: int | None = None) -> list[Checkpoint]:
-        """Its checkpoints (reloaded), sorted as asked (default: by step)."""
+        """Its checkpoints (reloaded), sorted as asked; by default, as in Determined, by
+        the searcher metric, best first (those without a validation of it last)."""
         self.reload()
-        rows = sort_checkpoints(self._checkpoint_rows(), sort_by, order_by)
+        smaller_is_better = True
+        if order_by is None and sort_by in (None, CheckpointSortBy.SEARCHER_METRIC):
+            smaller_is_better = self._searcher_smaller_is_better()
+        rows = sort_checkpoints(self._checkpoint_rows(), sort_by, order_by, smaller_is_better)
         return [Checkpoint(self._session, r["uuid"], r) for r in rows[:max_results]]
+
+    def _searcher_smaller_is_better(self) -> bool:
+        """Its experiment's ``searcher.smaller_is_better`` (the trial route omits it)."""
+        experiment = self._session.get(f"/experiments/{self.experiment_id}")["experiment"]
+        searcher = (experiment.get("config") or {}).get("searcher") or {}
+        return bool(searcher.get("smaller_is_better", True))
 
     def top_checkpoint(self, sort_by: str | None = None,
                        smaller_is_better: bool | None = None) -> Checkpoint:
@@ -110,15 +121,52 @@ class Trial:
             answer = self._session.get(f"/trials/{self.id}/logs", {"tail": tail})
             yield from (entry["line"] for entry in answer.get("logs") or [])
             return
+        yield from self._lines_after(0)[0]
+
+    def iter_logs(self, follow: bool = False, *, head: int | None = None,
+                  tail: int | None = None, interval: float = 1.0) -> Iterator[str]:
+        """Determined's ``Trial.iter_logs``: its log lines so far; only the first ``head``
+        or the last ``tail`` of them; or, with ``follow``, every line until the trial
+        ends (polling the master every ``interval`` seconds). Determined's filters by
+        container, rank, level, time, source and text are not supported."""
+        from hpcdet.experimental.errors import SDKError
+
+        if sum(x is not None for x in (head, tail)) + follow > 1:
+            raise SDKError("follow, head and tail are mutually exclusive")
+        if tail is not None:
+            yield from self.logs(tail=tail)
+            return
+        if head is not None:
+            if head > 0:
+                answer = self._session.get(f"/trials/{self.id}/logs", {"head": head})
+                yield from (entry["line"] for entry in answer.get("logs") or [])
+            return
         after = 0
+        while True:
+            # Read the state first: lines written before the trial ended are read below.
+            ended = not follow or self._ended()
+            lines, after = self._lines_after(after)
+            yield from lines
+            if ended:
+                return
+            time.sleep(interval)
+
+    def _ended(self) -> bool:
+        self.reload()
+        return self.state.is_terminal
+
+    def _lines_after(self, after: int) -> tuple[list[str], int]:
+        """Every log line after log id ``after`` (page by page), and the last id read."""
+        lines: list[str] = []
         while True:
             answer = self._session.get(f"/trials/{self.id}/logs",
                                        {"after": after, "limit": _LOG_PAGE})
-            lines = answer.get("logs") or []
-            yield from (entry["line"] for entry in lines)
-            if len(lines) < _LOG_PAGE:
-                return
-            after = int(answer["last_id"])
+            page = answer.get("logs") or []
+            lines += [entry["line"] for entry in page]
+            if page:
+                after = int(answer["last_id"])
+            if len(page) < _LOG_PAGE:
+                return lines, after
 
     def kill(self) -> None:
         """Stop the trial (STOPPING_KILLED)."""

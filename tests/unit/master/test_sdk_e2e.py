@@ -18,7 +18,7 @@ from master_helpers import CONFIG, job_token
 
 from hpcdet.experimental import client
 from hpcdet.experimental.errors import NotFoundException, SDKError
-from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.models import Experiment, Trial, TrialLog
 from hpcdet.master.scheduling.reconciler import Reconciler
 
 
@@ -69,7 +69,8 @@ def test_the_sdk_round_trip(sdk: Any, app: Flask, client: Any, reconciler: Recon
     assert exp.top_checkpoint().uuid == best
     assert trial.top_checkpoint().uuid == best
     assert exp.top_checkpoint("validation_loss", smaller_is_better=False).uuid == worse
-    assert [c.uuid for c in exp.list_checkpoints()] == [worse, best]
+    # Determined's default order: by the searcher metric, best first.
+    assert [c.uuid for c in exp.list_checkpoints()] == [best, worse]
     assert [c.uuid for c in exp.list_checkpoints(sdk.CheckpointSortBy.BATCH_NUMBER,
                                                  sdk.OrderBy.DESC, max_results=1)] == [best]
     ckpt = sdk.get_checkpoint(best)
@@ -96,3 +97,69 @@ def test_errors_are_the_sdks_own(sdk: Any) -> None:
     with pytest.raises(SDKError, match="no passwords"):
         sdk.login("http://localhost:8080", password="secret")
     assert sdk.whoami().username == "alice"
+
+
+def test_determined_doc_snippets_conveniences(sdk: Any, app: Flask, client: Any,
+                                               reconciler: Reconciler, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Determined's documented snippets rely on (tests/compat/test_sdk_workflow.py):
+    ``from ... import checkpoint``, the default checkpoint orders, a second download()
+    of a checkpoint already there, Trial.iter_logs and Model.get_versions."""
+    from hpcdet.experimental import checkpoint as checkpoint_module
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text("print('hi')\n")
+    exp = sdk.create_experiment(CONFIG, model_dir)
+    reconciler.cycle()
+    (trial,) = exp.list_trials()
+    worse = _report(app, client, trial.id, 10, 0.5)
+    best = _report(app, client, trial.id, 20, 0.25)
+    assert [c.uuid for c in trial.list_checkpoints()] == [best, worse]
+    assert [c.uuid for c in exp.list_checkpoints(checkpoint_module.CheckpointSortBy.TRIAL_ID,
+                                                 sdk.OrderBy.DESC)] == [worse, best]
+
+    monkeypatch.chdir(tmp_path)
+    ckpt = sdk.get_checkpoint(best)
+    first = ckpt.download()
+    assert first == f"checkpoints/{best}"
+    with pytest.raises(SDKError, match="is not empty"):  # not a checkpoint: refused
+        ckpt.download()
+    (Path(first) / "metadata.json").write_text("{}")
+    (Path(first) / "model.pt").write_bytes(b"kept")
+    assert ckpt.download() == first  # a checkpoint is there: reused, as Determined does
+    assert (Path(first) / "model.pt").read_bytes() == b"kept"
+    assert ckpt.download(force=True) == first
+    assert (Path(first) / "model.pt").read_bytes() == b"weights 20"
+
+    with session_of(app) as session:
+        session.add_all(TrialLog(trial_id=trial.id, stream="stdout", line=f"line {i}")
+                        for i in range(3))
+        session.commit()
+    lines = list(trial.iter_logs())  # the master's own lines (job pending...) first
+    assert lines[-3:] == ["line 0", "line 1", "line 2"] and lines == list(trial.logs())
+    assert list(trial.iter_logs(head=2)) == lines[:2]
+    assert list(trial.iter_logs(tail=1)) == ["line 2"]
+    with pytest.raises(SDKError, match="mutually exclusive"):
+        list(trial.iter_logs(follow=True, tail=1))
+    with session_of(app) as session:  # follow returns once the trial has ended
+        session.get_one(Trial, trial.id).state = "COMPLETED"
+        session.commit()
+    assert list(trial.iter_logs(follow=True, interval=0.01)) == lines
+
+    model = sdk.create_model("digits")
+    model.register_version(best)
+    with pytest.warns(FutureWarning, match="list_versions"):
+        assert [v.version for v in model.get_versions()] == [1]
+
+
+def test_default_order_follows_the_searcher_direction() -> None:
+    from hpcdet.experimental._sorting import sort_checkpoints
+
+    rows = [{"uuid": "a", "searcher_metric_value": 0.5},
+            {"uuid": "b", "searcher_metric_value": None},
+            {"uuid": "c", "searcher_metric_value": 0.9}]
+    assert [r["uuid"] for r in sort_checkpoints(rows, None, None)] == ["a", "c", "b"]
+    assert [r["uuid"] for r in sort_checkpoints(rows, None, None, False)] == ["c", "a", "b"]
+    assert [r["uuid"] for r in sort_checkpoints(rows, None, client.OrderBy.ASC, False)] == [
+        "a", "c", "b"]
