@@ -346,9 +346,14 @@ def experiments_table(experiments: Sequence[Mapping[str, Any]], *, archived: boo
     show_time = (lambda v: v) if as_csv else format_time
     rows = [[e.get("id"), e.get("owner"), e.get("name"), e.get("parent_id"), e.get("state"),
              _percent(e.get("progress")), show_time(e.get("created_at")),
-             show_time(e.get("ended_at")), e.get("resource_pool")]
+             show_time(e.get("ended_at")), _pool(e)]
             + ([e.get("archived")] if archived else []) for e in experiments]
     return table_or_csv(headers, rows, as_csv)
+
+
+def _pool(experiment: Mapping[str, Any]) -> Any:
+    """An unmanaged experiment runs in no pool of the master: it says so instead."""
+    return "(unmanaged)" if experiment.get("unmanaged") else experiment.get("resource_pool")
 
 
 def _note_more(total: Any, shown_up_to: int) -> None:
@@ -389,7 +394,7 @@ def describe_text(answer: Mapping[str, Any]) -> str:
         ("labels", e.get("labels")), ("searcher", e.get("searcher")),
         ("searcher metric", _metric_goal(searcher)),
         ("progress", _percent(e.get("progress"))),
-        ("resource pool", e.get("resource_pool")), ("trials", e.get("num_trials")),
+        ("resource pool", _pool(e)), ("trials", e.get("num_trials")),
         ("best trial", e.get("best_trial_id")),
         ("created", format_time(e.get("created_at"))),
         ("ended", format_time(e.get("ended_at"))),

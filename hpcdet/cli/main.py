@@ -74,6 +74,11 @@ _COMMANDS: dict[str, tuple[str, str]] = {
                 "Manage projects: named groups of experiments inside a workspace."),
     "model": ("hpcdet.cli.model:model",
               "Manage the model registry: models and their versions (checkpoints)."),
+    "rbac": ("hpcdet.cli.rbac:rbac",
+             "See roles and assign workspace roles (viewer, editor, admin) to users."),
+    "user-group": ("hpcdet.cli.user_group:user_group",
+                   "Manage user groups; give them workspace roles with det rbac assign-role "
+                   "-g."),
 }
 _SUBCOMMANDS = {name: target for name, (target, _) in _COMMANDS.items()}
 _SUMMARIES = {name: summary for name, (_, summary) in _COMMANDS.items()}

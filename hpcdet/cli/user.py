@@ -80,17 +80,23 @@ def whoami(state: CliState, as_json: bool) -> None:
 
 
 @user.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include deactivated users.")
 @JSON_OPTION
 @pass_state
-def list_users(state: CliState, as_json: bool) -> None:
-    """List the users who have signed in to the master."""
-    answer = state.client().get("/users")
+def list_users(state: CliState, show_all: bool, as_json: bool) -> None:
+    """List the users who signed in to the master or were registered (det user create)."""
+    answer = state.client().get("/users", params={"all": "1"} if show_all else None)
     if as_json:
         print_json(answer)
         return
-    click.echo(render_table(["Username", "First seen", "Last seen"], [
-        [u.get("username"), format_time(u.get("first_seen")), format_time(u.get("last_seen"))]
-        for u in answer.get("users") or []]))
+    click.echo(render_table(["Username", "Display name", "Admin", "Active", "First seen",
+                             "Last seen"], [_user_row(u) for u in answer.get("users") or []]))
+
+
+def _user_row(u: dict[str, Any]) -> list[Any]:
+    return [u.get("username"), u.get("display_name") or "", "yes" if u.get("admin") else "no",
+            "yes" if u.get("active", True) else "no", format_time(u.get("first_seen")),
+            format_time(u.get("last_seen"))]
 
 
 @user.command("web-login")
@@ -180,5 +186,8 @@ def revoke_token(state: CliState, token_id: int) -> None:
     state.client().delete(f"/auth/tokens/{token_id}")
     click.echo(f"Revoked token {token_id}")
 
+
+# Determined's administration commands (det user create, activate, ...): hpcdet.cli.user_admin.
+from hpcdet.cli import user_admin  # noqa: E402,F401
 
 __all__ = ["token", "user"]

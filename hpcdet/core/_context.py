@@ -106,6 +106,10 @@ class Context:
     def __enter__(self) -> Context:
         return self
 
+    def add_cleanup(self, step: Callable[[], None]) -> None:
+        """Run ``step`` when the context closes (before what was added earlier)."""
+        self._cleanup.append(step)
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -243,37 +247,75 @@ def _real_init(
     cleanup: list[Callable[[], None]] = []
     dist = distributed or _distributed_from_job(trial, cleanup)
     _warn_ignored_storage(trial, checkpoint_storage)
+    if unmanaged:
+        return trial_context(trial, dist, None, cleanup, poll_seconds=None)
+    return trial_context(trial, dist, lambda timeout: trial_client(trial, timeout=timeout),
+                        cleanup, poll_seconds=poll_seconds)
+
+
+# Opens a client of the trial's master with the trial's token; the argument is its timeout.
+Connect = Callable[[float], MasterClient]
+
+
+def trial_context(
+    trial: TrialInfo,
+    dist: DistributedContext,
+    connect: Connect | None,
+    cleanup: list[Callable[[], None]],
+    *,
+    poll_seconds: float | None,
+    every_rank_reports: bool = False,
+    context_class: type[Context] | None = None,
+) -> Context:
+    """The contexts of one trial run; ``connect`` None: nothing is reported.
+
+    ``every_rank_reports``: each rank ships its own metric reports (Determined's unmanaged
+    trials), not only the chief.
+    """
     info = Info.from_trial_info(trial)
-    client = None if unmanaged else _chief_client(trial, dist, cleanup)
+    reports = connect is not None and (dist.is_chief or every_rank_reports)
+    client = _opened(connect, cleanup) if reports and connect is not None else None
     reporter = _reporter(client, trial, dist.rank) if client is not None else None
-    progress = progress_poster(client, trial.trial_id) if client is not None else None
-    train = (DummyTrainContext(dist) if unmanaged
-             else _train_context(trial, dist, client, reporter, progress))
-    if client is not None and poll_seconds is not None:
-        _watch_preemption(trial, poll_seconds, cleanup)
+    chief = client if dist.is_chief else None
+    progress = progress_poster(chief, trial.trial_id) if chief is not None else None
+    train = (DummyTrainContext(dist) if connect is None
+             else _train_context(trial, dist, chief, reporter, progress))
+    if chief is not None and connect is not None and poll_seconds is not None:
+        _watch_preemption(trial, connect, poll_seconds, cleanup)
     checkpoint = CheckpointContext(
         pathlib.Path(trial.checkpoint_dir),
         dist,
         info=info,
         train=train,
-        registrar=_registrar(reporter) if reporter else None,
+        registrar=_registrar(reporter) if reporter and dist.is_chief else None,
         storage=object_store_for(trial.experiment_config),
     )
-    preempt = PreemptContext(dist)
-    return Context(
+    return (context_class or Context)(
         distributed=dist,
         train=train,
         checkpoint=checkpoint,
-        preempt=preempt,
+        preempt=PreemptContext(dist),
         info=info,
         cleanup=cleanup,
-        profiler=_profiler(trial, dist, reporter, unmanaged=unmanaged),
+        profiler=_profiler(trial, dist, reporter if dist.is_chief else None, connect),
         searcher=searcher_context(dist, trial.experiment_config, progress),
     )
 
 
+def _opened(connect: Connect, cleanup: list[Callable[[], None]]) -> MasterClient:
+    client = connect(30.0)
+    cleanup.append(client.close)
+    return client
+
+
 def _distributed_from_job(
     trial: TrialInfo, cleanup: list[Callable[[], None]]
+) -> DistributedContext:
+    return distributed_from_environment(trial.experiment_config, cleanup)
+
+
+def distributed_from_environment(
+    config: Mapping[str, Any], cleanup: list[Callable[[], None]]
 ) -> DistributedContext:
     """The harness's process group; the chief's store, for an in-process script that has
     not imported torch (the harness joins the group only when it does); or a group of our
@@ -289,9 +331,7 @@ def _distributed_from_job(
             local_size=cluster.local_size, cross_rank=cluster.cross_rank,
             cross_size=cluster.cross_size, chief_ip=cluster.master_addr)
     cluster = cluster.export_torch_env()
-    backend = harness_dist.choose_backend(
-        harness_dist.slot_type(os.environ, trial.experiment_config)
-    )
+    backend = harness_dist.choose_backend(harness_dist.slot_type(os.environ, config))
     harness_dist.init_process_group(cluster, backend, timeout_s=harness_dist.timeout_from_environ())
     cleanup.append(lambda: harness_dist.teardown(barrier=False))
     return DistributedContext.from_torch_distributed()
@@ -319,36 +359,26 @@ def trial_client(trial: TrialInfo, *, timeout: float = 30.0) -> MasterClient:
                         cert_file=master_cert_file(trial))
 
 
-def _chief_client(
-    trial: TrialInfo, dist: DistributedContext, cleanup: list[Callable[[], None]]
-) -> MasterClient | None:
-    """Only the chief talks to the master, so only it reads the token."""
-    if not dist.is_chief:
-        return None
-    client = trial_client(trial)
-    cleanup.append(client.close)
-    return client
-
-
 def _train_context(
     trial: TrialInfo,
     dist: DistributedContext,
-    client: MasterClient | None,
+    chief: MasterClient | None,
     reporter: MetricsReporter | None,
     progress: ProgressPoster | None,
 ) -> TrainContext:
-    if client is None or reporter is None:  # not the chief: nothing to ship
-        return TrainContext(dist, None)
-    return TrainContext(dist, reporter, early_exit_poster(client, trial.trial_id),
-                        best_validation_fetcher(client, trial.trial_id), progress)
+    """``chief``: the chief's client (None on other ranks); ``reporter``: this rank's, if it
+    ships reports (the chief's; every rank's in an unmanaged trial)."""
+    if chief is None or reporter is None:
+        return TrainContext(dist, reporter, every_rank=reporter is not None)
+    return TrainContext(dist, reporter, early_exit_poster(chief, trial.trial_id),
+                        best_validation_fetcher(chief, trial.trial_id), progress)
 
 
 def _profiler(
     trial: TrialInfo,
     dist: DistributedContext,
     chief_reporter: MetricsReporter | None,
-    *,
-    unmanaged: bool,
+    connect: Connect | None,
 ) -> ProfilerContext:
     """The chief shares the train reporter; other ranks open their own once profiling is on.
 
@@ -357,16 +387,16 @@ def _profiler(
     """
     scope = ProfilerScope.of_rank(dist.rank, dist.size, dist.local_rank, dist.cross_size,
                                   _node_name())
-    if unmanaged:
+    if connect is None:
         return ProfilerContext(scope=scope)
     if chief_reporter is not None:
         return ProfilerContext(lambda: ReporterSink(chief_reporter), scope=scope)
-    return ProfilerContext(lambda: _rank_sink(trial, dist.rank), scope=scope)
+    return ProfilerContext(lambda: _rank_sink(trial, dist.rank, connect), scope=scope)
 
 
-def _rank_sink(trial: TrialInfo, rank: int) -> ReporterSink:
+def _rank_sink(trial: TrialInfo, rank: int, connect: Connect) -> ReporterSink:
     """A reporter of this rank's own, closed (with its client) by the profiler."""
-    client = trial_client(trial)
+    client = connect(30.0)
     reporter = _reporter(client, trial, rank)
 
     def close() -> None:
@@ -384,10 +414,10 @@ def _node_name() -> str:
 
 
 def _watch_preemption(
-    trial: TrialInfo, poll_seconds: float, cleanup: list[Callable[[], None]]
+    trial: TrialInfo, connect: Connect, poll_seconds: float, cleanup: list[Callable[[], None]]
 ) -> None:
     """Start the chief's preemption watcher; it has a client of its own (see _POLL_TIMEOUT)."""
-    client = trial_client(trial, timeout=_POLL_TIMEOUT)
+    client = connect(_POLL_TIMEOUT)
     watcher = PreemptionWatcher(client, trial.trial_id, interval=poll_seconds)
     watcher.start()
     cleanup.append(watcher.close)

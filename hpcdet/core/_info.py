@@ -28,6 +28,17 @@ class Info:
     run_id: int | None = None
 
     @property
+    def trial(self) -> Info:
+        """Determined's ``info.trial`` (``.trial_id``, ``.experiment_id``, ``.hparams``...):
+        hpcdet keeps them on the info itself, so this is the same object."""
+        return self
+
+    @property
+    def _trial_info(self) -> Info:
+        """Determined's private name for ``info.trial``, used by its unmanaged examples."""
+        return self
+
+    @property
     def in_job(self) -> bool:
         """True inside a hpcdet job, False for the dummy info of a local run."""
         return self.trial_id is not None

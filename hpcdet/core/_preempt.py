@@ -51,8 +51,13 @@ def preemption_signalled() -> bool:
     return _signalled.is_set()
 
 
-def _reset_for_tests() -> None:
+def clear_preemption() -> None:
+    """Forget an earlier stop: a new trial run in the same process (core_v2) starts anew."""
     _signalled.clear()
+
+
+def _reset_for_tests() -> None:
+    clear_preemption()
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:

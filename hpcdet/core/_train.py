@@ -101,8 +101,13 @@ class TrainContext:
         early_exit: EarlyExitPoster | None = None,
         best_validation: BestValidationFetcher | None = None,
         progress: ProgressPoster | None = None,
+        *,
+        every_rank: bool = False,
     ) -> None:
         self._dist = distributed
+        # Managed trials: only the chief ships (reduce first). Unmanaged ones (core_v2):
+        # every rank with a reporter ships its own, as Determined does.
+        self._ships = distributed.is_chief or every_rank
         self._reporter = reporter
         self._early_exit = early_exit
         self._best_validation = best_validation
@@ -158,7 +163,7 @@ class TrainContext:
         if group not in GROUPS:
             raise ValueError(f"group must be one of {', '.join(GROUPS)}, not {group!r}")
         report = MetricsReport(group, steps_completed, validate_metrics(steps_completed, metrics))
-        if not self._dist.is_chief:
+        if not self._ships:
             return
         self._remember(report)
         self._ship(report)

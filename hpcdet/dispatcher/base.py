@@ -298,6 +298,11 @@ class Backend(abc.ABC):
         job names its host so: hpcdet.master.proxy); by default the node's own name."""
         return {node: (node,) for node in nodes}
 
+    def check_job_id(self, job_id: str) -> str:
+        """``job_id`` if it has the form of one of this scheduler's job ids, else
+        :class:`~hpcdet.errors.ValidationError` (ids reach command lines)."""
+        raise UnsupportedError(f"the {self.name} backend does not check job ids")
+
     def check_job_args(self, args: Sequence[str], path: str) -> tuple[str, ...]:
         """Validate a user's extra batch options (``slurm.sbatch_args``, ``pbs.pbsbatch_args``)
         and return them; a controlled or unsafe option is refused naming it and ``path``."""

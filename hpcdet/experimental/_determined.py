@@ -47,6 +47,7 @@ class Determined:
         user = user or os.environ.get("DET_USER") or _login_name()
         self._session = Session(master_url_from_env(master), user=user, cert_file=cert_file,
                                 transport=transport, encode=munge_encode)
+        self._transport = transport  # core_v2's trial clients go the same way
 
     @property
     def master(self) -> str:

@@ -84,6 +84,10 @@ class Experiment(Base):
     # The experiment this one was forked from (det experiment fork); kept if that one goes.
     parent_id: Mapped[int | None] = mapped_column(Integer)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
+    # Unmanaged (core_v2): a script run outside the master reports into it; the master
+    # never schedules its trials. external_id: the script's own name for it (resuming).
+    unmanaged: Mapped[bool] = mapped_column(Boolean, default=False)
+    external_id: Mapped[str | None] = mapped_column(String(256), index=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -128,6 +132,11 @@ class Trial(Base):
     # log_policies actions seen in the trial's logs: no more restarts; nodes to avoid.
     cancel_retries: Mapped[bool] = mapped_column(Boolean, default=False)
     excluded_nodes: Mapped[list[Any]] = mapped_column(default=list)
+    # Unmanaged trials: the script's name for the trial, the scheduler job it runs in (a
+    # user's own sbatch/qsub job; its end ends the trial) and its last heartbeat.
+    external_id: Mapped[str | None] = mapped_column(String(256))
+    external_job: Mapped[str | None] = mapped_column(String(64))
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -424,6 +433,9 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
     first_seen: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # A cluster admin may deactivate a user: every request of theirs is then refused (403).
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    display_name: Mapped[str] = mapped_column(String(256), default="")
 
 
 class Workspace(Base):
@@ -435,6 +447,9 @@ class Workspace(Base):
     name: Mapped[str] = mapped_column(String(128), unique=True)
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # Archived: read-only for new work (no new experiments, tasks or projects), hidden from
+    # default lists.
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class WorkspaceMember(Base):
@@ -447,6 +462,40 @@ class WorkspaceMember(Base):
     user: Mapped[str] = mapped_column(String(128), primary_key=True, index=True)
     role: Mapped[str] = mapped_column(String(16))
     added_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UserGroup(Base):
+    """A named group of users (Determined's user group); cluster admins manage it, and a
+    workspace admin may give it a role in the workspace (:class:`WorkspaceGroupRole`)."""
+
+    __tablename__ = "user_groups"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UserGroupMember(Base):
+    """One user of a :class:`UserGroup`."""
+
+    __tablename__ = "user_group_members"
+
+    group_id: Mapped[int] = mapped_column(
+        ForeignKey("user_groups.id", ondelete="CASCADE"), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128), primary_key=True, index=True)
+
+
+class WorkspaceGroupRole(Base):
+    """A group's role in a workspace: each of its users has (at least) that role there."""
+
+    __tablename__ = "workspace_group_roles"
+
+    workspace_id: Mapped[int] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True)
+    group_id: Mapped[int] = mapped_column(
+        ForeignKey("user_groups.id", ondelete="CASCADE"), primary_key=True, index=True)
+    role: Mapped[str] = mapped_column(String(16))
 
 
 class Project(Base):
@@ -463,6 +512,7 @@ class Project(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class RegisteredModel(Base):

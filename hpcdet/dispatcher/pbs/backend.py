@@ -165,6 +165,9 @@ class PbsBackend(Backend):
     def array_task_prefix(array_id: str) -> str:
         return arrays.task_prefix(array_id)
 
+    def check_job_id(self, job_id: str) -> str:
+        return checked_id(job_id)
+
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
         """ONE ``qstat -x -t -f -F dsv`` (naming the ids when there are few, else listing
         every job: see :data:`POLL_BY_ID_MAX`; ``-t``: array subjobs one by one), then exit

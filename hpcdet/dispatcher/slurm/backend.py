@@ -191,6 +191,9 @@ class SlurmBackend(SlurmClusterMixin, Backend):
     def array_task_prefix(array_id: str) -> str:
         return f"{array_id}_"
 
+    def check_job_id(self, job_id: str) -> str:
+        return _checked_id(job_id)
+
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
         """One ``squeue``, then at most one ``sacct`` for the rest, then exit files."""
         if not jobs:

@@ -14,6 +14,7 @@ from hpcdet.master.api import (  # noqa: E402,F401
     experiment_edits,
     experiment_metrics,
     experiments,
+    groups,
     harness_signals,
     jobs,
     lifecycle,
@@ -29,6 +30,8 @@ from hpcdet.master.api import (  # noqa: E402,F401
     templates,
     tensorboards,
     trials,
+    unmanaged,
+    user_admin,
     users,
     workspaces,
 )

@@ -16,7 +16,7 @@ from flask import current_app, g, request
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Trial
-from hpcdet.master.security import tokens
+from hpcdet.master.security import tokens, users
 from hpcdet.master.security.permissions import ANONYMOUS
 from hpcdet.master.settings.core import MasterSettings
 
@@ -31,9 +31,20 @@ LOGIN_HINT = "run det user login (det logs in by itself where MUNGE runs)"
 def current_user() -> str:
     """The calling user's name; 401 when the master requires one and none was proven."""
     if "hpcdet_user" not in g:
-        g.hpcdet_user = _identify(current_app.config["HPCDET_SETTINGS"])
+        settings = current_app.config["HPCDET_SETTINGS"]
+        identified = _identify(settings)
+        if settings.identifies_users and identified != ANONYMOUS:
+            _refuse_deactivated(identified)
+        g.hpcdet_user = identified
     name: str = g.hpcdet_user
     return name
+
+
+def _refuse_deactivated(name: str) -> None:
+    """403 when a cluster admin deactivated user ``name`` (det user deactivate)."""
+    with current_app.config["HPCDET_SESSION_FACTORY"]() as session:
+        if users.is_deactivated(session, name):
+            raise users.deactivated_error(name)
 
 
 def _identify(settings: MasterSettings) -> str:
@@ -89,6 +100,7 @@ def web_session_user(cookie: str, *, check_csrf: bool) -> str:
     """The user of a web session cookie; a state-changing request without the session's
     CSRF token (header or form field) is refused with 403 before anything happens."""
     user = _token_user(cookie, ("web",))
+    _refuse_deactivated(user)  # pages too (hpcdet.master.web.identity)
     if check_csrf and request.method not in SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER) or request.form.get(CSRF_FIELD) or ""
         if not hmac.compare_digest(sent, tokens.csrf_token(cookie)):

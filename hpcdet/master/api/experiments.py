@@ -13,6 +13,7 @@ from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
 from hpcdet.master.api.templates import template_for_experiment
+from hpcdet.master.api.unmanaged import create_unmanaged
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments import experiment_list, serialize, trial_pages
 from hpcdet.master.models import Experiment, StateChange, TrialLog
@@ -34,9 +35,12 @@ def create_experiment() -> Any:
     With ``"template": NAME`` the template's config is merged under the submitted one;
     ``"workspace"`` (and ``"project"``) names where it belongs (editor role needed);
     ``"activate": false`` creates it PAUSED (Determined's ``activate``; default true).
+    ``"unmanaged": true``: an experiment a script reports into (:mod:`.unmanaged`).
     """
     owner = current_user()
     body = json_body()
+    if body.get("unmanaged") is True:
+        return create_unmanaged(owner, body)
     where = placement_for(db(), settings(), owner, body.get("workspace"), body.get("project"))
     config_text, context = body.get("config"), body.get("context")
     if not isinstance(config_text, str) or not isinstance(context, str):

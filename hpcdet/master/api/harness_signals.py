@@ -32,16 +32,19 @@ from hpcdet.states import State
 @bp.get("/trials/<int:trial_id>/preemption")
 def trial_preemption(trial_id: int) -> Any:
     """``{"preempt": true}`` once the master is stopping the trial (a STOPPING_* state) or
-    pausing it (PAUSED): its code should checkpoint and exit."""
+    pausing it (PAUSED): its code should checkpoint and exit. An unmanaged trial's script
+    also hears it once the master ended the trial (killed with no job to wait for)."""
     row = db().execute(
-        select(Trial.state, Trial.token).where(Trial.id == trial_id)
+        select(Trial.state, Trial.token, Experiment.unmanaged)
+        .join(Experiment, Experiment.id == Trial.experiment_id).where(Trial.id == trial_id)
     ).one_or_none()
     if row is None:
         raise ApiError(404, "not_found", f"trial {trial_id} not found")
-    state, token = row
+    state, token, unmanaged = row
     require_token(trial_id, token)
     current = State(state)
-    return {"preempt": current.is_stopping or current is State.PAUSED}
+    ended = bool(unmanaged) and current.is_terminal
+    return {"preempt": current.is_stopping or current is State.PAUSED or ended}
 
 
 @bp.post("/trials/<int:trial_id>/early_exit")

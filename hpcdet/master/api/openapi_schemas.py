@@ -62,11 +62,13 @@ COMPONENTS: dict[str, Schema] = {
                        "labels": array(STR), "state": STR, "owner": OPT_STR,
                        "searcher": OPT_STR, "resource_pool": OPT_STR, "archived": BOOL,
                        "workspace_id": OPT_INT, "project_id": OPT_INT,
-                       "created_at": TIME, "ended_at": TIME, "num_trials": INT}),
+                       "created_at": TIME, "ended_at": TIME, "num_trials": INT,
+                       "unmanaged": BOOL, "external_id": OPT_STR}),
     "Trial": obj({"id": INT, "experiment_id": INT, "state": STR, "hparams": ANY_OBJ,
                   "seed": INT, "restarts": INT, "steps_completed": INT,
                   "best_validation": nullable(ANY_OBJ), "latest_validation": nullable(ANY_OBJ),
                   "latest_checkpoint": OPT_STR, "job_ids": array(STR), "nodes": OPT_STR,
+                  "external_id": OPT_STR, "external_job": OPT_STR,
                   "created_at": TIME, "ended_at": TIME}),
     "Job": obj({"job_id": OPT_STR, "run_id": INT, "native_state": OPT_STR, "reason": OPT_STR,
                 "exit_code": OPT_INT, "nodes": OPT_STR, "submitted_at": TIME}),
@@ -100,12 +102,13 @@ COMPONENTS: dict[str, Schema] = {
     # role: the caller's (null for a cluster admin, or anybody on an open master, who is
     # not a member).
     "Workspace": obj({"id": INT, "name": STR, "created_by": STR, "created_at": TIME,
-                      "role": nullable(ROLE), "num_experiments": INT}),
+                      "role": nullable(ROLE), "num_experiments": INT, "archived": BOOL}),
     "Project": obj({"id": INT, "name": STR, "workspace": STR, "workspace_id": INT,
                     "description": STR, "created_by": STR, "created_at": TIME,
-                    "num_experiments": INT}),
+                    "num_experiments": INT, "archived": BOOL}),
     "WorkspaceDetail": {"allOf": [ref("Workspace"), obj({
         "members": array(obj({"user": STR, "role": ROLE})),
+        "groups": array(obj({"group": STR, "role": ROLE})),
         "projects": array(ref("Project"))})]},
     # Never the token itself (only POST /auth/tokens answers it, once).
     "Token": obj({"id": INT, "kind": {"type": "string", "enum": ["session", "api", "web"]},
@@ -154,10 +157,10 @@ IDENTITY_OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {200: obj({"username": STR, "auth_mode": {
             "type": "string", "enum": ["munge", "open"]}, "admin": BOOL})}},
     ("GET", "/api/v1/users"): {
-        "summary": "The users who signed in, by name",
-        "answers": {200: obj({"users": array(obj({"username": STR, "first_seen": TIME,
-                                                  "last_seen": TIME}))}),
-                    401: _NOT_SIGNED_IN}},
+        "summary": "The users who signed in or were registered, by name (deactivated ones "
+                   "with all=1)",
+        "query": [query("all", {"type": "string", "enum": ["1", "true"]})],
+        "answers": {200: obj({"users": array(ref("User"))}), 401: _NOT_SIGNED_IN}},
     ("GET", "/api/v1/auth/tokens"): {
         "summary": "The caller's live API tokens and sessions (never the tokens themselves)",
         "query": [query("all", STR, "1 or true: with the expired and revoked ones too")],
@@ -195,7 +198,9 @@ WORKSPACE_OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {201: obj({"workspace": ref("Workspace")}), 400: "A bad name",
                     409: "A workspace of that name exists"}},
     ("GET", "/api/v1/workspaces"): {
-        "summary": "The workspaces the caller is a member of (every one for cluster admins)",
+        "summary": "The workspaces the caller is a member of (every one for cluster admins); "
+                   "archived ones with archived=1",
+        "query": [query("archived", {"type": "string", "enum": ["1", "true"]})],
         "answers": {200: obj({"workspaces": array(ref("Workspace"))})}},
     ("GET", "/api/v1/workspaces/<name>"): {
         "summary": "One workspace with its members and projects",
@@ -217,7 +222,8 @@ WORKSPACE_OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                     403: "The caller is a viewer of the workspace", 404: _WORKSPACE_404,
                     409: "The workspace has a project of that name"}},
     ("GET", "/api/v1/workspaces/<name>/projects"): {
-        "summary": "The workspace's projects, by name",
+        "summary": "The workspace's projects, by name (archived ones with archived=1)",
+        "query": [query("archived", {"type": "string", "enum": ["1", "true"]})],
         "answers": {200: obj({"projects": array(ref("Project"))}), 404: _WORKSPACE_404}},
     ("GET", "/api/v1/workspaces/<name>/projects/<project>"): {
         "summary": "One project of the workspace",
@@ -502,3 +508,14 @@ from hpcdet.master.api.openapi_allocations import (  # noqa: E402
 
 COMPONENTS.update(ALLOCATION_COMPONENTS)
 OPERATIONS.update(ALLOCATION_OPERATIONS)
+
+# Workspace/project edit, archive and delete, user administration, roles (imported last).
+from hpcdet.master.api.openapi_admin import ADMIN_COMPONENTS, ADMIN_OPERATIONS  # noqa: E402
+
+COMPONENTS.update(ADMIN_COMPONENTS)
+OPERATIONS.update(ADMIN_OPERATIONS)
+
+# Unmanaged experiments (core_v2) declare their own routes (imported last).
+from hpcdet.master.api.openapi_unmanaged import UNMANAGED_OPERATIONS  # noqa: E402
+
+OPERATIONS.update(UNMANAGED_OPERATIONS)

@@ -119,8 +119,8 @@ def report_metrics(trial_id: int) -> Any:
     ``seq`` each report is stored once however often it is sent, and validations, far
     rarer, also move the trial's latest and best validation and queue a searcher event.
     """
-    writer = _writer()
-    _require_token_of(writer, trial_id)
+    writer = metric_writer()
+    require_trial_token(writer, trial_id)
     batch = metrics_batch(trial_id, json_body())
     applied = apply_reports(writer, batch)
     answer: dict[str, Any] = {"stored": applied.rows}
@@ -136,8 +136,8 @@ def report_checkpoint(trial_id: int) -> Any:
     201 when registered now; 200 with the stored checkpoint when this trial registered the
     uuid before (a retry); 409 ``conflict`` when another trial did.
     """
-    writer = _writer()
-    _require_token_of(writer, trial_id)
+    writer = metric_writer()
+    require_trial_token(writer, trial_id)
     batch = checkpoint_batch(trial_id, json_body())
     applied = apply_reports(writer, batch)
     uuid = str(batch.reports[0].checkpoint["uuid"]) if batch.reports[0].checkpoint else ""
@@ -149,12 +149,14 @@ def report_checkpoint(trial_id: int) -> Any:
     return {"checkpoint": serialize.checkpoint(checkpoint)}, status
 
 
-def _writer() -> MetricWriter:
+def metric_writer() -> MetricWriter:
+    """The app's metric writer (it caches trial tokens' hashes)."""
     writer: MetricWriter = current_app.config["HPCDET_METRIC_WRITER"]
     return writer
 
 
-def _require_token_of(writer: MetricWriter, trial_id: int) -> None:
+def require_trial_token(writer: MetricWriter, trial_id: int) -> None:
+    """401/403 unless the request carries the trial's current token (404: no such trial)."""
     token = writer.token_of(trial_id)
     if token is None:
         raise ApiError(404, "not_found", f"trial {trial_id} not found")

@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import request
-from sqlalchemy import select
 
 from hpcdet import munge
 from hpcdet.master.api import bp
@@ -23,9 +22,9 @@ from hpcdet.master.api.auth import bearer_token, calling_token, current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments.serialize import _time as iso_time
-from hpcdet.master.models import AuthToken, User, as_utc, utcnow
+from hpcdet.master.models import AuthToken, as_utc, utcnow
 from hpcdet.master.scheduling.task_tokens import TASK_TOKEN_PREFIX
-from hpcdet.master.security import tokens
+from hpcdet.master.security import tokens, users
 from hpcdet.master.security.permissions import ANONYMOUS
 
 MAX_API_TOKEN_DAYS = 3650
@@ -52,6 +51,8 @@ def login() -> Any:
         raise ApiError(401, "unauthorized", "the MUNGE credential was made for another "
                        "master (or another purpose); run det user login")
     username = _user_name(decoded.uid)
+    if users.is_deactivated(db(), username):
+        raise users.deactivated_error(username)
     hours = settings().session_hours
     token, row = tokens.issue(db(), username, "session", dt.timedelta(hours=hours), "login")
     tokens.seen(db(), username)
@@ -106,11 +107,10 @@ def whoami() -> Any:
 
 @bp.get("/users")
 def list_users() -> Any:
-    """Users who signed in, by name."""
+    """Users who signed in or were registered, by name; deactivated ones with ``?all=1``."""
     _identified_user()
-    rows = db().scalars(select(User).order_by(User.name)).all()
-    return {"users": [{"username": u.name, "first_seen": iso_time(u.first_seen),
-                       "last_seen": iso_time(u.last_seen)} for u in rows]}
+    rows = users.list_users(db(), request.args.get("all") in ("1", "true"))
+    return {"users": [users.user_json(settings(), u) for u in rows]}
 
 
 @bp.get("/auth/tokens")

@@ -97,6 +97,10 @@ def continue_experiment(session: Session, settings: MasterSettings, exp: Experim
 
 
 def _only_trial(session: Session, exp: Experiment) -> Trial:
+    if exp.unmanaged:
+        raise ApiError(409, "conflict", f"experiment {exp.id} is unmanaged: the master does "
+                       "not run it; run its script again (with the same external ids, to "
+                       "resume its trial)")
     if not State(exp.state).is_terminal:
         raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: only an ended "
                        "experiment can be continued (pause/activate a running one)")

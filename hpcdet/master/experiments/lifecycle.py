@@ -34,6 +34,7 @@ def pause(session: Session, exp: Experiment, actor: str) -> None:
     """Pause an ACTIVE experiment: its trials checkpoint and free their allocations."""
     if exp.state == State.PAUSED.value:
         return
+    _require_managed(exp, "pause")
     _require(exp, {State.ACTIVE}, "pause")
     transition(session, exp, State.PAUSED, cause="pause requested", actor=actor)
     for trial in _trials(session, exp, {State.QUEUED, State.RUNNING}):
@@ -45,6 +46,7 @@ def activate(session: Session, exp: Experiment, actor: str) -> None:
     """Resume a PAUSED experiment: paused trials are resubmitted from their checkpoints."""
     if exp.state == State.ACTIVE.value:
         return
+    _require_managed(exp, "activate")
     _require(exp, {State.PAUSED}, "activate")
     transition(session, exp, State.ACTIVE, cause="activate requested", actor=actor)
     for trial in _trials(session, exp, {State.PAUSED}):
@@ -102,6 +104,14 @@ def _stop(session: Session, exp: Experiment, stopping: State, verb: str, actor: 
 def _require(exp: Experiment, allowed: set[State], verb: str) -> None:
     if State(exp.state) not in allowed:
         raise ApiError(409, "conflict", f"cannot {verb} experiment {exp.id}: it is {exp.state}")
+
+
+def _require_managed(exp: Experiment, verb: str) -> None:
+    """Pausing needs a master that can start the trials again: not an unmanaged one."""
+    if exp.unmanaged:
+        raise ApiError(409, "conflict", f"cannot {verb} experiment {exp.id}: it is unmanaged "
+                       "(its script runs outside the master); stop the script, or kill the "
+                       "experiment so that its preemption check says stop")
 
 
 def _trials(session: Session, exp: Experiment, states: set[State]) -> list[Trial]:

@@ -119,7 +119,8 @@ class SearchDriver:
         # trials): not for the searchers kept in memory.
         experiments = select(Experiment).options(defer(Experiment.searcher_state))
         for exp in session.scalars(experiments.where(
-                Experiment.state == State.ACTIVE.value, Experiment.searcher_state.is_(None))):
+                Experiment.state == State.ACTIVE.value, Experiment.searcher_state.is_(None),
+                Experiment.unmanaged == false())):
             working.append(exp.id)
             self._start(session, exp, report)
         pending = self._pending_work(session)

@@ -28,6 +28,7 @@ def experiment(exp: Experiment, num_trials: int) -> dict[str, Any]:
         "project_id": exp.project_id, "created_at": _time(exp.created_at),
         "ended_at": _time(exp.ended_at), "num_trials": num_trials,
         "progress": exp.progress, "parent_id": exp.parent_id,
+        "unmanaged": bool(exp.unmanaged), "external_id": exp.external_id,
     }
 
 
@@ -40,13 +41,16 @@ def trial(t: Trial, jobs: Iterable[Job] = ()) -> dict[str, Any]:
         "best_validation": t.best_validation, "latest_validation": t.latest_validation,
         "latest_checkpoint": t.latest_checkpoint,
         "early_exit": t.early_exit, "stop_reason": t.stop_reason,
-        "job_ids": [j.job_id for j in jobs if j.job_id],
+        # An unmanaged trial's job is the user's own, which its run is linked to.
+        "job_ids": [j.job_id for j in jobs if j.job_id] or (
+            [t.external_job] if t.external_job else []),
         "slurm_jobs": [{"job_id": j.job_id, "run_id": j.run_id, "requeues": j.requeues}
                        for j in jobs if j.job_id],
         "nodes": next((j.nodes for j in reversed(jobs) if j.nodes), None),
         "pending_reason": pending_reason(t, jobs),
         "interruptions": t.interruptions, "cancel_retries": t.cancel_retries,
         "excluded_nodes": list(t.excluded_nodes or []),
+        "external_id": t.external_id, "external_job": t.external_job,
         "created_at": _time(t.created_at), "ended_at": _time(t.ended_at),
     }
 

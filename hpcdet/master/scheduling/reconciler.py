@@ -24,6 +24,7 @@ from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.transport import LocalTransport, TransportUnavailableError
 from hpcdet.errors import HpcdetError, SchedulerError
 from hpcdet.master.db import session_scope
+from hpcdet.master.experiments import unmanaged
 from hpcdet.master.experiments.ending import end_stopped_experiments
 from hpcdet.master.experiments.searching import SearchDriver, SearchReport
 from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
@@ -421,12 +422,15 @@ class Reconciler:
                                    .join(Trial, Trial.id == Job.trial_id)
                                    .where(Job.active, Job.job_id.is_not(None))).all()
             task_refs = tasks.active_task_refs(session)
+            linked = unmanaged.linked_job_refs(session)  # users' own jobs (core_v2)
         refs = [(job_pk, trial_id, JobRef(str(job_id), job_dir))
                 for job_pk, trial_id, job_id, job_dir in rows]
+        statuses = self._settle_missing(self.backend.poll(
+            [ref for _, _, ref in refs] + [r for _, r in task_refs] + [r for _, r in linked]))
+        with session_scope(self.sessions) as session:
+            unmanaged.end_lost_runs(session, linked, statuses)
         if not refs and not task_refs:
-            return 0
-        statuses = self._settle_missing(
-            self.backend.poll([ref for _, _, ref in refs] + [r for _, r in task_refs]))
+            return len(linked)
         self.health.scheduler_ok()
         tasks.apply_task_statuses(self.sessions, task_refs, statuses)
         self._collect_spools([(trial_id, ref) for _, trial_id, ref in refs], statuses)

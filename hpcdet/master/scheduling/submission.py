@@ -102,7 +102,7 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     (their checkpoints then stay in their own directory).
     """
     doc = _sane_merged(user_doc, template, settings.resource_manager.type)
-    config = expconf.with_defaults(_with_master_defaults(settings, doc, owner))
+    config = expconf.with_defaults(with_master_defaults(settings, doc, owner))
     errors = expconf.validate(config, phase="complete")
     if errors:
         raise ConfigError(errors, title="the experiment config is incomplete")
@@ -141,7 +141,7 @@ def check_sbatch_args(doc: Mapping[str, Any], root: str, scheduler: str = "slurm
         check_args(scheduler, args, f"{root}.{section}.{key}")
 
 
-def _with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any],
+def with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any],
                           owner: str) -> dict[str, Any]:
     """``doc`` with what the master decides when the user did not: the name, the
     checkpoint storage (the cluster's, merged under a partial one) and the seed."""

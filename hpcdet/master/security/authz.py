@@ -23,11 +23,11 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from hpcdet.master.errors import ApiError
-from hpcdet.master.models import WorkspaceMember
+from hpcdet.master.models import UserGroupMember, WorkspaceGroupRole, WorkspaceMember
 from hpcdet.master.settings.core import MasterSettings
 
 ANONYMOUS = "anonymous"
@@ -49,11 +49,44 @@ def is_admin(settings: MasterSettings, actor: str) -> bool:
 
 
 def role_in(session: Session, workspace_id: int | None, actor: str) -> str | None:
-    """``actor``'s role in the workspace, or None (no workspace, or not a member)."""
+    """``actor``'s role in the workspace, or None (no workspace, or not a member): the
+    highest of their own and their groups' roles there."""
     if workspace_id is None:
         return None
-    return session.scalar(select(WorkspaceMember.role).where(
+    own = session.scalar(select(WorkspaceMember.role).where(
         WorkspaceMember.workspace_id == workspace_id, WorkspaceMember.user == actor))
+    via_groups = session.scalars(
+        select(WorkspaceGroupRole.role)
+        .join(UserGroupMember, UserGroupMember.group_id == WorkspaceGroupRole.group_id)
+        .where(WorkspaceGroupRole.workspace_id == workspace_id, UserGroupMember.user == actor))
+    held = [role for role in (own, *via_groups) if role in ROLES]
+    return max(held, key=ROLES.index) if held else None
+
+
+def member_workspaces(actor: str) -> list[Select[Any]]:
+    """Queries of the ids of the workspaces ``actor`` belongs to: as a member, and through
+    a group that has a role there."""
+    return [select(WorkspaceMember.workspace_id).where(WorkspaceMember.user == actor),
+            select(WorkspaceGroupRole.workspace_id)
+            .join(UserGroupMember, UserGroupMember.group_id == WorkspaceGroupRole.group_id)
+            .where(UserGroupMember.user == actor)]
+
+
+def changing_workspaces(session: Session, actor: str) -> list[int]:
+    """Ids of the workspaces where ``actor`` is an editor or admin (themselves or through a
+    group), sorted."""
+    own = select(WorkspaceMember.workspace_id).where(
+        WorkspaceMember.user == actor, WorkspaceMember.role.in_(CHANGING_ROLES))
+    via_groups = (select(WorkspaceGroupRole.workspace_id)
+                  .join(UserGroupMember, UserGroupMember.group_id == WorkspaceGroupRole.group_id)
+                  .where(UserGroupMember.user == actor,
+                         WorkspaceGroupRole.role.in_(CHANGING_ROLES)))
+    return sorted({i for query in (own, via_groups) for i in session.scalars(query)})
+
+
+def in_member_workspace(workspace_id: Any, actor: str) -> ColumnElement[bool]:
+    """SQL: ``workspace_id`` (a column) is one of ``actor``'s workspaces."""
+    return or_(*(workspace_id.in_(query) for query in member_workspaces(actor)))
 
 
 def access(session: Session, settings: MasterSettings, actor: str, owner: str,
@@ -134,8 +167,7 @@ def viewer(session: Session, settings: MasterSettings, actor: str) -> Viewer:
     """``actor``'s :class:`Viewer` (one query for the workspaces they belong to)."""
     if is_admin(settings, actor):
         return Viewer(actor, True, frozenset())
-    ids = session.scalars(select(WorkspaceMember.workspace_id)
-                          .where(WorkspaceMember.user == actor))
+    ids = {i for query in member_workspaces(actor) for i in session.scalars(query)}
     return Viewer(actor, False, frozenset(ids))
 
 
@@ -147,5 +179,4 @@ def visible(settings: MasterSettings, actor: str, owner: InstrumentedAttribute[s
     """
     if is_admin(settings, actor):
         return []
-    member_of = select(WorkspaceMember.workspace_id).where(WorkspaceMember.user == actor)
-    return [or_(owner == actor, owner == ANONYMOUS, workspace_id.in_(member_of))]
+    return [or_(owner == actor, owner == ANONYMOUS, in_member_workspace(workspace_id, actor))]

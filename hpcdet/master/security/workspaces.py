@@ -17,7 +17,14 @@ from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments.serialize import _time as iso_time
-from hpcdet.master.models import Experiment, Project, Workspace, WorkspaceMember
+from hpcdet.master.models import (
+    Experiment,
+    Project,
+    UserGroup,
+    Workspace,
+    WorkspaceGroupRole,
+    WorkspaceMember,
+)
 from hpcdet.master.security import authz
 from hpcdet.master.security.authz import ROLES, Access
 from hpcdet.master.settings.core import MasterSettings
@@ -86,9 +93,27 @@ def placement_for(session: Session, settings: MasterSettings, actor: str, worksp
         return None, None
     found = workspace_for(session, settings, actor, valid_name(workspace, "workspace"),
                           needed="editor")
+    refuse_archived(found)
     if project is None:
         return found.id, None
-    return found.id, project_in(session, found, valid_name(project, "project")).id
+    chosen = project_in(session, found, valid_name(project, "project"))
+    refuse_archived_project(found, chosen)
+    return found.id, chosen.id
+
+
+def refuse_archived(workspace: Workspace) -> None:
+    """409 when ``workspace`` is archived: nothing new goes into it."""
+    if workspace.archived:
+        raise ApiError(409, "archived", f"workspace {workspace.name!r} is archived: nothing "
+                       f"new goes into it (det workspace unarchive {workspace.name})")
+
+
+def refuse_archived_project(workspace: Workspace, project: Project) -> None:
+    """409 when ``project`` is archived: no new experiments go into it."""
+    if project.archived:
+        raise ApiError(409, "archived", f"project {project.name!r} of workspace "
+                       f"{workspace.name!r} is archived: no new experiments go into it "
+                       f"(det project unarchive {workspace.name} {project.name})")
 
 
 # ---- workspaces --------------------------------------------------------------------------
@@ -98,17 +123,19 @@ def create_workspace(session: Session, actor: str, name: Any) -> Workspace:
     """A new workspace, with ``actor`` its admin; 409 if the name is taken."""
     workspace = Workspace(name=valid_name(name, "name"), created_by=actor)
     session.add(workspace)
-    _flush_or_conflict(session, f"workspace {workspace.name!r} already exists")
+    flush_or_conflict(session, f"workspace {workspace.name!r} already exists")
     session.add(WorkspaceMember(workspace_id=workspace.id, user=actor, role="admin"))
     return workspace
 
 
-def list_workspaces(session: Session, settings: MasterSettings, actor: str) -> list[Workspace]:
-    """The workspaces ``actor`` sees, by name."""
+def list_workspaces(session: Session, settings: MasterSettings, actor: str,
+                    archived: bool = False) -> list[Workspace]:
+    """The workspaces ``actor`` sees, by name (archived ones only with ``archived``)."""
     query = select(Workspace).order_by(Workspace.name)
+    if not archived:
+        query = query.where(Workspace.archived.is_(False))
     if not authz.is_admin(settings, actor):
-        mine = select(WorkspaceMember.workspace_id).where(WorkspaceMember.user == actor)
-        query = query.where(Workspace.id.in_(mine))
+        query = query.where(authz.in_member_workspace(Workspace.id, actor))
     return list(session.scalars(query))
 
 
@@ -118,16 +145,26 @@ def workspace_json(session: Session, workspace: Workspace, actor: str,
     body: dict[str, Any] = {
         "id": workspace.id, "name": workspace.name, "created_by": workspace.created_by,
         "created_at": iso_time(workspace.created_at),
-        "role": authz.role_in(session, workspace.id, actor),
+        "role": authz.role_in(session, workspace.id, actor), "archived": workspace.archived,
         "num_experiments": session.scalar(select(func.count(Experiment.id)).where(
             Experiment.workspace_id == workspace.id)) or 0}
     if detail:
         members = session.scalars(select(WorkspaceMember).where(
             WorkspaceMember.workspace_id == workspace.id).order_by(WorkspaceMember.user))
         body["members"] = [{"user": m.user, "role": m.role} for m in members]
+        body["groups"] = workspace_groups(session, workspace)
         body["projects"] = [project_json(session, p, workspace)
-                            for p in list_projects(session, workspace)]
+                            for p in list_projects(session, workspace, archived=True)]
     return body
+
+
+def workspace_groups(session: Session, workspace: Workspace) -> list[dict[str, str]]:
+    """The user groups with a role in ``workspace``, by name."""
+    rows = session.execute(select(UserGroup.name, WorkspaceGroupRole.role)
+                           .join(UserGroup, UserGroup.id == WorkspaceGroupRole.group_id)
+                           .where(WorkspaceGroupRole.workspace_id == workspace.id)
+                           .order_by(UserGroup.name))
+    return [{"group": g, "role": r} for g, r in rows]
 
 
 def set_member(session: Session, settings: MasterSettings, actor: str, name: str,
@@ -177,20 +214,24 @@ def create_project(session: Session, settings: MasterSettings, actor: str, works
                    name: Any, description: Any) -> Project:
     """A new project in the workspace (editor role needed); 409 if the name is taken there."""
     workspace = workspace_for(session, settings, actor, workspace_name, needed="editor")
+    refuse_archived(workspace)
     if description is not None and not isinstance(description, str):
         raise ApiError(400, "bad_request", "description: must be text")
     project = Project(workspace_id=workspace.id, name=valid_name(name, "name"),
                       description=description or "", created_by=actor)
     session.add(project)
-    _flush_or_conflict(session, f"workspace {workspace_name!r} already has a project "
+    flush_or_conflict(session, f"workspace {workspace_name!r} already has a project "
                        f"{project.name!r}")
     return project
 
 
-def list_projects(session: Session, workspace: Workspace) -> list[Project]:
-    """The workspace's projects, by name."""
-    return list(session.scalars(select(Project).where(Project.workspace_id == workspace.id)
-                                .order_by(Project.name)))
+def list_projects(session: Session, workspace: Workspace,
+                  archived: bool = False) -> list[Project]:
+    """The workspace's projects, by name (archived ones only with ``archived``)."""
+    query = select(Project).where(Project.workspace_id == workspace.id).order_by(Project.name)
+    if not archived:
+        query = query.where(Project.archived.is_(False))
+    return list(session.scalars(query))
 
 
 def project_json(session: Session, project: Project, workspace: Workspace) -> dict[str, Any]:
@@ -198,11 +239,12 @@ def project_json(session: Session, project: Project, workspace: Workspace) -> di
     return {"id": project.id, "name": project.name, "workspace": workspace.name,
             "workspace_id": workspace.id, "description": project.description,
             "created_by": project.created_by, "created_at": iso_time(project.created_at),
+            "archived": project.archived,
             "num_experiments": session.scalar(select(func.count(Experiment.id)).where(
                 Experiment.project_id == project.id)) or 0}
 
 
-def _flush_or_conflict(session: Session, message: str) -> None:
+def flush_or_conflict(session: Session, message: str) -> None:
     try:
         session.flush()
     except IntegrityError:
@@ -210,6 +252,7 @@ def _flush_or_conflict(session: Session, message: str) -> None:
         raise ApiError(409, "conflict", message) from None
 
 
-__all__ = ["Access", "create_project", "create_workspace", "list_projects", "list_workspaces",
-           "placement_for", "project_in", "project_json", "remove_member", "set_member",
-           "workspace_for", "workspace_json"]
+__all__ = ["Access", "create_project", "create_workspace", "flush_or_conflict", "list_projects",
+           "list_workspaces", "placement_for", "project_in", "project_json",
+           "refuse_archived", "remove_member", "set_member", "valid_name", "workspace_for",
+           "workspace_json"]

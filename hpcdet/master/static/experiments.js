@@ -68,6 +68,11 @@
       td.appendChild(document.createTextNode(" "));
       td.appendChild(h.el("span", { className: "label-tag", text: "archived" }));
     }
+    if (exp.unmanaged) {
+      td.appendChild(document.createTextNode(" "));
+      td.appendChild(h.el("span", { className: "label-tag", text: "unmanaged",
+        "data-unmanaged": "" }));
+    }
     return td;
   }
 

@@ -20,7 +20,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from flask import render_template, request, url_for
-from sqlalchemy import select
 
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.experiments.experiment_list import (
@@ -35,8 +34,8 @@ from hpcdet.master.experiments.experiment_list import (
     order_from,
     wants_archived,
 )
-from hpcdet.master.models import Experiment, WorkspaceMember
-from hpcdet.master.security.authz import ANONYMOUS, CHANGING_ROLES, is_admin, visible
+from hpcdet.master.models import Experiment
+from hpcdet.master.security.authz import ANONYMOUS, changing_workspaces, is_admin, visible
 from hpcdet.master.web import bp
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
 from hpcdet.master.web.identity import page_user
@@ -90,9 +89,7 @@ def modify_rule() -> dict[str, Any]:
     of :func:`hpcdet.master.security.authz.access`, embedded for experiments.js too)."""
     actor = page_user()
     admin = is_admin(settings(), actor)
-    workspaces = [] if admin else sorted(db().scalars(
-        select(WorkspaceMember.workspace_id).where(WorkspaceMember.user == actor,
-                                                   WorkspaceMember.role.in_(CHANGING_ROLES))))
+    workspaces = [] if admin else changing_workspaces(db(), actor)
     return {"actor": actor, "admin": admin, "workspaces": workspaces}
 
 

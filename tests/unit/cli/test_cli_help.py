@@ -63,6 +63,16 @@ EXPECTED_COMMANDS = {
     ("tensorboard", "kill"),
     ("notebook",), ("notebook", "start"), ("notebook", "open"), ("notebook", "list"),
     ("notebook", "describe"), ("notebook", "logs"), ("notebook", "kill"),
+    # Workspace, project and user administration, roles, groups (issue 29 item 5)
+    *(("workspace", name) for name in ("edit", "archive", "unarchive", "delete")),
+    *(("project", name) for name in ("edit", "archive", "unarchive", "delete")),
+    *(("user", name) for name in ("create", "activate", "deactivate", "edit",
+                                  "change-password", "rename", "link-with-agent-user")),
+    ("rbac",), *(("rbac", name) for name in (
+        "list-roles", "describe-role", "list-users-roles", "list-groups-roles",
+        "assign-role", "unassign-role", "my-permissions")),
+    ("user-group",), *(("user-group", name) for name in (
+        "create", "delete", "list", "describe", "add-user", "remove-user", "change-name")),
 }
 
 

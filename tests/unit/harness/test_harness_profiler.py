@@ -282,7 +282,8 @@ def test_another_rank_opens_a_reporter_of_its_own(
     # never called: the profiler uses no collectives
     rank1 = DistributedContext(rank=1, size=2, local_rank=1, local_size=2, cross_rank=0,
                                cross_size=1, collectives=LocalCollectives())
-    profiler = _context._profiler(trial, rank1, None, unmanaged=False)
+    profiler = _context._profiler(trial, rank1, None,
+                                  lambda timeout: _context.trial_client(trial, timeout=timeout))
     profiler.on(sampling_interval=3600)
     with profiler.timing("from_device"):
         pass

@@ -131,7 +131,8 @@ CKPT = "aaaaaaaa-0000-4000-8000-00000000000a"  # checkpoint ids are UUIDs
 # Ids and names no object has: every route with a parameter answers 404 for these.
 MISSING = {"exp": 999999, "trial": 999999, "task": 999999, "uuid": "dddddddd-0000-4000-8000-"
            "00000000000d", "template": "no-such-template", "workspace": "no-such-workspace",
-           "project": "no-such-project", "model": "no-such-model", "version": 999999}
+           "project": "no-such-project", "model": "no-such-model", "version": 999999,
+           "user": "no-such-user", "group": "no-such-group"}
 
 
 def test_a_master_that_requires_users_refuses_anonymous_reads_of_every_route(
@@ -158,7 +159,9 @@ def test_a_master_that_requires_users_refuses_anonymous_reads_of_every_route(
 
 def _fill(rule: str, ids: dict[str, Any]) -> str:
     """``rule`` with the objects of ``ids`` in its parameters."""
-    name = ids["workspace"] if "/workspaces/" in rule else ids["template"]
+    name = (ids["workspace"] if "/workspaces/" in rule else ids["user"]
+            if rule.startswith("/api/v1/users/") else ids["group"] if "/groups/" in rule
+            else ids["template"])
     url = (rule.replace("<int:exp_id>", str(ids["exp"]))
            .replace("<int:trial_id>", str(ids["trial"])).replace("<int:task_id>", str(ids["task"]))
            .replace("<uuid>", ids["uuid"]).replace("<name>", name)
@@ -188,9 +191,15 @@ def _alices_objects(app: Flask, client: FlaskClient, tmp_path: Path) -> dict[str
                       ("/api/v1/models/mdl/versions", {"checkpoint_uuid": CKPT})):
         made = client.post(url, json=body, headers=ALICE)
         assert made.status_code == 201, (url, made.get_json())
+    with app.app_context():  # groups are a cluster admin's to make
+        from hpcdet.master.api.common import db
+        from hpcdet.master.models import UserGroup
+
+        db().add(UserGroup(name="grp", created_by="root"))
+        db().commit()
     return {"exp": trial.experiment_id, "trial": trial.id, "task": _task(app, tmp_path),
             "uuid": CKPT, "template": "tpl", "workspace": "team", "project": "proj",
-            "model": "mdl", "version": 1}
+            "model": "mdl", "version": 1, "user": "alice", "group": "grp"}
 
 
 def _task(app: Flask, tmp_path: Path) -> int:

@@ -28,7 +28,7 @@ from hpcdet.master.settings.core import MasterSettings
 # POST routes that take no body: a task's kill, an experiment's lifecycle actions, logout
 # and a web link (its seconds are a query parameter), a model's archive and unarchive.
 _NO_BODY = ("/kill", "unarchive):action>", "/auth/logout", "/auth/web_link", "/archive",
-            "/unarchive")
+            "/unarchive", "deactivate):action>")
 USER = {"X-Hpcdet-User": "alice"}
 
 
@@ -76,8 +76,8 @@ def test_errors_match_the_described_error_shape(client: FlaskClient) -> None:
 def test_a_method_not_allowed_names_the_allowed_ones(client: FlaskClient) -> None:
     response = client.delete("/api/v1/experiments/1/trials")
     assert response.status_code == 405
-    assert sorted(response.headers["Allow"].split(", ")) == ["GET", "HEAD", "OPTIONS"]
-    assert client.post("/api/v1/experiments/1/trials").status_code == 405
+    assert sorted(response.headers["Allow"].split(", ")) == ["GET", "HEAD", "OPTIONS", "POST"]
+    assert client.put("/api/v1/experiments/1/trials").status_code == 405
     assert client.post("/api/v1/experiments/1/explode").status_code == 404
 
 
@@ -173,6 +173,21 @@ def test_the_identity_and_workspace_answers_match_the_description(
     call("DELETE", f"/auth/tokens/{token['id']}", 200)
     call("DELETE", "/auth/tokens/99", 404)
     call("POST", "/auth/web_link?seconds=30", 201)
+    # Edit, archive and delete (an open master: everybody is an admin), users and roles.
+    call("PATCH", "/workspaces/team/projects/p1", 200, json={"description": "d"})
+    call("POST", "/workspaces/team/projects/p1/archive", 200)
+    call("POST", "/workspaces/team/projects/p1/unarchive", 200)
+    call("DELETE", "/workspaces/team/projects/p1", 200)
+    call("DELETE", "/workspaces/team", 409)
+    call("POST", "/workspaces/team/archive", 200)
+    call("GET", "/workspaces?archived=1", 200)
+    call("POST", "/workspaces/team/unarchive", 200)
+    call("PATCH", "/workspaces/team", 200, json={"name": "crew"})
+    call("POST", "/users/bob/deactivate", 409)
+    call("POST", "/users", 409, json={"username": "bob"})
+    call("PATCH", "/users/bob", 404, json={"display_name": "B"})
+    call("GET", "/users/alice/roles", 200)
+    call("GET", "/rbac/roles", 200)
     call("POST", "/auth/logout", 200)
     anonymous = client.get("/api/v1/users")
     assert anonymous.status_code == 401 and "401" in paths["/users"]["get"]["responses"]

@@ -96,6 +96,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.report_metrics", "POST"): "token",
     ("api.report_progress", "POST"): "token",
     ("api.report_checkpoint", "POST"): "token",
+    ("api.patch_unmanaged_trial", "PATCH"): "token",
     ("api.allocation_exchange", "POST"): "token",
     ("api.experiment_allocations", "GET"): "own",
     ("api.list_experiments", "GET"): "listing",
@@ -150,6 +151,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.continue_experiment", "POST"): "own",
     ("api.download_model_def", "GET"): "own",
     ("api.kill_trial", "POST"): "own",
+    ("api.start_unmanaged_trial", "POST"): "own",
     ("api.delete_checkpoints", "DELETE"): "own",
     # A fork is the caller's own experiment, made from one they may read.
     ("api.fork_experiment", "POST"): "create",
@@ -167,6 +169,23 @@ ROUTES: dict[tuple[str, str], str] = {
         ("list_versions", "GET"), ("register_version", "POST"), ("get_version", "GET"),
         ("patch_version", "PATCH"), ("delete_version", "DELETE"))},
     ("web.model", "GET"): "own",
+    # Workspace and project edit, archive and delete (api/workspaces.py): her workspace's.
+    **{(f"api.{name}", method): "own" for name, method in (
+        ("edit_workspace", "PATCH"), ("archive_workspace", "POST"),
+        ("delete_workspace", "DELETE"), ("edit_project", "PATCH"),
+        ("archive_project", "POST"), ("delete_project", "DELETE"),
+        ("set_group_role", "PUT"), ("remove_group_role", "DELETE"))},
+    # User administration and groups (api/user_admin.py, api/groups.py): cluster admins.
+    **{(f"api.{name}", method): "admin" for name, method in (
+        ("create_user", "POST"), ("edit_user", "PATCH"), ("activate_user", "POST"),
+        ("create_group", "POST"), ("rename_group", "PATCH"),
+        ("change_group_users", "POST"), ("delete_group", "DELETE"))},
+    # Roles and groups are public on the master (Determined lists them to everyone); a
+    # user's roles, like user names, too, but only in the workspaces the caller also sees.
+    ("api.list_roles", "GET"): "public",
+    ("api.list_groups", "GET"): "public",
+    ("api.describe_group", "GET"): "public",
+    ("api.user_roles", "GET"): "public",
     # Checkpoints, logs and the fork/continue forms on the pages (web/checkpoints.py,
     # web/trial_logs.py, web/forking.py): what the experiment's readers may see.
     **{(f"web.{name}", "GET"): "own" for name in (
@@ -187,14 +206,13 @@ OWNER_ONLY = {"api.shell_keys"}
 INTRUDERS_CKPT = "bbbbbbbb-0000-4000-8000-00000000000b"
 RUNS_AS_OWNER: dict[str, Any] = {
     "api.continue_experiment": {"config": TEMPLATE},
+    "api.start_unmanaged_trial": {},
     "api.set_template": {"config": "environment: {environment_variables: [LD_PRELOAD=x]}\n"},
     "api.remove_template": None,
     "api.patch_model": {"name": "model-b"},
     "api.delete_model": None,
     "api.register_version": {"checkpoint_uuid": INTRUDERS_CKPT},
 }
-LIFECYCLE_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
-LABEL_ACTIONS = ("add", "remove")
 
 
 @pytest.fixture
@@ -309,6 +327,7 @@ def seed(app: Flask, slurm_queue: FakeSlurmQueue, *, shared: bool = False) -> di
 def urls(rule: str, ids: dict[str, Any]) -> list[str]:
     """The rule with alice's objects filled in (one URL per lifecycle action)."""
     name = "team-a" if "/workspaces/" in rule else "tpl-a"
+    choices = re.search(r"<any\(([^)]*)\):action>", rule)
     rule = re.sub(r"<any\([^)]*\):action>", "<action>", rule)
     url = (rule.replace("<int:exp_id>", str(ids["exp"]))
            .replace("<int:trial_id>", str(ids["trial"]))
@@ -318,9 +337,9 @@ def urls(rule: str, ids: dict[str, Any]) -> list[str]:
            .replace("<path:filename>", "hpcdet.css")
            .replace("<int:token_id>", str(ids["token"])).replace("<token>", "not-a-link")
            .replace("<identifier>", "model-a").replace("<int:number>", "1")
-           .replace("<int:allocation_id>", "1"))
-    if "<action>" in url:
-        actions = LABEL_ACTIONS if "/labels/" in url else LIFECYCLE_ACTIONS
+           .replace("<int:allocation_id>", "1").replace("<group>", "grp-a"))
+    if choices is not None:
+        actions = [action.strip() for action in choices.group(1).split(",")]
         return [url.replace("<action>", action) for action in actions]
     assert "<" not in url, rule
     return [url]
@@ -349,6 +368,7 @@ BODIES: dict[str, Any] = {
     "api.move_experiment": {"workspace": None},
     "api.continue_experiment": {"config": "searcher: {max_length: {batches: 99}}"},
     "api.kill_trial": {},
+    "api.start_unmanaged_trial": {},
     "api.delete_checkpoints": {"uuids": [CKPT]},
     "api.fork_experiment": {"config": CONFIG, "workspace": "team-a"},
     "api.create_model": {"name": "model-b", "workspace": "team-a"},
@@ -356,6 +376,14 @@ BODIES: dict[str, Any] = {
     "api.move_model": {"workspace": None},
     "api.register_version": {"checkpoint_uuid": CKPT},
     "api.patch_version": {"comment": "changed"},
+    "api.edit_workspace": {"name": "renamed"},
+    "api.edit_project": {"description": "changed"},
+    "api.set_group_role": {"role": "admin"},
+    "api.create_user": {"username": "newcomer"},
+    "api.edit_user": {"active": False},
+    "api.create_group": {"name": "grp-b"},
+    "api.rename_group": {"name": "grp-c"},
+    "api.change_group_users": {"add": [INTRUDER]},
 }
 
 
