@@ -113,6 +113,8 @@ class RunReporter:
         """Stop beating and report COMPLETED, or ERROR if the script failed."""
         self._stop.set()
         self._hooks.restore()
+        # The client is not shared between threads: a beat under way finishes first.
+        self._thread.join(timeout=15.0)
         state = "ERROR" if self.failure else "COMPLETED"
         try:
             self._client.patch(f"/trials/{self._trial_id}", {"state": state})
