@@ -250,3 +250,24 @@ def test_det_shows_an_unmanaged_experiment_and_its_job(
     assert "resource pool:" in text and "(unmanaged)" in text and "777" in text
     assert "None" not in text
     core_v2.close()
+
+
+def test_an_hp_search_of_its_own_groups_trials_in_one_experiment(
+        sdk_client: Determined, app: Flask) -> None:
+    """Determined's ray_hp_search.py pattern: each trial its own init with the same
+    external experiment id, a non-single searcher config, its own hparams."""
+    searcher = {"name": "random", "metric": "loss", "smaller_is_better": True, "max_trials": 2}
+    infos = []
+    for name, hp in (("trial-a", 1), ("trial-b", 2)):
+        core_v2.init(config=core_v2.Config(
+            name="search", hparams={"hp": hp}, searcher=searcher,
+            external_experiment_id="search-1", external_trial_id=name), client=sdk_client)
+        assert core_v2.train is not None and core_v2.info is not None
+        core_v2.train.report_validation_metrics(steps_completed=9, metrics={"loss": hp + 0.5})
+        infos.append(core_v2.info)
+        core_v2.close()
+    assert infos[0].experiment_id == infos[1].experiment_id
+    assert infos[0].trial_id != infos[1].trial_id
+    exp = _exp(app, infos[0].experiment_id or 0)
+    assert exp.state == "COMPLETED" and exp.config["searcher"]["name"] == "random"
+    assert sorted(t.hparams["hp"] for t in _trials(app, exp.id)) == [1, 2]
