@@ -271,3 +271,15 @@ def test_an_hp_search_of_its_own_groups_trials_in_one_experiment(
     exp = _exp(app, infos[0].experiment_id or 0)
     assert exp.state == "COMPLETED" and exp.config["searcher"]["name"] == "random"
     assert sorted(t.hparams["hp"] for t in _trials(app, exp.id)) == [1, 2]
+
+
+def test_the_pages_tag_an_unmanaged_experiment(sdk_client: Determined,
+                                               client: FlaskClient) -> None:
+    core_v2.init(config=core_v2.Config(name="paged"), client=sdk_client)
+    assert core_v2.info is not None
+    exp_id = core_v2.info.experiment_id
+    core_v2.close()
+    listing = client.get("/", headers=ALICE).get_data(as_text=True)
+    assert "data-unmanaged" in listing
+    page = client.get(f"/experiments/{exp_id}", headers=ALICE).get_data(as_text=True)
+    assert 'data-fact="unmanaged"' in page and 'data-fact="resource_pool"' not in page
