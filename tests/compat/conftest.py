@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,29 +33,45 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def compat_master(slurm: dict[str, str], tmp_path: Path) -> Iterator[LiveMaster]:
-    """det-master on a free port, submitting CPU-slot jobs to the dev cluster."""
+@contextmanager
+def live_compat_master(slurm: dict[str, str], base: Path) -> Iterator[LiveMaster]:
+    """det-master on a free port, submitting CPU-slot jobs to the dev cluster, its files
+    (database, jobs, checkpoints under ``base/ckpt``) in ``base``."""
     port = _free_port()
-    storage = tmp_path / "ckpt"
+    storage = base / "ckpt"
     config: dict[str, Any] = {
-        "port": port, "host": "127.0.0.1", "db": {"url": f"sqlite:///{tmp_path / 'm.sqlite'}"},
+        "port": port, "host": "127.0.0.1", "db": {"url": f"sqlite:///{base / 'm.sqlite'}"},
         "reconciler": {"interval_seconds": 1},
         "webserver": {"workers": 1, "threads": 4},
         "auth": {"mode": "open"},
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(storage)},
-        "security": {"storage_roots": [str(storage), str(tmp_path / "jobs")]},
+        "security": {"storage_roots": [str(storage), str(base / "jobs")]},
         "resource_manager": {"master_host": "127.0.0.1", "cluster_name": "compat",
-                             "job_storage_root": str(tmp_path / "jobs"), "slot_type": "cpu",
+                             "job_storage_root": str(base / "jobs"), "slot_type": "cpu",
                              "default_compute_resource_pool": SIDE_PARTITION},
     }
-    (tmp_path / "master.yaml").write_text(yaml.safe_dump(config))
+    (base / "master.yaml").write_text(yaml.safe_dump(config))
     url = f"http://127.0.0.1:{port}"
     env = tool_environ({**slurm, "DET_MASTER": url, "DET_USER": "tester"})
-    live = LiveMaster(url=url, env=env, job_root=tmp_path / "jobs", log=tmp_path / "master.log",
-                      argv=(str(BIN / "det-master"), "--config", str(tmp_path / "master.yaml")))
+    live = LiveMaster(url=url, env=env, job_root=base / "jobs", log=base / "master.log",
+                      argv=(str(BIN / "det-master"), "--config", str(base / "master.yaml")))
     try:
         live.start()
         yield live
     finally:
         live.stop()
+
+
+@pytest.fixture
+def compat_master(slurm: dict[str, str], tmp_path: Path) -> Iterator[LiveMaster]:
+    """det-master on a free port, submitting CPU-slot jobs to the dev cluster."""
+    with live_compat_master(slurm, tmp_path) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def module_master(slurm: dict[str, str],
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveMaster]:
+    """One such master for a module's tests (each names its experiments apart)."""
+    with live_compat_master(slurm, tmp_path_factory.mktemp("master")) as live:
+        yield live

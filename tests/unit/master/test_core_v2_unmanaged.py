@@ -33,6 +33,9 @@ from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.settings.core import MasterSettings
 
 ALICE = {"X-Hpcdet-User": "alice"}
+# What depends on the database (queries by external id, heartbeat times, the linked job)
+# runs on both; the rest of the flow is the same code on either.
+SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 
 @pytest.fixture
@@ -106,6 +109,7 @@ def test_a_script_reports_into_an_unmanaged_experiment_the_master_never_runs(
     assert fake.submitted == [] and len(_trials(app, exp.id)) == 1
 
 
+@SQLITE_ONLY
 def test_external_ids_resume_the_same_trial_from_its_checkpoint(
         sdk_client: Determined, app: Flask, tmp_path: Path) -> None:
     ids = {"external_experiment_id": "exp-x", "external_trial_id": "trial-x",
@@ -119,6 +123,7 @@ def test_external_ids_resume_the_same_trial_from_its_checkpoint(
     assert trial.state == "COMPLETED" and trial.steps_completed == 4  # 3 + 2 - 1
 
 
+@SQLITE_ONLY
 def test_an_exception_in_the_with_block_ends_the_trial_in_error(
         sdk_client: Determined, app: Flask) -> None:
     with pytest.raises(RuntimeError, match="boom"), core_v2.init_context(
@@ -164,6 +169,7 @@ def test_a_silent_run_ends_in_error_after_the_heartbeat_timeout(
         assert session.get_one(Trial, trial_id).state == "ERROR"
 
 
+@SQLITE_ONLY
 def test_what_the_master_refuses(sdk_client: Determined, app: Flask,
                                  client: FlaskClient) -> None:
     bad = client.post("/api/v1/experiments", headers=ALICE,
@@ -183,6 +189,7 @@ def test_what_the_master_refuses(sdk_client: Determined, app: Flask,
     assert [t.state for t in _trials(app, exp_id or 0)] == ["COMPLETED"]
 
 
+@SQLITE_ONLY
 def test_a_managed_experiment_takes_no_trials_from_a_script(
         client: FlaskClient, reconciler: Reconciler) -> None:
     from master_helpers import create
@@ -214,6 +221,7 @@ def test_only_the_owner_adds_runs_on_a_master_that_knows_its_users(
         app.config["HPCDET_ENGINE"].dispose()
 
 
+@SQLITE_ONLY
 def test_a_killed_unmanaged_experiment_tells_its_script_to_stop(
         sdk_client: Determined, app: Flask, client: FlaskClient, reconciler: Reconciler,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,6 +241,7 @@ def test_a_killed_unmanaged_experiment_tells_its_script_to_stop(
     assert _exp(app, exp_id or 0).state == "CANCELED"
 
 
+@SQLITE_ONLY
 def test_det_shows_an_unmanaged_experiment_and_its_job(
         sdk_client: Determined, client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
     from hpcdet.cli.experiment import describe_text, experiments_table
@@ -252,6 +261,7 @@ def test_det_shows_an_unmanaged_experiment_and_its_job(
     core_v2.close()
 
 
+@SQLITE_ONLY
 def test_an_hp_search_of_its_own_groups_trials_in_one_experiment(
         sdk_client: Determined, app: Flask) -> None:
     """Determined's ray_hp_search.py pattern: each trial its own init with the same
@@ -273,6 +283,7 @@ def test_an_hp_search_of_its_own_groups_trials_in_one_experiment(
     assert sorted(t.hparams["hp"] for t in _trials(app, exp.id)) == [1, 2]
 
 
+@SQLITE_ONLY
 def test_the_pages_tag_an_unmanaged_experiment(sdk_client: Determined,
                                                client: FlaskClient) -> None:
     core_v2.init(config=core_v2.Config(name="paged"), client=sdk_client)
