@@ -236,8 +236,13 @@ def start_harness(
     return procs
 
 
+# A guard against a hang, not a time limit: torch ranks of the niced unit tier took over
+# two minutes to start on a busy CI host (CPU work there ran at a third of the speed).
+HANG_TIMEOUT = 300.0
+
+
 def wait_harness(
-    job_dir: pathlib.Path, procs: list[subprocess.Popen[bytes]], timeout: float = 120
+    job_dir: pathlib.Path, procs: list[subprocess.Popen[bytes]], timeout: float = HANG_TIMEOUT
 ) -> list[RankResult]:
     """Wait for every rank (killing them all if one hangs) and collect their output."""
     try:
@@ -255,7 +260,7 @@ def wait_harness(
 
 
 def run_harness(
-    job_dir: pathlib.Path, envs: list[dict[str, str]], timeout: float = 120
+    job_dir: pathlib.Path, envs: list[dict[str, str]], timeout: float = HANG_TIMEOUT
 ) -> list[RankResult]:
     """Run one harness process per env to completion."""
     return wait_harness(job_dir, start_harness(job_dir, envs), timeout)

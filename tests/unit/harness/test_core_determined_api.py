@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness_fakes import HANG_TIMEOUT
 
 import hpcdet
 import hpcdet.core
@@ -105,7 +106,7 @@ def test_a_hand_built_context_exchanges_through_the_chiefs_store(tmp_path: Path)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     procs = [subprocess.Popen([sys.executable, "-c", STORE_WORKER, str(rank), str(port)],
                               env=env, stdout=subprocess.PIPE, text=True) for rank in range(3)]
-    outputs = [proc.communicate(timeout=120)[0].strip() for proc in procs]
+    outputs = [proc.communicate(timeout=HANG_TIMEOUT)[0].strip() for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0]
     assert outputs == ["[0, 1]", "[0, 1]", "[2]"]
 
@@ -211,7 +212,7 @@ distributed.teardown(barrier=True)
 def test_a_script_may_create_its_own_group_over_the_harnesss() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MASTER_"))}
     result = subprocess.run([sys.executable, "-c", OWN_GROUP], capture_output=True, text=True,
-                            env={**env, "PYTHONPATH": str(REPO)}, timeout=120)
+                            env={**env, "PYTHONPATH": str(REPO)}, timeout=HANG_TIMEOUT)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [1, 1]
     assert "creates its own process group" in result.stderr
