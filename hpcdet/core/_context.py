@@ -273,8 +273,8 @@ def trial_context(
     trials), not only the chief.
     """
     info = Info.from_trial_info(trial)
-    reports = connect is not None and (dist.is_chief or every_rank_reports)
-    client = _opened(connect, cleanup) if reports and connect is not None else None
+    reports = dist.is_chief or every_rank_reports
+    client = _opened(connect, cleanup) if connect is not None and reports else None
     reporter = _reporter(client, trial, dist.rank) if client is not None else None
     chief = client if dist.is_chief else None
     progress = progress_poster(chief, trial.trial_id) if chief is not None else None

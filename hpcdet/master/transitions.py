@@ -1,8 +1,9 @@
 """The one function that changes an experiment's, a trial's or a command task's state.
 
 It checks :data:`hpcdet.states.TRANSITIONS`, assigns the new state, stamps ``ended_at`` on
-terminal states and appends a :class:`~hpcdet.master.models.StateChange` row. No other code
-assigns ``.state`` (a unit test scans the package to keep it so).
+terminal states (clears it on the others) and appends a
+:class:`~hpcdet.master.models.StateChange` row. No other code assigns ``.state`` (a unit test
+scans the package to keep it so).
 """
 
 from __future__ import annotations
@@ -74,10 +75,10 @@ def enter_all(session: Session, entities: Sequence[Entity], new: State, *, cause
 
 
 def _enter(entity: Entity, new: State) -> None:
-    """Check the move against the table, assign the state, stamp ``ended_at`` if terminal."""
+    """Check the move against the table, assign the state, stamp ``ended_at`` if terminal
+    (and clear it otherwise: reopening an ended experiment or trial undoes its end)."""
     current = current_state(entity)
     if not is_allowed(_KINDS[type(entity)], current, new):
         raise IllegalTransition(_KINDS[type(entity)], entity.id, current, new)
     entity.state = new.value
-    if new.is_terminal:
-        entity.ended_at = utcnow()
+    entity.ended_at = utcnow() if new.is_terminal else None

@@ -25,16 +25,12 @@ import yaml
 from hpcdet.client import MasterClient
 from hpcdet.core import _context as core_context
 from hpcdet.core._distributed import DistributedContext
-from hpcdet.errors import HpcdetError, MasterError
+from hpcdet.errors import MasterError
 from hpcdet.harness.trial_info import TrialInfo
 
 HEARTBEAT_SECONDS = 60.0
 # The scheduler job a script runs in, linked to its trial: its end ends the trial.
 _JOB_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID")
-
-
-class UnmanagedError(HpcdetError):
-    """The master refused the unmanaged run (the message says why)."""
 
 
 @dataclasses.dataclass(frozen=True)

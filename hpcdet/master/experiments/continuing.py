@@ -83,11 +83,11 @@ def continue_experiment(session: Session, settings: MasterSettings, exp: Experim
     searcher = build_searcher(config)
     request = searcher.initial_trials()[0]
     transition(session, exp, State.ACTIVE, cause="continue requested", actor=actor)
-    exp.ended_at, exp.progress = None, 0.0
+    exp.progress = 0.0
     save_snapshot(session, exp, searcher)
     resume_from = _latest_kept_checkpoint(session, trial.id)
     transition(session, trial, State.QUEUED, cause="experiment continued", actor=actor)
-    trial.ended_at = trial.stop_requested_at = trial.stop_reason = trial.early_exit = None
+    trial.stop_requested_at = trial.stop_reason = trial.early_exit = None
     trial.request_id, trial.searcher_closed = request.request_id, False
     trial.restarts, trial.cancel_retries = 0, False
     trial.latest_checkpoint = resume_from

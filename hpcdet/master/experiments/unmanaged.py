@@ -129,7 +129,7 @@ def start_run(session: Session, settings: MasterSettings, exp: Experiment, *, ac
         transition(session, trial, State.QUEUED, cause="unmanaged trial resumed", actor=actor)
     token = new_token()
     trial.token, trial.run_id = hash_token(token), trial.run_id + 1
-    trial.external_job, trial.heartbeat_at, trial.ended_at = job, utcnow(), None
+    trial.external_job, trial.heartbeat_at = job, utcnow()
     transition(session, trial, State.RUNNING, cause=f"unmanaged run {trial.run_id} started"
                f"{where}", actor=actor)
     run = TrialRun(exp.id, trial.id, trial.run_id, "", owner=exp.owner)
@@ -189,7 +189,6 @@ def end_lost_runs(session: Session, linked: Iterable[tuple[int, JobRef]],
 
 def _end_trial(session: Session, trial: Trial, end: State, cause: str) -> None:
     transition(session, trial, end, cause=cause)
-    trial.ended_at = utcnow()
     exp = session.get_one(Experiment, trial.experiment_id)
     if exp.state != State.ACTIVE.value:
         return  # being stopped: the reconciler ends it once no trial is live
@@ -202,7 +201,6 @@ def _reopen(session: Session, exp: Experiment, actor: str) -> None:
     if State(exp.state).is_terminal:
         transition(session, exp, State.ACTIVE, cause="unmanaged experiment resumed",
                    actor=actor)
-        exp.ended_at = None
     elif exp.state != State.ACTIVE.value:
         raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: it takes no "
                        "new runs until it has ended")
