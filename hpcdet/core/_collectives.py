@@ -21,7 +21,7 @@ import hashlib
 import pickle
 from typing import Any, Protocol
 
-from hpcdet.core._kvstore import KeyValueClient, KeyValueServer
+from hpcdet.core._kvstore import KeyValueClient, KeyValueServer, StoreGone
 from hpcdet.harness.distributed import is_initialized, wait_for_all_ranks
 from hpcdet.harness.trial_info import TrialInfoError, load_trial_info, read_token
 
@@ -166,7 +166,14 @@ class StoreCollectives:
 
     def _done(self, key: str) -> None:
         if self._rank != 0:
-            self._store.set(f"{key}/ack/{self._rank}", b"")
+            try:
+                self._store.set(f"{key}/ack/{self._rank}", b"")
+            except StoreGone:
+                # The chief had the acknowledgement (it waits for every one before it
+                # can leave) and ended before its store's answer went out: this rank has
+                # what it needed from the round. Were the chief dead instead, the next
+                # collective says so.
+                pass
             return
         acks = [f"{key}/ack/{rank}" for rank in range(1, self._size)]
         self._store.wait(acks)

@@ -42,6 +42,10 @@ class StoreError(RuntimeError):
     """The store could not be reached, refused this client, or timed out."""
 
 
+class StoreGone(StoreError):
+    """The chief's store closed this connection (the chief is ending, or has crashed)."""
+
+
 def proof(secret: bytes, nonce: bytes) -> bytes:
     """The answer to a challenge: HMAC-SHA256 of the nonce under the secret."""
     return hmac.new(secret, nonce, hashlib.sha256).digest()
@@ -187,7 +191,7 @@ class KeyValueClient:
                 status = _read_exact(self._sock, 1)
                 answer = _read_blob(self._sock)
             except (ConnectionError, OSError) as exc:
-                raise StoreError(f"the chief's store is gone: {exc}") from None
+                raise StoreGone(f"the chief's store is gone: {exc}") from None
         if status != OK:
             raise StoreError(answer.decode(errors="replace"))
         return answer

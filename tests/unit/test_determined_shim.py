@@ -21,6 +21,7 @@ from types import ModuleType
 
 import pytest
 import tomllib
+from hang_guard import HANG_GUARD_S
 
 import hpcdet
 from hpcdet.harness.entrypoint import Entrypoint, EntrypointError, parse_entrypoint
@@ -66,7 +67,7 @@ def _run(code: str, *extra_path: Path, cwd: Path | None = None,
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     argv = [sys.executable, *(args or ("-c", code))]
     return subprocess.run(argv, env=env, cwd=cwd or REPO, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=HANG_GUARD_S)
 
 
 # --- the top level ------------------------------------------------------------------------
@@ -273,12 +274,12 @@ def test_pip_installs_it_offline(tmp_path: Path) -> None:
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
          "--no-index", "--quiet", "--target", str(target), str(source)],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert install.returncode == 0, install.stderr
     assert (target / "determined" / "_hpcdet_shim.py").is_file()
     code = ("import importlib.metadata as m, determined.core, hpcdet.core\n"
             "print(m.version('hpcdet-determined-shim'), determined.core is hpcdet.core)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": f"{target}{os.pathsep}{REPO}"},
-                            timeout=120)
+                            timeout=HANG_GUARD_S)
     assert result.stdout == f"{hpcdet.__version__} True\n", result.stderr

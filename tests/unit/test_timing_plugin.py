@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hang_guard import HANG_GUARD_S
 from timing_plugin import TempDirs, job_is_the_tests, slurm_duration, temporary_directories
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -36,7 +37,7 @@ def _run_sample(tmp_path: Path, *args: str) -> dict[str, object]:
     subprocess.run([sys.executable, "-m", "pytest", "-p", "timing_plugin", "-p",
                     "no:cacheprovider", "-q", str(tmp_path / "test_sample.py"),
                     "--timings-json", str(out), *args], cwd=tmp_path, env=env,
-                   capture_output=True, text=True, timeout=120, check=False)
+                   capture_output=True, text=True, timeout=HANG_GUARD_S, check=False)
     document: dict[str, object] = json.loads(out.read_text())
     return document
 
@@ -60,7 +61,7 @@ def test_the_report_tables_tiers_setup_and_the_costliest_tests(tmp_path: Path) -
                                            "OpenPBS build\t3.0\tfailed (exit 1)\n")
     (out / "setup-wall").write_text("13.1\n")  # the steps ran side by side
     done = subprocess.run([sys.executable, str(REPORT), str(out)], capture_output=True,
-                          text=True, timeout=60, check=True)
+                          text=True, timeout=HANG_GUARD_S, check=True)
     lines = done.stdout.splitlines()
     assert lines[0].split()[:3] == ["tier", "(minutes)", "result"]
     setup = next(line for line in lines if line.startswith("setup "))

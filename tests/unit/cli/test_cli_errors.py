@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner, Result
+from hang_guard import HANG_GUARD_S
 
 from hpcdet.cli.main import EXIT_INTERRUPTED, CliState, cli, error_message
 from hpcdet.errors import ConfigError
@@ -45,7 +46,7 @@ def test_unreachable_master_in_a_real_process_has_no_traceback() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "DET_MASTER": f"http://127.0.0.1:{port}"}
     done = subprocess.run(
         [sys.executable, "-c", "from hpcdet.cli import main; main()", "experiment", "list"],
-        capture_output=True, text=True, env=env, timeout=60)
+        capture_output=True, text=True, env=env, timeout=HANG_GUARD_S)
     assert done.returncode == 1
     assert done.stdout == ""
     assert "Traceback" not in done.stderr

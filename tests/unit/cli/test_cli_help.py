@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from hang_guard import HANG_GUARD_S
 
 from hpcdet import __version__
 from hpcdet.cli.main import cli
@@ -155,6 +156,6 @@ def test_help_imports_nothing_heavy(args: list[str]) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     probe = _PROBE.format(heavy=HEAVY)
     done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
-                          text=True, env=env, check=True, timeout=60)
+                          text=True, env=env, check=True, timeout=HANG_GUARD_S)
     assert "Usage: det" in done.stdout
     assert done.stdout.rsplit("IMPORTED:", 1)[1].split() == []

@@ -32,6 +32,7 @@ from typing import Any
 
 import click
 import pytest
+from hang_guard import HANG_GUARD_S
 
 from hpcdet.cli.main import _COMMANDS, _SUMMARIES, cli
 
@@ -83,8 +84,8 @@ def loaded_by(args: list[str], master: str, *, user: str | None = "alice") -> di
     if user is not None:
         env["DET_USER"] = user
     done = subprocess.run([sys.executable, "-S", "-c", _PROBE, os.pathsep.join(SITE_PACKAGES),
-                           *args], capture_output=True, text=True, env=env, timeout=60, cwd="/",
-                          check=False)
+                           *args], capture_output=True, text=True, env=env,
+                          timeout=HANG_GUARD_S, cwd="/", check=False)
     *_, last = done.stderr.splitlines()
     return {**json.loads(last), "stdout": done.stdout, "stderr": done.stderr}
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
+from hang_guard import HANG_GUARD_S
 
 from hpcdet.cli.main import cli
 from hpcdet.searcher import Create, TrialRequest, make_searcher
@@ -240,7 +241,7 @@ def test_preview_imports_no_torch_flask_or_sqlalchemy() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", _PROBE, "preview-search",
                            str(DIGITS / "asha.yaml")], capture_output=True, text=True, env=env,
-                          timeout=60)
+                          timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stderr
     assert "Brackets: 1" in done.stdout
     assert done.stdout.rsplit("IMPORTED:", 1)[1].split() == []

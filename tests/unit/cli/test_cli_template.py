@@ -16,6 +16,7 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner, Result
+from hang_guard import HANG_GUARD_S
 
 from hpcdet.cli.main import CliState, cli
 
@@ -137,7 +138,7 @@ def test_template_help_imports_nothing_heavy() -> None:
              " if m in sys.modules))")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", probe, "tpl", "set", "--help"],
-                          capture_output=True, text=True, env=env, check=True, timeout=60)
+                          capture_output=True, text=True, env=env, check=True, timeout=HANG_GUARD_S)
     assert "Usage: det template set" in done.stdout
     assert done.stdout.rsplit("HEAVY:", 1)[1].split() == []
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
+from hang_guard import HANG_GUARD_S
 from werkzeug.serving import make_server
 
 from hpcdet.cli.main import error_message
@@ -81,7 +82,8 @@ def test_a_certificate_file_for_someone_else_still_fails(https_url: str, tmp_pat
                                                          tls_dir: Path) -> None:
     other = tmp_path / "other"
     subprocess.run([str(REPO / "scripts" / "dev-tls")], check=True, capture_output=True,
-                   env={"PATH": "/usr/bin:/bin", "HPCDET_TLS_DIR": str(other)}, timeout=120)
+                   env={"PATH": "/usr/bin:/bin", "HPCDET_TLS_DIR": str(other)},
+                   timeout=HANG_GUARD_S)
     with MasterClient(https_url, cert_file=str(other / "ca.pem")) as client, \
             pytest.raises(MasterTlsError, match="check that DET_MASTER_CERT_FILE="):
         client.get("/master")

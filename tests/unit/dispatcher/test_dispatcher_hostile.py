@@ -10,12 +10,12 @@ import dataclasses
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hang_guard import HANG_GUARD_S, wait_until
 
 from hpcdet.dispatcher.base import BindMount, ContainerSpec, JobSpec
 from hpcdet.dispatcher.containers import launch_argv
@@ -134,12 +134,10 @@ def test_sigterm_from_scancel_is_recorded_as_143(tmp_path: Path, stub_srun: Path
     }
     proc = subprocess.Popen(["bash", str(script)], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL)  # fmt: skip
-    for _ in range(1000):  # until the stub srun is running (bounded: never hangs the suite)
-        if started.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.01)
+    # until the stub srun is running (bounded: never hangs the suite)
+    wait_until(lambda: started.exists() or proc.poll() is not None, "the stub srun's start")
     os.killpg(proc.pid, signal.SIGTERM)  # as scancel does: the whole job gets SIGTERM
-    assert proc.wait(timeout=30) == 143
+    assert proc.wait(timeout=HANG_GUARD_S) == 143
     assert (job_dir / "exit-42").read_text() == "143\n"
 
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 from hpcdet.dispatcher.pbs.task import DIALECT, render_task
 from hpcdet.dispatcher.render import make_environment
@@ -49,7 +50,7 @@ def run(spec: TaskSpec, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     job = Path(spec.job_dir)
     with (job / "output.log").open("w") as out, (job / "error.log").open("w") as err:
         return subprocess.run(["bash", submission.script_path], cwd=tmp_path, env=env,
-                              stdout=out, stderr=err, text=True, timeout=60)
+                              stdout=out, stderr=err, text=True, timeout=HANG_GUARD_S)
 
 
 def test_the_argv_puts_hpcdets_options_first(tmp_path: Path) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hang_guard import HANG_GUARD_S, wait_until
 
 from hpcdet.dispatcher.render import make_environment
 from hpcdet.dispatcher.slurm.task import (
@@ -114,7 +114,7 @@ def _run(spec: TaskSpec, script: str, environment: dict[str, str] | None,
     argv, env = _prepare(spec, script, environment)
     with (tmp_path / "output.log").open("w") as out, (tmp_path / "error.log").open("w") as err:
         return subprocess.run(argv, cwd=spec.workdir, env=env, stdout=out, stderr=err,
-                              input=stdin, text=True, timeout=60)
+                              input=stdin, text=True, timeout=HANG_GUARD_S)
 
 
 USER_SCRIPT = """#!/bin/sh
@@ -185,12 +185,13 @@ def _started(spec: TaskSpec, tmp_path: Path) -> subprocess.Popen[bytes]:
     with (tmp_path / "input").open("rb") as stdin, (tmp_path / "output.log").open("wb") as out:
         process = subprocess.Popen(argv, cwd=spec.workdir, env=env, stdin=stdin, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)
-    for _ in range(200):
-        if "read: from --input" in (tmp_path / "output.log").read_text():
-            return process
-        time.sleep(0.05)
-    process.kill()
-    raise AssertionError((tmp_path / "output.log").read_text())
+    try:
+        wait_until(lambda: "read: from --input" in (tmp_path / "output.log").read_text(),
+                   "the job's first read")
+    except AssertionError:
+        process.kill()
+        raise AssertionError((tmp_path / "output.log").read_text()) from None
+    return process
 
 
 def test_a_batch_shell_signal_reaches_the_script(tmp_path: Path) -> None:
@@ -198,7 +199,7 @@ def test_a_batch_shell_signal_reaches_the_script(tmp_path: Path) -> None:
                    error=None)
     process = _started(spec, tmp_path)
     process.send_signal(signal.SIGUSR1)  # --signal=B:USR1: the batch shell alone
-    assert process.wait(timeout=30) == 5
+    assert process.wait(timeout=HANG_GUARD_S) == 5
     assert (tmp_path / "out-77.log").read_text() == "read: from --input\ngot USR1\n"
 
 
@@ -207,6 +208,6 @@ def test_scancel_lets_the_script_clean_up(tmp_path: Path) -> None:
                    error=None)
     process = _started(spec, tmp_path)
     os.killpg(process.pid, signal.SIGTERM)  # Slurm signals every process of the job
-    assert process.wait(timeout=30) == 143
+    assert process.wait(timeout=HANG_GUARD_S) == 143
     assert (tmp_path / "output.log").read_text().endswith("cleaned up\n")
     assert (tmp_path / "job" / "exit-77").read_text() == "143\n"

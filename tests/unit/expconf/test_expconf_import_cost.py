@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 PROBE = """
 import sys
@@ -22,7 +23,7 @@ print(rfc3987_syntax.is_valid_syntax("iri", "http://example.org/a"))
                     reason="rfc3987-syntax is not installed (it comes with Jupyter)")
 def test_expconf_leaves_rfc3987_syntax_unimported_but_importable() -> None:
     ran = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                         timeout=120, check=True)
+                         timeout=HANG_GUARD_S, check=True)
     assert ran.stdout.splitlines() == [
         "True False", "[\"<config>.resources.slots_per_trial: must be an integer, got 'two'\"]",
         "True"]

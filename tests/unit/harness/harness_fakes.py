@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from hang_guard import HANG_GUARD_S
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 TOKEN = "test-token-123"
 _ROUTE = re.compile(r"^/api/v1/trials/(\d+)/(metrics|checkpoints|early_exit)$")
@@ -236,9 +238,8 @@ def start_harness(
     return procs
 
 
-# A guard against a hang, not a time limit: torch ranks of the niced unit tier took over
-# two minutes to start on a busy CI host (CPU work there ran at a third of the speed).
-HANG_TIMEOUT = 300.0
+# A guard against a hang, not a time limit (tests/hang_guard.py).
+HANG_TIMEOUT = HANG_GUARD_S
 
 
 def wait_harness(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hang_guard import HANG_GUARD_S
 from harness_fakes import HANG_TIMEOUT
 
 import hpcdet
@@ -190,7 +191,7 @@ def test_wrap_rank_labels_another_ranks_lines(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "RANK": "0"}
     result = subprocess.run([sys.executable, "-m", "hpcdet.launch.wrap_rank", "3", "--",
                              sys.executable, "-c", "print('a'); print('b'); raise SystemExit(4)"],
-                            env=env, capture_output=True, text=True, timeout=60)
+                            env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert (result.returncode, result.stdout) == (4, "[rank=3] a\n[rank=3] b\n")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 import hpcdet.core as core
 from hpcdet.core import DummyDistributedContext
@@ -105,7 +106,7 @@ def _sharded_run(tmp_path: Path, metadata: list[dict[str, Any]]) -> list[Any]:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=HANG_GUARD_S)
     return results
 
 

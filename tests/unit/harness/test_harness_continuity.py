@@ -14,6 +14,7 @@ import json
 import pathlib
 
 import pytest
+from hang_guard import HANG_GUARD_S
 from harness_fakes import FakeMaster, job_environ, run_harness, write_job_dir
 
 import hpcdet.core
@@ -107,7 +108,7 @@ def test_the_harness_records_a_signalled_clean_exit(
     script = "trap 'exit 0' TERM; while :; do kill -TERM $PPID; sleep 0.1; done"
     job = write_job_dir(tmp_path / "job", fake_master.url, entrypoint=["sh", "-c", script])
     env = job_environ(job, SLURM_JOB_ID="777", SLURM_RESTART_COUNT="1")
-    [rank] = run_harness(job, [env], timeout=60)
+    [rank] = run_harness(job, [env], timeout=HANG_GUARD_S)
     assert rank.returncode == 0, rank.stderr
     assert jobfiles.read_exit_reason(job, "777", 1) == jobfiles.PREEMPTED
 

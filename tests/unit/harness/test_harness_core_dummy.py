@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from hang_guard import HANG_GUARD_S
 from harness_fakes import REPO_ROOT
 
 import hpcdet.core
@@ -66,7 +67,7 @@ def test_a_script_runs_with_the_dummy_core(tmp_path: pathlib.Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD_S,
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("hpcdet core (dummy): training") == 3
@@ -214,7 +215,7 @@ def test_importing_core_and_harness_pulls_in_neither_torch_nor_the_master() -> N
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_GUARD_S
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -16,13 +16,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
+from hang_guard import HANG_GUARD_S, wait_until
 from harness_fakes import (
     REPO_ROOT,
     FakeMaster,
@@ -76,7 +76,7 @@ def test_standalone_run_learns_the_digits(tmp_path: pathlib.Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
     assert result.returncode == 0, result.stderr
     validations = ACCURACY.findall(result.stderr)
@@ -87,7 +87,7 @@ def test_standalone_run_learns_the_digits(tmp_path: pathlib.Path) -> None:
 
 def test_two_rank_trial_under_the_harness(tmp_path: pathlib.Path, fake_master: FakeMaster) -> None:
     job = _digits_job(tmp_path, fake_master)
-    ranks = run_harness(job, one_node_step(job), timeout=300)
+    ranks = run_harness(job, one_node_step(job), timeout=HANG_GUARD_S)
     for rank in ranks:
         assert rank.returncode == 0, rank.stderr
     validations = fake_master.reports("validation")
@@ -103,16 +103,22 @@ def test_preempted_trial_checkpoints_exits_0_and_resumes(
     job = _digits_job(tmp_path, fake_master)
     procs = start_harness(job, one_node_step(job))
     # Once epoch 1's checkpoint is registered, warn rank 1 only, as Slurm's --signal would.
-    _wait_for(lambda: bool(fake_master.checkpoints()) or procs[1].poll() is not None)
+    try:
+        _wait_for(lambda: bool(fake_master.checkpoints()) or procs[1].poll() is not None)
+    except AssertionError:
+        for proc in procs:  # none outlives the test
+            proc.kill()
+            proc.wait()
+        raise
     procs[1].send_signal(signal.SIGUSR2)
-    for rank in wait_harness(job, procs, timeout=300):
+    for rank in wait_harness(job, procs, timeout=HANG_GUARD_S):
         assert rank.returncode == 0, rank.stderr
     done = [c["steps_completed"] for c in fake_master.checkpoints()]
     assert 23 in done and done[-1] < 115  # stopped early, right after a checkpoint
     assert fake_master.reports("validation")[-1]["steps_completed"] == done[-1]
 
     _next_run(job, latest_checkpoint=fake_master.checkpoints()[-1]["uuid"])
-    for rank in run_harness(job, one_node_step(job), timeout=300):
+    for rank in run_harness(job, one_node_step(job), timeout=HANG_GUARD_S):
         assert rank.returncode == 0, rank.stderr
     steps = [v["steps_completed"] for v in fake_master.reports("validation")]
     assert steps == list(range(23, 116, 23))  # each epoch exactly once over the two runs
@@ -128,7 +134,7 @@ def test_a_trial_the_searcher_stops_checkpoints_and_exits_0(
         first.hparams)), trial_seed=first.seed)
     fake_master.preempt = True  # the master has put the trial in STOPPING_COMPLETED
     [rank] = run_harness(job, [{**one_node_step(job, ntasks=1)[0],
-                                "HPCDET_PREEMPT_POLL_SECONDS": "0.05"}], timeout=300)
+                                "HPCDET_PREEMPT_POLL_SECONDS": "0.05"}], timeout=HANG_GUARD_S)
     assert rank.returncode == 0, rank.stderr
     assert "digits: asked to stop after epoch" in rank.stdout
     epochs = [v["metrics"]["epochs"] for v in fake_master.reports("validation")]
@@ -141,7 +147,7 @@ def test_trial_class_under_the_harness_on_two_ranks(
     tmp_path: pathlib.Path, fake_master: FakeMaster
 ) -> None:
     job = _digits_job(tmp_path, fake_master, _config("const.yaml"))
-    ranks = run_harness(job, one_node_step(job), timeout=300)
+    ranks = run_harness(job, one_node_step(job), timeout=HANG_GUARD_S)
     for rank in ranks:
         assert rank.returncode == 0, rank.stderr
     validations = fake_master.reports("validation")
@@ -160,7 +166,7 @@ def test_a_trial_class_the_searcher_stops_exits_0(
         first.hparams)), trial_seed=first.seed)
     fake_master.preempt = True  # the master has put the trial in STOPPING_COMPLETED
     [rank] = run_harness(job, [{**one_node_step(job, ntasks=1)[0],
-                                "HPCDET_PREEMPT_POLL_SECONDS": "0.05"}], timeout=300)
+                                "HPCDET_PREEMPT_POLL_SECONDS": "0.05"}], timeout=HANG_GUARD_S)
     assert rank.returncode == 0, rank.stderr
     epochs = [v["metrics"]["epochs"] for v in fake_master.reports("validation")]
     assert epochs[-1] < config["searcher"]["max_time"]
@@ -177,7 +183,7 @@ def test_det_experiment_create_local_trains_the_trial_class(tmp_path: pathlib.Pa
         [sys.executable, "-c", "from hpcdet.cli import main; main()", "experiment", "create",
          "--local",
          str(context / "const.yaml"), str(context), "--config", "searcher.max_length.epochs=2"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S,
     )
     assert result.returncode == 0, result.stderr
     validations = ACCURACY.findall(result.stderr)
@@ -283,9 +289,4 @@ def _next_run(job: pathlib.Path, latest_checkpoint: str) -> None:
 
 
 def _wait_for(condition: Callable[[], bool]) -> None:
-    pause = threading.Event()
-    for _ in range(3000):
-        if condition():
-            return
-        pause.wait(0.05)
-    raise AssertionError("the trial never got that far")
+    wait_until(condition, "the trial's step")

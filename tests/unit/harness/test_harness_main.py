@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from hang_guard import HANG_GUARD_S
 from harness_fakes import REPO_ROOT, FakeMaster, job_environ, run_harness, write_job_dir
 
 from hpcdet.harness.main import main
@@ -186,7 +187,7 @@ exit_process(3)
 def test_exit_process_behaves_like_a_normal_exit() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     result = subprocess.run(
-        [sys.executable, "-c", EXIT_SCRIPT], env=env, capture_output=True, text=True, timeout=60
-    )
+        [sys.executable, "-c", EXIT_SCRIPT], env=env, capture_output=True, text=True,
+        timeout=HANG_GUARD_S)
     assert result.returncode == 3, result.stderr
     assert result.stdout == "unflushedthread finished\natexit ran\n"

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 pytestmark = pytest.mark.torch
 
@@ -61,7 +62,8 @@ def _run(mpiexec: list[str], tmp_path: pathlib.Path, mode: str) -> list[dict[str
     script.write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if not k.startswith(_OUTER)}
     proc = subprocess.run([*mpiexec, "-n", "2", sys.executable, str(script), mode, str(tmp_path)],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+                          env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
 

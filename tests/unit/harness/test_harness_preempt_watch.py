@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
+from hang_guard import wait_until
 from harness_fakes import (
     TOKEN,
     FakeMaster,
@@ -36,15 +37,6 @@ from hpcdet.core._preempt import (
 from hpcdet.errors import ValidationError
 
 FAST = "0.01"
-
-
-def wait_until(condition: Callable[[], bool]) -> None:
-    """Wait for a background thread to get somewhere (a hang fails, not a slow machine)."""
-    pause = threading.Event()
-    for _ in range(1200):
-        if condition() or pause.wait(0.05):
-            return
-    raise AssertionError("condition never became true")
 
 
 @pytest.fixture

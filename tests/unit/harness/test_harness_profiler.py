@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hang_guard import wait_until
 from harness_fakes import FakeMaster
 
 import hpcdet.core
@@ -67,11 +68,7 @@ def _profiler_threads() -> list[threading.Thread]:
 
 
 def _wait_until(condition: Callable[[], bool]) -> None:
-    pause = threading.Event()
-    for _ in range(1200):
-        if condition() or pause.wait(0.05):
-            return
-    raise AssertionError("condition never became true")
+    wait_until(condition, "the profiler's step")
 
 
 # --- system metrics -------------------------------------------------------------------

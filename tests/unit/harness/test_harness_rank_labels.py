@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 from hpcdet.harness.rank_labels import labels_needed
 
@@ -24,7 +25,7 @@ PROGRAM = textwrap.dedent("""
 
 def test_every_line_gets_the_rank_even_a_child_process_and_a_split_write() -> None:
     done = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True,
-                          timeout=60, check=True)
+                          timeout=HANG_GUARD_S, check=True)
     assert done.stdout.splitlines() == ["3: in two writes", "3: from a child",
                                         "3: no newline", "after close"]
     assert done.stderr.splitlines() == ["3: to stderr"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
+from hang_guard import wait_until
 from harness_fakes import TOKEN, FakeMaster
 
 import hpcdet.core
@@ -29,11 +29,7 @@ def _reporter(client: MasterClient, **options: object) -> MetricsReporter:
 
 def _wait_until(condition: Callable[[], bool]) -> None:
     """Wait for the reporter thread to get somewhere (a hang fails, not a slow machine)."""
-    done = threading.Event()
-    for _ in range(600):
-        if condition() or done.wait(0.05):
-            return
-    raise AssertionError("condition never became true")
+    wait_until(condition, "the reporter thread's step")
 
 
 def test_close_flushes_everything_in_one_post_per_group(

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 from hpcdet.harness.import_hooks import when_imported
 
@@ -20,7 +21,7 @@ def _run(tmp_path: Path, code: str) -> list[str]:
         "SPEC_LOADER = type(__spec__.loader).__name__\n")
     (tmp_path / "heavy" / "data.txt").write_text("a resource")
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 

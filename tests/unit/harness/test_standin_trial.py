@@ -8,6 +8,7 @@ from __future__ import annotations
 import pathlib
 import time
 
+from hang_guard import HANG_GUARD_S
 from harness_fakes import (
     REPO_ROOT,
     FakeMaster,
@@ -35,7 +36,7 @@ def _run(root: pathlib.Path, master: FakeMaster, latest: str | None = None,
         extra["STANDIN_GATE"] = str(gate)
     ranks = start_harness(job, [{**env, **extra} for env in one_node_step(job)])
     if ask_to_stop_at_the_gate:  # once the first epoch's checkpoint is in
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_GUARD_S
         while not master.checkpoints() and time.monotonic() < deadline:
             time.sleep(0.05)
         master.preempt = True

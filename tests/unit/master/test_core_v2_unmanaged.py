@@ -18,6 +18,7 @@ import pytest
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
+from hang_guard import HANG_GUARD_S
 from lifecycle_helpers import session_of
 from master_helpers import assert_error
 from sqlalchemy import select
@@ -233,7 +234,7 @@ def test_a_killed_unmanaged_experiment_tells_its_script_to_stop(
     assert client.post(f"/api/v1/experiments/{exp_id}/kill", headers=ALICE).status_code == 200
     reconciler.cycle()  # no job to cancel: the trial ends CANCELED at once
     assert [t.state for t in _trials(app, exp_id or 0)] == ["CANCELED"]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_GUARD_S
     while not core_v2.preempt.should_preempt():
         assert time.monotonic() < deadline, "should_preempt() never turned True"
         time.sleep(0.05)

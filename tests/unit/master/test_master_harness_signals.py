@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from hang_guard import HANG_GUARD_S, wait_until
 from master_helpers import assert_error, create
 from werkzeug.serving import WSGIRequestHandler, make_server
 
@@ -208,11 +209,7 @@ def in_job(job_dir: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p
 
 def _wait_until(condition: Callable[[], bool]) -> None:
     """Wait for a background thread to get somewhere (a hang fails, not a slow machine)."""
-    pause = threading.Event()
-    for _ in range(1200):
-        if condition() or pause.wait(0.05):
-            return
-    raise AssertionError("condition never became true")
+    wait_until(condition, "the background thread's step")
 
 
 @pytest.mark.usefixtures("in_job")
@@ -245,7 +242,7 @@ def test_the_harness_reports_a_scripts_invalid_hp(
                DET_JOB_DIR=str(job_dir), OMP_NUM_THREADS="1")
     result = subprocess.run([sys.executable, "-W", "error", "-m", "hpcdet.harness"],
                             cwd=job_dir / "context", env=env, capture_output=True, text=True,
-                            timeout=120)
+                            timeout=HANG_GUARD_S)
     assert result.returncode == 0, result.stderr
     assert "raised InvalidHP (lr 0.1 cannot work): reported an invalid_hp early exit" in (
         result.stderr)

@@ -22,6 +22,7 @@ import pytest
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
 from flask.testing import FlaskClient
+from hang_guard import HANG_GUARD_S
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
@@ -389,7 +390,7 @@ def served(request: pytest.FixtureRequest, proxy_app: Flask) -> Iterator[tuple[s
                                            **tls))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_GUARD_S
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     scheme = "wss" if context is not None else "ws"
@@ -493,7 +494,7 @@ def test_flask_responses_stream_through_the_asgi_app(proxy_app: Flask,
     base, context = served
     url = base.replace("wss://", "https://").replace("ws://", "http://") + "/stream-probe"
     received = b""
-    with httpx.stream("GET", url, verify=context or True, timeout=30) as response:
+    with httpx.stream("GET", url, verify=context or True, timeout=HANG_GUARD_S) as response:
         for chunk in response.iter_bytes():
             received += chunk
             if b"first chunk" in received:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from flask import Flask
 from flask.testing import FlaskClient
+from hang_guard import HANG_GUARD_S
 from master_helpers import create
 
 from hpcdet.errors import ConfigError
@@ -40,7 +41,8 @@ def test_dev_tls_makes_private_keys_and_a_certificate_for_this_host(tls_dir: Pat
     assert "DNS:localhost" in text and "IP Address:127.0.0.1" in text
     before = (tls_dir / "server.pem").read_bytes()
     subprocess.run([str(REPO / "scripts" / "dev-tls")], check=True, capture_output=True,
-                   env={"PATH": "/usr/bin:/bin", "HPCDET_TLS_DIR": str(tls_dir)}, timeout=120)
+                   env={"PATH": "/usr/bin:/bin", "HPCDET_TLS_DIR": str(tls_dir)},
+                   timeout=HANG_GUARD_S)
     assert (tls_dir / "server.pem").read_bytes() == before, "a second run changes nothing"
 
 

@@ -32,6 +32,7 @@ import httpx
 import pytest
 from fake_scheduler import FakeSchedulerBackend
 from flask import Flask
+from hang_guard import HANG_GUARD_S
 
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory, session_scope
@@ -166,7 +167,7 @@ def det_master() -> Iterator[Any]:
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         servers.append((server, thread, worker))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_GUARD_S
         while not server.started and time.monotonic() < deadline:
             time.sleep(0.05)
         assert server.started
@@ -234,7 +235,7 @@ def test_the_callers_forwarded_headers_never_reach_the_service(
     task_id = _notebook_at(open_app, service)
     base = det_master(open_app, settings)
     answer = httpx.get(f"{base}/proxy/{task_id}/api/status", headers={**ALICE, **FORGED},
-                       timeout=30)
+                       timeout=HANG_GUARD_S)
     assert answer.status_code == 200, answer.text
     seen = answer.json()
     host = base.removeprefix("http://")
@@ -250,7 +251,7 @@ def test_a_services_cookies_reach_the_browser_confined_to_its_task(
         open_app: Flask, settings: MasterSettings, service: int, det_master: Any) -> None:
     task_id = _notebook_at(open_app, service)
     base = det_master(open_app, settings)
-    answer = httpx.get(f"{base}/proxy/{task_id}/", headers=ALICE, timeout=30)
+    answer = httpx.get(f"{base}/proxy/{task_id}/", headers=ALICE, timeout=HANG_GUARD_S)
     assert answer.status_code == 200, answer.text
     assert answer.headers.get_list("set-cookie") == _with_id(CONFINED, task_id)
 
@@ -270,7 +271,7 @@ def test_the_session_cookie_keeps_secure_when_the_caller_claims_plain_http(
             link, _ = tokens.issue(session, "alice", "web_link", dt.timedelta(seconds=60))
         base = det_master(app, munge)
         context = ssl.create_default_context(cafile=str(dev_tls_dir / "ca.pem"))
-        answer = httpx.get(f"{base}/login/{link}", verify=context, timeout=30,
+        answer = httpx.get(f"{base}/login/{link}", verify=context, timeout=HANG_GUARD_S,
                            headers={"X-Forwarded-Proto": "http", "X-Forwarded-For": "6.6.6.6"})
         assert answer.status_code in (302, 303), answer.text
         cookie = answer.headers["set-cookie"]

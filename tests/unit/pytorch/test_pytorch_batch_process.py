@@ -11,6 +11,7 @@ import sys
 from typing import Any, ClassVar
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
@@ -160,7 +161,7 @@ def test_two_ranks_shard_every_other_batch(tmp_path: pathlib.Path) -> None:
         )
         for rank in range(2)
     ]
-    outputs = [proc.communicate(timeout=120) for proc in procs]
+    outputs = [proc.communicate(timeout=HANG_GUARD_S) for proc in procs]
     for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text()) for r in range(2)]

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
@@ -190,7 +191,7 @@ def test_init_under_torchrun_trains_on_every_rank(tmp_path: pathlib.Path) -> Non
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
                "--master_addr=127.0.0.1", f"--master_port={port}", str(HERE / "fit_script.py"),
                str(tmp_path)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stderr
     ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text()) for r in range(2)]
     assert [(r["rank"], r["size"], r["outcome"]) for r in ranks] == [

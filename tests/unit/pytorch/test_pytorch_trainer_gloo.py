@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import pytest
+from hang_guard import HANG_GUARD_S
 
 pytestmark = pytest.mark.torch
 pytest.importorskip("torch")
@@ -57,7 +58,7 @@ def run_ranks(
         )
         for rank in range(world)
     ]
-    outputs = [proc.communicate(timeout=300) for proc in procs]
+    outputs = [proc.communicate(timeout=HANG_GUARD_S) for proc in procs]
     for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     return [json.loads((tmp / f"rank-{rank}.json").read_text()) for rank in range(world)]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hang_guard import HANG_GUARD_S
 from tensorboard_fakes import FakeMetrics
 
 from hpcdet.services.service_file import SERVICE_FILE, TOKEN_FILE
@@ -35,7 +36,7 @@ def scalars(port: int, run_name: str, tag: str) -> list[list[float]]:
     url = f"http://127.0.0.1:{port}{PREFIX}/data/plugin/scalars/scalars?{query}"
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=AS_THE_PROXY),
-                                    timeout=5) as answer:
+                                    timeout=HANG_GUARD_S) as answer:
             points: list[list[float]] = json.load(answer)
             return points
     except urllib.error.HTTPError:  # the run or tag is not loaded yet
@@ -45,7 +46,7 @@ def scalars(port: int, run_name: str, tag: str) -> list[list[float]]:
 def status(url: str, headers: dict[str, str]) -> int:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
-                                    timeout=5) as answer:
+                                    timeout=HANG_GUARD_S) as answer:
             return int(answer.status)
     except urllib.error.HTTPError as refused:
         return int(refused.code)
