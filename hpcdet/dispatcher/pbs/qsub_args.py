@@ -5,7 +5,8 @@ Each list item is one qsub option with its value: ``-l mem=4gb``, ``-lmem=4gb``,
 that would change who the job runs as, where its output goes, its environment or what qsub
 itself does are refused naming the option and the config path; so are the resources hpcdet
 requests itself (``select``, ``place``, ``walltime``, ``ncpus``, ...) and the ``-W``
-attributes it owns (``umask``, ``block``, ``sandbox``, ``group_list``, ...).
+attributes it owns (``umask``, ``block``, ``sandbox``, ``group_list``, ...): the table's
+owned lists (:data:`~hpcdet.dispatcher.pbs.qsub_options.QSUB`).
 
 Values are restricted to a plain character set (letters, digits and ``_.:@/+=,%-``), so a
 ``#PBS`` line never needs quoting: qsub's directive parser and the shell agree on it.
@@ -17,36 +18,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
+from hpcdet.dispatcher import options as engine
+from hpcdet.dispatcher.pbs.qsub_options import OWNED_ATTRIBUTES, OWNED_RESOURCES, QSUB
 from hpcdet.errors import ConfigError
-from hpcdet.runas import directives
+
+__all__ = ["ALLOWED_OPTIONS", "DEFAULT_PATH", "QsubArg", "check_args", "node_filter",
+           "parse_qsub_args", "render_qsub_args", "split_cpus_per_rank",
+           "without_gpu_options"]
 
 DEFAULT_PATH = "<config>.pbs.pbsbatch_args"
 
-# qsub options (all single letters) a user may never set, with the reason.
-REFUSED_OPTIONS: dict[str, str] = {
-    "N": "hpcdet names its jobs to track them", "o": "hpcdet writes the job's output into "
-    "its job directory", "e": "hpcdet writes the job's errors into its job directory",
-    "j": "hpcdet owns the job's log files", "k": "hpcdet owns the job's log files",
-    "R": "hpcdet owns the job's log files", "q": "the queue is the experiment's resource pool",
-    "r": "hpcdet sets whether the job may be rerun", "p": "hpcdet orders jobs (det job update)",
-    "A": "the account comes from the experiment's configuration",
-    "P": "the project comes from the experiment's configuration",
-    "v": "hpcdet sets the job's environment", "V": "hpcdet sets the job's environment",
-    "u": "the job runs as the experiment's owner; it cannot choose another user",
-    "I": "the master submits batch jobs, not interactive ones", "X": "no X11 for batch jobs",
-    "J": "one trial is one PBS job", "h": "a held job would never start its trial",
-    "S": "hpcdet writes a bash script", "C": "hpcdet writes the job script",
-    "z": "hpcdet reads qsub's answer itself", "f": "the master does not wait for jobs",
-}  # fmt: skip
+# The only qsub options an experiment's or a pool's extra options may set (the others are
+# hpcdet's, QSUB.owned, or not passed on).
 ALLOWED_OPTIONS = frozenset("aclmMW")
-# Resources (-l) hpcdet requests itself from the trial's slots and time limit.
-REFUSED_RESOURCES = frozenset({"select", "place", "walltime", "ncpus", "mpiprocs", "ngpus",
-                               "nodes", "nodect", "ompthreads"})
-# -W attributes hpcdet owns or that change who or how the job runs (every attribute the
-# run-as helper's directive reader counts as identity: User_List, group_list, euser, ...).
-REFUSED_ATTRIBUTES = frozenset({"umask", "block", "sandbox", "release_nodes_on_stageout",
-                                "pwd", "cred"}) | directives.QSUB_IDENTITY_ATTRIBUTES
 _VALUE = re.compile(r"^[A-Za-z0-9_.:@/+=,%-]+$")
 _ITEM = re.compile(r"^-([A-Za-z])\s*(.*)$", re.DOTALL)
 
@@ -68,17 +52,10 @@ def parse_qsub_args(args: Sequence[str], *, path: str = DEFAULT_PATH) -> list[Qs
 
     Raises :class:`ConfigError` listing every bad item as ``<path>[i]: problem``.
     """
-    errors: list[str] = []
-    parsed: list[QsubArg] = []
-    for index, raw in enumerate(args):
-        problem, arg = _parse_one(raw)
-        if problem:
-            errors.append(f"{path}[{index}]: {problem}")
-        elif arg is not None:
-            parsed.append(arg)
+    parsed, errors = engine.collect_items(args, path, _parse_one)
     if errors:
         raise ConfigError(errors, title="invalid pbs.pbsbatch_args")
-    return list(dict.fromkeys(parsed))
+    return parsed
 
 
 def render_qsub_args(args: Sequence[QsubArg]) -> str:
@@ -88,17 +65,15 @@ def render_qsub_args(args: Sequence[QsubArg]) -> str:
 
 def _parse_one(raw: object) -> tuple[str | None, QsubArg | None]:
     """``(problem, None)`` for a bad item, else ``(None, arg)``."""
-    if not isinstance(raw, str):
-        return f"must be a string, not {type(raw).__name__}", None
-    for char, description in UNSAFE_CHARACTERS.items():
-        if char in raw:
-            return f"contains {description} ({char!r}): {raw!r}", None
+    problem, raw = engine.item_text(raw)
+    if problem:
+        return problem, None
     match = _ITEM.match(raw.strip())
     if match is None:
         return f"must be one qsub option such as '-l mem=4gb': {raw!r}", None
     letter, value = match.group(1), match.group(2).strip()
-    if letter in REFUSED_OPTIONS:
-        return f"option -{letter} is controlled by hpcdet: {REFUSED_OPTIONS[letter]}", None
+    if (owned := QSUB.owned_problem(f"-{letter}", letter)) is not None:
+        return owned, None
     if letter not in ALLOWED_OPTIONS:
         allowed = ", ".join(f"-{o}" for o in sorted(ALLOWED_OPTIONS))
         return f"option -{letter} is not one hpcdet passes on (allowed: {allowed})", None
@@ -112,7 +87,7 @@ def _controlled_value(letter: str, value: str) -> str | None:
     """Why a ``-l``/``-W`` value is refused, or None."""
     if letter not in "lW":
         return None
-    refused = REFUSED_RESOURCES if letter == "l" else REFUSED_ATTRIBUTES
+    refused = OWNED_RESOURCES if letter == "l" else OWNED_ATTRIBUTES
     for item in value.split(","):
         key = item.split("=", 1)[0].split(":", 1)[0].strip().lower()
         if letter == "W" and "=" not in item:

@@ -15,43 +15,70 @@ they merge item by item, as qsub merges them: ``-l walltime=1:00,mem=1gb`` is
 walltime), ``-W depend=..`` is keyed by its attribute and ``-v A,B=1`` by variable.
 
 Pure functions of text: the CLI (which knows the user's script and environment) and the
-master (which checks what the CLI sent) both use this table.
+master (which checks what the CLI sent) both use this table. What hpcdet does with each
+option, one list per purpose, is :data:`QSUB`, a table over :mod:`hpcdet.dispatcher.options`,
+the engine sbatch's table shares; the ``-l``/``-W`` item rules are PBS's own, here.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from hpcdet.dispatcher.tasks import Setting
+from hpcdet.dispatcher import options as engine
+from hpcdet.dispatcher.options import ArgKind, CommandLine, Setting, Word, is_set
 from hpcdet.errors import ValidationError
 from hpcdet.runas import directives
+
+__all__ = ["CLI_ATTRIBUTES", "CLI_ONLY", "DEFAULT_PREFIX", "MASTER_HANDLED", "OPTIONS",
+           "OWNED_ATTRIBUTES", "OWNED_RESOURCES", "PREFIX_VARIABLE", "QSUB", "REFUSED",
+           "REFUSED_ATTRIBUTES", "ArgKind", "CommandLine", "Setting", "Word", "attribute",
+           "check_not_refused", "directive_prefix", "directive_words", "identity_settings",
+           "is_set", "merge", "merge_key", "parse_command_line", "parse_words", "refusal",
+           "render_setting", "script_words", "split_setting"]
 
 DEFAULT_PREFIX = "#PBS"
 PREFIX_VARIABLE = "PBS_DPREFIX"
 
 
-class Kind(enum.Enum):
-    """Whether an option takes a value."""
-
-    FLAG = "flag"
-    VALUE = "value"
-
-
 # Every option of OpenPBS 23.06's qsub, with whether it takes a value.
+_FLAG, _VALUE = ArgKind.NONE, ArgKind.REQUIRED
 OPTIONS: Final = MappingProxyType({
-    "a": Kind.VALUE, "A": Kind.VALUE, "c": Kind.VALUE, "C": Kind.VALUE, "e": Kind.VALUE,
-    "f": Kind.FLAG, "h": Kind.FLAG, "I": Kind.FLAG, "j": Kind.VALUE, "J": Kind.VALUE,
-    "k": Kind.VALUE, "l": Kind.VALUE, "m": Kind.VALUE, "M": Kind.VALUE, "N": Kind.VALUE,
-    "o": Kind.VALUE, "p": Kind.VALUE, "P": Kind.VALUE, "q": Kind.VALUE, "r": Kind.VALUE,
-    "R": Kind.VALUE, "S": Kind.VALUE, "u": Kind.VALUE, "v": Kind.VALUE, "V": Kind.FLAG,
-    "W": Kind.VALUE, "X": Kind.FLAG, "z": Kind.FLAG, "G": Kind.FLAG,
+    "a": _VALUE, "A": _VALUE, "c": _VALUE, "C": _VALUE, "e": _VALUE, "f": _FLAG, "h": _FLAG,
+    "I": _FLAG, "j": _VALUE, "J": _VALUE, "k": _VALUE, "l": _VALUE, "m": _VALUE, "M": _VALUE,
+    "N": _VALUE, "o": _VALUE, "p": _VALUE, "P": _VALUE, "q": _VALUE, "r": _VALUE, "R": _VALUE,
+    "S": _VALUE, "u": _VALUE, "v": _VALUE, "V": _FLAG, "W": _VALUE, "X": _FLAG, "z": _FLAG,
+    "G": _FLAG,
 })  # fmt: skip
-# Options det qsub refuses, with the reason given to the user.
-REFUSED: Final = MappingProxyType({
+# ---- what hpcdet does with each option, by purpose (docs/qsub.md) ------------------------
+
+# Owned: options a trial's job may never set in pbs.pbsbatch_args, with the reason (the
+# -l resources and -W attributes hpcdet sets are OWNED_RESOURCES and OWNED_ATTRIBUTES).
+_OWNED = {
+    "N": "hpcdet names its jobs to track them", "o": "hpcdet writes the job's output into "
+    "its job directory", "e": "hpcdet writes the job's errors into its job directory",
+    "j": "hpcdet owns the job's log files", "k": "hpcdet owns the job's log files",
+    "R": "hpcdet owns the job's log files", "q": "the queue is the experiment's resource pool",
+    "r": "hpcdet sets whether the job may be rerun", "p": "hpcdet orders jobs (det job update)",
+    "A": "the account comes from the experiment's configuration",
+    "P": "the project comes from the experiment's configuration",
+    "v": "hpcdet sets the job's environment", "V": "hpcdet sets the job's environment",
+    "u": "the job runs as the experiment's owner; it cannot choose another user",
+    "I": "the master submits batch jobs, not interactive ones", "X": "no X11 for batch jobs",
+    "J": "one trial is one PBS job", "h": "a held job would never start its trial",
+    "S": "hpcdet writes a bash script", "C": "hpcdet writes the job script",
+    "z": "hpcdet reads qsub's answer itself", "f": "the master does not wait for jobs",
+}  # fmt: skip
+# Resources (-l) hpcdet requests itself from the trial's slots and time limit.
+OWNED_RESOURCES: Final = frozenset({"select", "place", "walltime", "ncpus", "mpiprocs",
+                                    "ngpus", "nodes", "nodect", "ompthreads"})
+# -W attributes hpcdet owns or that change who or how the job runs (every attribute the
+# run-as helper's directive reader counts as identity: User_List, group_list, euser, ...).
+OWNED_ATTRIBUTES: Final = frozenset({"umask", "block", "sandbox", "release_nodes_on_stageout",
+                                     "pwd", "cred"}) | directives.QSUB_IDENTITY_ATTRIBUTES
+# Refused: options det qsub refuses, with the reason given to the user.
+_REFUSED = {
     "J": "job arrays are not supported: one task tracks one PBS job (submit one task per "
          "index, or use plain qsub)",
     "I": "interactive jobs are not supported: the master submits batch jobs (use plain "
@@ -60,7 +87,7 @@ REFUSED: Final = MappingProxyType({
     "G": "GUI jobs need an interactive job, which det qsub does not submit",
     "u": "jobs run as the master's PBS user (or as you, in run-as-owner mode); they cannot "
          "be submitted as another user",
-})  # fmt: skip
+}  # fmt: skip
 # -W attributes det qsub refuses (who runs the job, credentials) with the reason; matched
 # without regard to case, as the PBS server matches attribute names.
 REFUSED_ATTRIBUTES: Final = MappingProxyType({
@@ -73,34 +100,25 @@ REFUSED_ATTRIBUTES: Final = MappingProxyType({
     "pwd": "passwords are not passed through the master",
     "cred": "credentials are not passed through the master",
 })  # fmt: skip
-# Options det qsub handles itself; they never reach the master.
-CLI_ONLY: Final = frozenset({"C", "V", "v", "z", "f"})
 # -W attributes det qsub handles itself (block=true: wait for the job, as qsub does).
 CLI_ATTRIBUTES: Final = frozenset({"block"})
-# Options the master reads and replaces by its own (name, queue, account, files, shell);
-# -k (keep files on the host) and -R (remove them) are moot: the wrapper writes the
-# user's files directly and the master keeps its own copy.
-MASTER_HANDLED: Final = frozenset({"N", "q", "A", "o", "e", "j", "S", "k", "R"})
+
+QSUB = engine.OptionTable(
+    command="qsub", spell=lambda letter: f"-{letter}", kinds=OPTIONS,
+    owned=MappingProxyType(_OWNED), refused=MappingProxyType(_REFUSED),
+    # Options det qsub handles itself; they never reach the master.
+    cli_only=frozenset({"C", "V", "v", "z", "f"}),
+    # Options the master reads and replaces by its own (name, queue, account, files,
+    # shell); -k (keep files on the host) and -R (remove them) are moot: the wrapper writes
+    # the user's files directly and the master keeps its own copy.
+    master_handled=frozenset({"N", "q", "A", "o", "e", "j", "S", "k", "R"}),
+    key_noun="letter", unknown_hint="single letters without a dash, e.g. 'l'",
+    cli_only_text="{option_value} is handled by det qsub itself", empty_is_missing=True,
+)
+# The table's lists under the names the rest of hpcdet uses.
+REFUSED, CLI_ONLY, MASTER_HANDLED = QSUB.refused, QSUB.cli_only, QSUB.master_handled
 # Options whose value is a comma-separated list merged item by item.
 _LISTS: Final = frozenset({"l", "W", "v"})
-
-
-@dataclass(frozen=True)
-class Word:
-    """One argv word and where it came from, for error messages."""
-
-    text: str
-    where: str
-
-
-@dataclass(frozen=True)
-class CommandLine:
-    """The options, and the operands: the script, or ``--`` and an executable with args."""
-
-    settings: list[Setting]
-    operands: list[str]
-    # True: the operands followed "--" (qsub runs them as a command, not as a script).
-    executable: bool = False
 
 
 def parse_words(words: Sequence[Word]) -> CommandLine:
@@ -128,23 +146,21 @@ def _short_options(words: Sequence[Word], index: int, settings: list[Setting]) -
     if word.text.startswith("--"):
         raise ValidationError(f"{word.where}: qsub has no long options ({word.text}); "
                               "see man qsub")
-    letters = word.text[1:]
-    for position, letter in enumerate(letters):
-        kind = OPTIONS.get(letter)
-        if kind is None:
-            raise ValidationError(f"{word.where}: unknown qsub option -{letter} (see man qsub)")
-        if kind is Kind.FLAG:
-            settings.append((letter, None))
-            continue
-        rest = letters[position + 1:]
-        if rest:
-            settings += split_setting(letter, rest, word.where)
-            return index + 1
-        if index + 1 >= len(words):
-            raise ValidationError(f"{word.where}: option -{letter} needs a value")
-        settings += split_setting(letter, words[index + 1].text, word.where)
-        return index + 2
-    return index + 1
+    bundle = engine.read_short_bundle(word.text[1:], OPTIONS.get)
+    settings += [(letter, None) for letter in bundle.flags]
+    if bundle.unknown is not None:
+        raise ValidationError(f"{word.where}: unknown qsub option -{bundle.unknown} "
+                              "(see man qsub)")
+    letter = bundle.value_letter
+    if letter is None:
+        return index + 1
+    if bundle.attached:
+        settings += split_setting(letter, bundle.attached, word.where)
+        return index + 1
+    if index + 1 >= len(words):
+        raise ValidationError(f"{word.where}: option -{letter} needs a value")
+    settings += split_setting(letter, words[index + 1].text, word.where)
+    return index + 2
 
 
 def split_setting(letter: str, value: str, where: str) -> list[Setting]:
@@ -174,13 +190,7 @@ def merge_key(setting: Setting) -> str:
 def merge(*sources: Iterable[Setting]) -> list[Setting]:
     """One setting per key, later sources winning (the command line after the directives);
     ordered by when each key was last set."""
-    merged: dict[str, Setting] = {}
-    for source in sources:
-        for setting in source:
-            key = merge_key(setting)
-            merged.pop(key, None)
-            merged[key] = setting
-    return list(merged.values())
+    return engine.merge_settings(sources, lambda setting: (merge_key(setting),))
 
 
 # ---- #PBS directives -----------------------------------------------------------------------
@@ -202,21 +212,16 @@ def script_words(script: str, prefix: str = DEFAULT_PREFIX,
     ``#!`` lines are skipped, a line ending in a backslash continues on the next one, and
     each directive is split by qsub's ``make_argv`` (quotes group, a backslash escapes; a
     ``#`` is an ordinary character, so a trailing comment is a word qsub refuses)."""
-    try:
+    with engine.located(where, line=True):
         return [Word(word, f"{where} line {line}")
                 for line, text in directives.qsub_directives(script, prefix)
                 for word in directives.qsub_line_words(text, line)]
-    except directives.DirectiveError as exc:
-        here = f"{where} line {exc.line}" if exc.line else where
-        raise ValidationError(f"{here}: {exc.reason}") from exc
 
 
 def directive_words(text: str, where: str) -> list[str]:
     """Split one directive's options as qsub's ``make_argv`` does."""
-    try:
+    with engine.located(where):
         return directives.qsub_line_words(text)
-    except directives.DirectiveError as exc:
-        raise ValidationError(f"{where}: {exc.reason}") from exc
 
 
 # ---- what det qsub does with each option (docs/qsub.md) -----------------------------------
@@ -225,9 +230,8 @@ def directive_words(text: str, where: str) -> list[str]:
 def refusal(setting: Setting) -> str | None:
     """Why det qsub refuses ``setting``, as ``-X: reason``; None if it does not."""
     letter, value = setting
-    reason = REFUSED.get(letter)
-    if reason:
-        return f"-{letter}: {reason}"
+    if (refused := QSUB.refusal(letter)) is not None:
+        return refused
     if letter == "W" and value is not None:
         attribute = value.split("=", 1)[0].strip()
         reason = REFUSED_ATTRIBUTES.get(attribute.lower())
@@ -255,19 +259,13 @@ def identity_settings(script: str) -> list[Setting]:
 
 def check_not_refused(settings: Iterable[Setting]) -> None:
     """Raise :class:`ValidationError` listing every refused option in ``settings``."""
-    problems = [p for setting in settings if (p := refusal(setting))]
-    if problems:
-        raise ValidationError("det qsub cannot honour " + "; ".join(dict.fromkeys(problems)))
+    engine.check_not_refused(QSUB, settings, refusal)
 
 
 def render_setting(setting: Setting) -> list[str]:
     """A setting as qsub argv words: ``["-l", "walltime=1:00"]`` or ``["-h"]``."""
     letter, value = setting
     return [f"-{letter}"] if value is None else [f"-{letter}", value]
-
-
-def is_set(settings: Iterable[Setting], letter: str) -> bool:
-    return any(key == letter for key, _ in settings)
 
 
 def attribute(settings: Iterable[Setting], name: str) -> str | None:

@@ -21,15 +21,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hpcdet.dispatcher import tasks
+from hpcdet.dispatcher import options, tasks
 from hpcdet.dispatcher.base import Backend, Submission
 from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
 from hpcdet.dispatcher.pbs.qsub_options import (
     CLI_ATTRIBUTES,
-    CLI_ONLY,
     MASTER_HANDLED,
     OPTIONS,
-    Kind,
+    QSUB,
     Word,
     check_not_refused,
     identity_settings,
@@ -37,7 +36,7 @@ from hpcdet.dispatcher.pbs.qsub_options import (
     refusal,
     render_setting,
 )
-from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS, check_safe
+from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.tasks import Setting, TaskFields, TaskResources, TaskSpec, value_of
 from hpcdet.errors import ConfigError, ValidationError
 
@@ -215,25 +214,12 @@ class PbsTaskDialect(tasks.TaskDialect):
 
 def option_problem(item: Any) -> str | None:
     """What is wrong with one ``[letter, value]`` item the master was sent, or None."""
-    if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
-            or not isinstance(item[1], (str, type(None)))):
-        return "must be [letter, value] with a string letter and a string or null value"
-    letter, value = item
-    kind = OPTIONS.get(letter)
-    if kind is None:
-        return f"unknown qsub option -{letter} (single letters without a dash, e.g. 'l')"
-    if letter in CLI_ONLY or (letter == "W" and value and value.split("=")[0] in CLI_ATTRIBUTES):
-        return f"-{letter} {value or ''}".rstrip() + " is handled by det qsub itself"
-    if (reason := refusal((letter, value))) is not None:
-        return reason
-    if kind is Kind.FLAG and value is not None:
-        return f"-{letter} takes no value"
-    if kind is Kind.VALUE and not value:
-        return f"-{letter} needs a value"
-    for char, description in UNSAFE_CHARACTERS.items():
-        if value is not None and char in value:
-            return f"-{letter}: the value contains {description} ({char!r})"
-    return _value_problem(letter, value or "")
+    return options.setting_problem(QSUB, item, refusal, _value_problem, _cli_attribute)
+
+
+def _cli_attribute(letter: str, value: str | None) -> bool:
+    """Whether ``-W name=...`` sets an attribute det qsub handles itself (``block``)."""
+    return letter == "W" and bool(value) and (value or "").split("=")[0] in CLI_ATTRIBUTES
 
 
 def _value_problem(letter: str, value: str) -> str | None:

@@ -11,7 +11,8 @@ goes or what its environment is (``--output``, ``--error``, ``--chdir``, ``--exp
 hpcdet's own bookkeeping (``--comment``, ``--job-name``, ``--array``, ``--clusters``,
 ``--parsable``, ``--wait``, ...) are refused in every spelling sbatch accepts: each item is
 read as sbatch's getopt reads it (``--uid 0``, ``--uid=0``, ``--ui=0``, ``-o x``, ``-ox``,
-a bundle such as ``-Ho x``), and every option it sets is checked by its canonical name.
+a bundle such as ``-Ho x``), and every option it sets is checked by its canonical name
+against the table's owned list (:data:`~hpcdet.dispatcher.slurm.sbatch_options.SBATCH`).
 """
 
 from __future__ import annotations
@@ -20,45 +21,25 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from hpcdet.dispatcher import options as engine
 from hpcdet.dispatcher.render import directive_quote
-from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
-from hpcdet.dispatcher.slurm.sbatch_options import BY_NAME, BY_SHORT, OPTIONS, ArgKind
+from hpcdet.dispatcher.slurm.sbatch_options import (
+    BY_NAME,
+    BY_SHORT,
+    CONTROLLED_OPTIONS,
+    OPTIONS,
+    OWNED_BY_HPCDET,
+    SBATCH,
+)
 from hpcdet.errors import ConfigError
 from hpcdet.hostlist import expand_nodelist
 
+__all__ = ["CONTROLLED_OPTIONS", "DEFAULT_PATH", "GPU_SCOPED_OPTIONS", "OWNED_BY_HPCDET",
+           "SbatchArg", "check_args", "node_filter", "parse_sbatch_args", "render_parsed",
+           "render_sbatch_args", "split_cpus_per_rank", "without_gpu_options"]
+
 DEFAULT_PATH = "<config>.slurm.sbatch_args"
 
-CONTROLLED_OPTIONS: tuple[str, ...] = (
-    "--ntasks-per-node", "--gpus", "-G", "--nodes", "-N", "--ntasks", "-n", "--chdir", "-D",
-    "--error", "-e", "--output", "-o", "--partition", "-p", "--no-requeue", "--requeue",
-    "--job-name", "-J", "--signal", "--wrap", "--parsable",
-)  # fmt: skip
-# Canonical sbatch option names a user may never set for a trial, with the reason.
-OWNED_BY_HPCDET: dict[str, str] = {
-    "uid": "the job runs as the experiment's owner; it cannot choose another user",
-    "gid": "the job runs with its owner's group; it cannot choose another group",
-    "comment": "hpcdet marks its jobs with their comment (hpcdet:<cluster>:...) to track them",
-    "job-name": "hpcdet names its jobs to track them", "array": "one trial is one Slurm job",
-    "clusters": "the master submits to its own cluster only",
-    "output": "hpcdet writes the job's output into its job directory",
-    "error": "hpcdet writes the job's errors into its job directory",
-    "open-mode": "hpcdet owns the job's log files", "input": "the job reads no standard input",
-    "chdir": "the job starts in its job directory", "wrap": "hpcdet writes the job script",
-    "export": "hpcdet sets the job's environment", "export-file": "hpcdet sets the job's "
-    "environment", "get-user-env": "hpcdet sets the job's environment",
-    "parsable": "hpcdet reads sbatch's answer itself", "wait": "the master does not wait "
-    "for jobs to end", "test-only": "the master submits real jobs",
-    "nodefile": "the file would be read on the master's host; use --nodelist",
-    "bbf": "the file would be read on the master's host; use --bb",
-    "help": "sbatch would print its help instead of submitting",
-    "usage": "sbatch would print its usage instead of submitting",
-    "version": "sbatch would print its version instead of submitting",
-    "quiet": "hpcdet reads sbatch's answer itself", "verbose": "hpcdet reads sbatch's answer",
-    "batch": "hpcdet writes the job script",
-}  # fmt: skip
-for _option in CONTROLLED_OPTIONS:
-    if _option.startswith("--"):
-        OWNED_BY_HPCDET.setdefault(_option[2:], "hpcdet sets this option itself")
 _CONTROLLED_TEXT = ", ".join([*CONTROLLED_OPTIONS, *(
     f"--{name}" for name in sorted(OWNED_BY_HPCDET) if f"--{name}" not in CONTROLLED_OPTIONS
 )]) + ", --gres=gpu..."
@@ -87,19 +68,12 @@ def parse_sbatch_args(args: Sequence[str], *, path: str = DEFAULT_PATH) -> list[
 
     Raises :class:`ConfigError` listing every bad item as ``<path>[i]: problem``.
     """
-    errors: list[str] = []
-    parsed: list[SbatchArg] = []
-    for index, raw in enumerate(args):
-        problem, arg = _parse_one(raw)
-        if problem:
-            errors.append(f"{path}[{index}]: {problem}")
-        elif arg is not None:
-            parsed.append(arg)
+    parsed, errors = engine.collect_items(args, path, _parse_one)
     if any("controlled by hpcdet" in error for error in errors):
         errors.append(f"{path}: hpcdet sets these options itself: {_CONTROLLED_TEXT}")
     if errors:
         raise ConfigError(errors, title="invalid slurm.sbatch_args")
-    return list(dict.fromkeys(parsed))
+    return parsed
 
 
 def render_sbatch_args(
@@ -116,11 +90,9 @@ def render_parsed(args: Iterable[SbatchArg], *, prefix: str = "#SBATCH") -> str:
 
 def _parse_one(raw: object) -> tuple[str | None, SbatchArg | None]:
     """``(problem, None)`` for a bad item, else ``(None, arg)``."""
-    if not isinstance(raw, str):
-        return f"must be a string, not {type(raw).__name__}", None
-    for char, description in UNSAFE_CHARACTERS.items():
-        if char in raw:
-            return f"contains {description} ({char!r}): {raw!r}", None
+    problem, raw = engine.item_text(raw)
+    if problem:
+        return problem, None
     text = raw.strip()
     if not text:
         return "must not be empty", None
@@ -151,10 +123,8 @@ def _controlled(arg: SbatchArg) -> str | None:
     if name.startswith("--gr") and "--gres".startswith(name) and _asks_for_gpus(arg.value):
         return f"option {name}={arg.value} is controlled by hpcdet (GPUs follow the slots)"
     for given, canonical in _canonical_names(arg):
-        reason = OWNED_BY_HPCDET.get(canonical)
-        if reason is not None:
-            shown = given if given == f"--{canonical}" else f"{given} (sbatch's --{canonical})"
-            return f"option {shown} is controlled by hpcdet: {reason}"
+        if (problem := SBATCH.owned_problem(given, canonical)) is not None:
+            return problem
     return None
 
 
@@ -170,16 +140,15 @@ def _canonical_names(arg: SbatchArg) -> list[tuple[str, str]]:
         exact = BY_NAME.get(name)
         found = [exact] if exact else [o for o in OPTIONS if o.name.startswith(name)]
         return [(arg.option, option.name) for option in found]
-    letters = arg.option[1:] + (arg.value or "")
-    names: list[tuple[str, str]] = []
-    for letter in letters:
-        option = BY_SHORT.get(letter)
-        if option is None:
-            break
-        names.append((f"-{letter}", option.name))
-        if option.kind is ArgKind.REQUIRED:
-            break
-    return names
+    bundle = engine.read_short_bundle(arg.option[1:] + (arg.value or ""),
+                                      _short_kind)
+    letters = [*bundle.flags, *([bundle.value_letter] if bundle.value_letter else [])]
+    return [(f"-{letter}", BY_SHORT[letter].name) for letter in letters]
+
+
+def _short_kind(letter: str) -> engine.ArgKind | None:
+    option = BY_SHORT.get(letter)
+    return option.kind if option is not None else None
 
 
 def _asks_for_gpus(value: str | None) -> bool:

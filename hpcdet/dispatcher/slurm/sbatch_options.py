@@ -11,30 +11,31 @@ with ``None`` for a flag, so ``-p x``, ``--partition=x``, ``--part x`` and
 ``SBATCH_PARTITION=x`` all read ``("partition", "x")``.
 
 Pure functions of text only: both the CLI (which knows the user's environment and
-script) and the master (which validates what the CLI sent) use this table. The ``#SBATCH``
+script) and the master (which validates what the CLI sent) use this table. What hpcdet
+does with each option, one list per purpose (owned by hpcdet in a trial's job, refused by
+det sbatch, handled by det sbatch, replaced by the master), is :data:`SBATCH`, a table over
+:mod:`hpcdet.dispatcher.options`, the engine qsub's table shares. The ``#SBATCH``
 lines and getopt_long's reading of them are :mod:`hpcdet.runas.directives`'s, the reader
 the run-as helper shares, so the two cannot disagree about what a script asks for.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from hpcdet.dispatcher import options as engine
+from hpcdet.dispatcher.options import ArgKind, CommandLine, Setting, Word, is_set, value_of
 from hpcdet.errors import ValidationError
 from hpcdet.runas import directives
 
-Setting = tuple[str, "str | None"]
-
-
-class ArgKind(enum.Enum):
-    """Whether an option takes a value."""
-
-    NONE = "flag"
-    REQUIRED = "value"
-    OPTIONAL = "optional value"
+__all__ = ["BY_NAME", "BY_SHORT", "CLI_ONLY", "CONTROLLED_OPTIONS", "MASTER_HANDLED",
+           "OPTIONS", "OWNED_BY_HPCDET", "REFUSED", "SBATCH", "ArgKind", "CommandLine",
+           "SbatchOption", "Setting", "Word", "check_not_refused", "directive_words",
+           "environment_settings", "identity_settings", "is_set", "merge", "option_named",
+           "parse_command_line", "parse_words", "refusal", "render_settings",
+           "script_settings", "script_words", "value_of"]
 
 
 @dataclass(frozen=True)
@@ -123,29 +124,11 @@ _GROUP_OF: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {name: group for group in _EXCLUSIVE_GROUPS for name in group})
 
 
-@dataclass(frozen=True)
-class Word:
-    """One argv word and where it came from, for error messages."""
-
-    text: str
-    where: str
-
-
-@dataclass(frozen=True)
-class CommandLine:
-    """The options before the script, and the script with its arguments (the operands)."""
-
-    settings: list[Setting]
-    operands: list[str]
-
-
 def option_named(name: str, where: str) -> SbatchOption:
     """The option called ``name`` (no dashes), or one of which it is a unique prefix, as
     sbatch's getopt_long resolves it (the reader the run-as helper shares)."""
-    try:
+    with engine.located(where):
         return BY_NAME[directives.resolve_sbatch_long(name)]
-    except directives.DirectiveError as exc:
-        raise ValidationError(f"{where}: {exc.reason}") from exc
 
 
 def parse_words(words: Sequence[Word]) -> CommandLine:
@@ -173,11 +156,8 @@ def script_words(script: str, where: str = "script") -> list[Word]:
     """The words of the ``#SBATCH`` (or ``#SLURM``) lines before the first command, split
     as sbatch splits them (:mod:`hpcdet.runas.directives`: quotes group, a backslash escapes
     the next character but a blank, an unquoted ``#`` or an empty word ends the line)."""
-    try:
+    with engine.located(where, line=True):
         components = directives.sbatch_components(script)
-    except directives.DirectiveError as exc:
-        here = f"{where} line {exc.line}" if exc.line else where
-        raise ValidationError(f"{here}: {exc.reason}") from exc
     if len(components) > 1:
         raise ValidationError(f"{where}: heterogeneous jobs (#SBATCH hetjob) are not "
                               "supported by det sbatch")
@@ -192,10 +172,8 @@ def script_settings(script: str, where: str = "script") -> list[Setting]:
 
 def directive_words(text: str, where: str) -> list[str]:
     """Split one directive line's options as Slurm's ``get_argument`` does."""
-    try:
+    with engine.located(where):
         return directives.sbatch_line_words(text)
-    except directives.DirectiveError as exc:
-        raise ValidationError(f"{where}: {exc.reason}") from exc
 
 
 # ---- SBATCH_* variables --------------------------------------------------------------------
@@ -241,13 +219,7 @@ def _with_wait(option: SbatchOption, value: str, environ: Mapping[str, str]) -> 
 def merge(*sources: Iterable[Setting]) -> list[Setting]:
     """One setting per option, later sources (and later settings) winning; the result is
     ordered by when each option was last set."""
-    merged: dict[str, str | None] = {}
-    for source in sources:
-        for name, value in source:
-            for other in _GROUP_OF.get(name, (name,)):
-                merged.pop(other, None)
-            merged[name] = value
-    return list(merged.items())
+    return engine.merge_settings(sources, lambda s: (s[0], *_GROUP_OF.get(s[0], ())))
 
 
 def render_settings(settings: Iterable[Setting]) -> list[str]:
@@ -255,20 +227,43 @@ def render_settings(settings: Iterable[Setting]) -> list[str]:
     return [BY_NAME[name].render(value) for name, value in settings]
 
 
-def value_of(settings: Iterable[Setting], name: str) -> str | None:
-    """The value of ``name`` (the last one set), or None."""
-    found = [value for key, value in settings if key == name]
-    return found[-1] if found else None
+# ---- what hpcdet does with each option, by purpose (docs/sbatch.md) ----------------------
 
-
-def is_set(settings: Iterable[Setting], name: str) -> bool:
-    return any(key == name for key, _ in settings)
-
-
-# ---- what det sbatch does with each option (docs/sbatch.md) -------------------------------
-
-# Options det sbatch refuses, with the reason given to the user.
-REFUSED: Mapping[str, str] = MappingProxyType({
+# Owned: options a trial's job may never set in slurm.sbatch_args, with the reason. Their
+# spellings in CONTROLLED_OPTIONS are also refused Determined's way: by prefix on the name
+# as given, so that the abbreviation --part is refused like --partition.
+CONTROLLED_OPTIONS: tuple[str, ...] = (
+    "--ntasks-per-node", "--gpus", "-G", "--nodes", "-N", "--ntasks", "-n", "--chdir", "-D",
+    "--error", "-e", "--output", "-o", "--partition", "-p", "--no-requeue", "--requeue",
+    "--job-name", "-J", "--signal", "--wrap", "--parsable",
+)  # fmt: skip
+_OWNED: dict[str, str] = {
+    "uid": "the job runs as the experiment's owner; it cannot choose another user",
+    "gid": "the job runs with its owner's group; it cannot choose another group",
+    "comment": "hpcdet marks its jobs with their comment (hpcdet:<cluster>:...) to track them",
+    "job-name": "hpcdet names its jobs to track them", "array": "one trial is one Slurm job",
+    "clusters": "the master submits to its own cluster only",
+    "output": "hpcdet writes the job's output into its job directory",
+    "error": "hpcdet writes the job's errors into its job directory",
+    "open-mode": "hpcdet owns the job's log files", "input": "the job reads no standard input",
+    "chdir": "the job starts in its job directory", "wrap": "hpcdet writes the job script",
+    "export": "hpcdet sets the job's environment", "export-file": "hpcdet sets the job's "
+    "environment", "get-user-env": "hpcdet sets the job's environment",
+    "parsable": "hpcdet reads sbatch's answer itself", "wait": "the master does not wait "
+    "for jobs to end", "test-only": "the master submits real jobs",
+    "nodefile": "the file would be read on the master's host; use --nodelist",
+    "bbf": "the file would be read on the master's host; use --bb",
+    "help": "sbatch would print its help instead of submitting",
+    "usage": "sbatch would print its usage instead of submitting",
+    "version": "sbatch would print its version instead of submitting",
+    "quiet": "hpcdet reads sbatch's answer itself", "verbose": "hpcdet reads sbatch's answer",
+    "batch": "hpcdet writes the job script",
+}  # fmt: skip
+for _option in CONTROLLED_OPTIONS:
+    if _option.startswith("--"):
+        _OWNED.setdefault(_option[2:], "hpcdet sets this option itself")
+# Refused: options det sbatch refuses, with the reason given to the user.
+_REFUSED = {
     "array": "job arrays are not supported: one task tracks one Slurm job (submit one task "
              "per element, or use plain sbatch)",
     "clusters": "the master submits to its own cluster only",
@@ -278,21 +273,33 @@ REFUSED: Mapping[str, str] = MappingProxyType({
                     "login environment cannot be loaded instead",
     "bbf": "the file would be read on the master's host; give the specification with --bb",
     "comment": "hpcdet sets the job's comment (hpcdet:<cluster>:task-<id>) to track the job",
-})  # fmt: skip
-# Options det sbatch handles itself; they never reach the master.
-CLI_ONLY = frozenset({"parsable", "wait", "test-only", "quiet", "verbose", "ignore-pbs",
-                      "export", "export-file", "wrap", "nodefile", "help", "usage", "version"})
-# Options the master reads and replaces by its own (see hpcdet.master.scheduling.task_submission):
-# the job name, working directory, pool and account are used as given, the output and
-# error files are honoured next to the master's own copy.
-MASTER_HANDLED = frozenset({"job-name", "chdir", "partition", "account", "output", "error",
-                            "open-mode"})
+}  # fmt: skip
+
+SBATCH = engine.OptionTable(
+    command="sbatch", spell=lambda name: f"--{name}",
+    kinds=MappingProxyType({o.name: o.kind for o in OPTIONS}),
+    owned=MappingProxyType(_OWNED), refused=MappingProxyType(_REFUSED),
+    # Options det sbatch handles itself; they never reach the master.
+    cli_only=frozenset({"parsable", "wait", "test-only", "quiet", "verbose", "ignore-pbs",
+                        "export", "export-file", "wrap", "nodefile", "help", "usage",
+                        "version"}),
+    # Options the master reads and replaces by its own (see
+    # hpcdet.master.scheduling.task_submission): the job name, working directory, pool and
+    # account are used as given, the output and error files are honoured next to the
+    # master's own copy.
+    master_handled=frozenset({"job-name", "chdir", "partition", "account", "output", "error",
+                              "open-mode"}),
+    key_noun="name", unknown_hint="long names without dashes, e.g. 'time'",
+    cli_only_text="{option} is handled by det sbatch itself, not by the master",
+)
+# The table's lists under the names the rest of hpcdet (and its tests) use.
+OWNED_BY_HPCDET, REFUSED = SBATCH.owned, SBATCH.refused
+CLI_ONLY, MASTER_HANDLED = SBATCH.cli_only, SBATCH.master_handled
 
 
 def refusal(name: str) -> str | None:
     """Why det sbatch refuses option ``name``, as ``--name: reason``; None if it does not."""
-    reason = REFUSED.get(name)
-    return f"--{name}: {reason}" if reason else None
+    return SBATCH.refusal(name)
 
 
 def identity_settings(script: str) -> list[Setting]:
@@ -308,6 +315,4 @@ def identity_settings(script: str) -> list[Setting]:
 
 def check_not_refused(settings: Iterable[Setting]) -> None:
     """Raise :class:`ValidationError` listing every refused option in ``settings``."""
-    problems = [p for name, _ in settings if (p := refusal(name))]
-    if problems:
-        raise ValidationError("det sbatch cannot honour " + "; ".join(dict.fromkeys(problems)))
+    engine.check_not_refused(SBATCH, settings, lambda setting: refusal(setting[0]))

@@ -20,17 +20,16 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hpcdet.dispatcher import tasks
+from hpcdet.dispatcher import options, tasks
 from hpcdet.dispatcher.base import Backend, Submission
 from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
-from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS, check_safe
+from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
 from hpcdet.dispatcher.slurm.sbatch_options import (
     BY_NAME,
     BY_SHORT,
-    CLI_ONLY,
     MASTER_HANDLED,
-    ArgKind,
+    SBATCH,
     Setting,
     check_not_refused,
     identity_settings,
@@ -291,25 +290,8 @@ def gpu_options(nodes: int, gpus_per_node: int, gpu_type: str | None,
 
 
 def _option_problem(item: Any) -> str | None:
-    if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
-            or not isinstance(item[1], (str, type(None)))):
-        return "must be [name, value] with a string name and a string or null value"
-    name, value = item
-    option = BY_NAME.get(name)
-    if option is None:
-        return f"unknown sbatch option --{name} (long names without dashes, e.g. 'time')"
-    if name in CLI_ONLY:
-        return f"--{name} is handled by det sbatch itself, not by the master"
-    if (reason := refusal(name)) is not None:
-        return reason
-    if option.kind is ArgKind.NONE and value is not None:
-        return f"--{name} takes no value"
-    if option.kind is ArgKind.REQUIRED and value is None:
-        return f"--{name} needs a value"
-    for char, description in UNSAFE_CHARACTERS.items():
-        if value is not None and char in value:
-            return f"--{name}: the value contains {description} ({char!r})"
-    return None
+    """What is wrong with one ``[name, value]`` item the master was sent, or None."""
+    return options.setting_problem(SBATCH, item, lambda setting: refusal(setting[0]))
 
 
 def _pool_settings(sbatch_args: Sequence[str]) -> list[Setting]:
