@@ -81,3 +81,19 @@ def test_a_planted_import_of_the_master_breaks_its_contract(
     assert "BROKEN" in result.stdout
     dotted = importer.removesuffix(".py").replace("/", ".")
     assert f"{dotted} -> {imported}" in result.stdout
+
+
+def test_a_planted_import_of_a_scheduler_breaks_the_option_engines_contract(
+        package_copy: Path) -> None:
+    module = package_copy / "hpcdet/dispatcher/options.py"
+    original = module.read_text()
+    module.write_text(original + "\n\ndef _planted() -> None:\n"
+                      "    import hpcdet.dispatcher.slurm.sbatch_options\n")
+    try:
+        result = lint_imports(package_copy)
+    finally:
+        module.write_text(original)
+    assert result.returncode != 0
+    assert "The option engine is scheduler-neutral" in result.stdout
+    assert "BROKEN" in result.stdout
+    assert "hpcdet.dispatcher.options -> hpcdet.dispatcher.slurm.sbatch_options" in result.stdout
