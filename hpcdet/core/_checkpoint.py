@@ -20,13 +20,13 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from hpcdet.core import _checkpoint_sharded as _sharded
+import hpcdet.core._checkpoint_sharded as _sharded
 from hpcdet.core._checkpoint_files import DownloadMode, Selector, copy_selected, read_metadata
 from hpcdet.core._distributed import DistributedContext
 from hpcdet.core._info import Info
 from hpcdet.core._train import TrainContext
 from hpcdet.errors import HpcdetError
-from hpcdet.harness.trial_info import JOB_DIR_VAR
+from hpcdet.job.trial_info import JOB_DIR_VAR
 from hpcdet.jobfiles import write_latest_checkpoint
 from hpcdet.storage import CheckpointMissingError, StorageManager
 

@@ -45,7 +45,7 @@ def test_every_contract_is_kept() -> None:
 def test_everything_but_the_master_is_bound_by_the_master_contract() -> None:
     # A new package or top-level module is bound from its first commit, not when someone
     # remembers to add it.
-    [contract] = [c for c in _contracts() if c["forbidden_modules"] == ["hpcdet.master"]]
+    [contract] = [c for c in _contracts() if c.get("forbidden_modules") == ["hpcdet.master"]]
     sources = set(contract["source_modules"])  # type: ignore[call-overload]
     package = REPO / "hpcdet"
     present = {f"hpcdet.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
@@ -64,7 +64,7 @@ def package_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("importer, imported", [
-    ("hpcdet/harness/trial_info.py", "hpcdet.master.app"),
+    ("hpcdet/job/trial_info.py", "hpcdet.master.app"),
     ("hpcdet/cli/main.py", "hpcdet.master.models"),
 ])
 def test_a_planted_import_of_the_master_breaks_its_contract(
@@ -78,6 +78,28 @@ def test_a_planted_import_of_the_master_breaks_its_contract(
         module.write_text(original)
     assert result.returncode != 0
     assert "Only the master imports the master" in result.stdout
+    assert "BROKEN" in result.stdout
+    dotted = importer.removesuffix(".py").replace("/", ".")
+    assert f"{dotted} -> {imported}" in result.stdout
+
+
+@pytest.mark.parametrize("importer, imported", [
+    ("hpcdet/core/_train.py", "hpcdet.harness.main"),
+    ("hpcdet/pytorch/_fit.py", "hpcdet.harness.trial_class"),
+    ("hpcdet/job/trial_info.py", "hpcdet.core._context"),
+    ("hpcdet/harness/entrypoint.py", "hpcdet.launch.torch_distributed"),
+])
+def test_a_planted_import_up_the_in_job_stack_breaks_its_layers(
+        package_copy: Path, importer: str, imported: str) -> None:
+    module = package_copy / importer
+    original = module.read_text()
+    module.write_text(original + f"\n\ndef _planted() -> None:\n    import {imported}\n")
+    try:
+        result = lint_imports(package_copy)
+    finally:
+        module.write_text(original)
+    assert result.returncode != 0
+    assert "The in-job stack in order" in result.stdout
     assert "BROKEN" in result.stdout
     dotted = importer.removesuffix(".py").replace("/", ".")
     assert f"{dotted} -> {imported}" in result.stdout
