@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hpcdet._info import ClusterInfo, TrialInfo, get_cluster_info
-    from hpcdet.harness.early_exit import InvalidHP as InvalidHP
+    from hpcdet.job.early_exit import InvalidHP as InvalidHP
 
 __version__ = "0.1.0"
 
@@ -26,7 +26,7 @@ _SUBPACKAGES = ("pytorch", "core", "launch")
 _INFO_NAMES = ("get_cluster_info", "ClusterInfo", "TrialInfo")
 # Where the other names of the top level live, imported on first use: `det` imports
 # hpcdet (its package) at every start, and needs none of them.
-_LAZY_NAMES = {"InvalidHP": "hpcdet.harness.early_exit",
+_LAZY_NAMES = {"InvalidHP": "hpcdet.job.early_exit",
                **{name: "hpcdet._info" for name in _INFO_NAMES}}
 
 __all__ = ["LOG_FORMAT", "ClusterInfo", "InvalidHP", "TrialInfo", "get_cluster_info"]

@@ -26,15 +26,15 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
-from hpcdet.harness.trial_info import (
+from hpcdet.hostlist import expand_nodelist
+from hpcdet.job.trial_info import (
     TrialInfo as _JobTrialInfo,
 )
-from hpcdet.harness.trial_info import (
+from hpcdet.job.trial_info import (
     load_trial_info,
     read_token,
     trial_info_path,
 )
-from hpcdet.hostlist import expand_nodelist
 
 LOCAL_ADDR = "127.0.0.1"
 TASK_TYPE_TRIAL = "TRIAL"
@@ -193,7 +193,7 @@ def rank_addresses(environ: Mapping[str, str], size: int) -> list[str]:
 
 
 def _slurm_rank_hosts(environ: Mapping[str, str], size: int) -> list[str] | None:
-    from hpcdet.harness.launchers.slurm import parse_tasks_per_node
+    from hpcdet.job.rank_env.slurm import parse_tasks_per_node
 
     nodelist = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST")
     counts = environ.get("SLURM_STEP_TASKS_PER_NODE") or environ.get("SLURM_TASKS_PER_NODE")

@@ -40,7 +40,7 @@ from hpcdet.core._profiler import ProfilerContext
 from hpcdet.core._searcher import SearcherContext, SearcherMode, SearcherOperation, Unit
 from hpcdet.core._tensorboard_mode import TensorboardMode
 from hpcdet.core._train import DummyTrainContext, MetricsReport, TrainContext
-from hpcdet.harness.early_exit import EarlyExitReason
+from hpcdet.job.early_exit import EarlyExitReason
 
 __all__ = [
     "CheckpointContext",

@@ -20,13 +20,19 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from hpcdet.core import _checkpoint_sharded as _sharded
-from hpcdet.core._checkpoint_files import DownloadMode, Selector, copy_selected, read_metadata
+import hpcdet.core._checkpoint_sharded as _sharded
+from hpcdet.core._checkpoint_files import (
+    DownloadMode,
+    Selector,
+    check_steps,
+    copy_selected,
+    read_metadata,
+)
 from hpcdet.core._distributed import DistributedContext
 from hpcdet.core._info import Info
 from hpcdet.core._train import TrainContext
 from hpcdet.errors import HpcdetError
-from hpcdet.harness.trial_info import JOB_DIR_VAR
+from hpcdet.job.trial_info import JOB_DIR_VAR
 from hpcdet.jobfiles import write_latest_checkpoint
 from hpcdet.storage import CheckpointMissingError, StorageManager
 
@@ -110,7 +116,7 @@ class CheckpointContext:
                 "save from rank 0 (check core_context.distributed.is_chief), "
                 "or pass shard=True from every rank"
             )
-        _check_steps(metadata)
+        check_steps(metadata)
         storage_id = str(uuid.uuid4())
         partial = self.checkpoint_dir / (storage_id + PARTIAL_SUFFIX)
         partial.mkdir(parents=True)
@@ -305,13 +311,6 @@ def _keep_only_metadata(path: pathlib.Path) -> None:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
-
-
-def _check_steps(metadata: Mapping[str, Any] | None) -> None:
-    """Fail before the checkpoint is written, not when the master rejects it."""
-    steps = (metadata or {}).get("steps_completed", 0)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"metadata['steps_completed'] must be an int >= 0, not {steps!r}")
 
 
 def resources_of(path: pathlib.Path) -> dict[str, int]:

@@ -17,6 +17,13 @@ from typing import Any
 Selector = Callable[[str], bool]
 
 
+def check_steps(metadata: Mapping[str, Any] | None) -> None:
+    """Fail before the checkpoint is written, not when the master rejects it."""
+    steps = (metadata or {}).get("steps_completed", 0)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"metadata['steps_completed'] must be an int >= 0, not {steps!r}")
+
+
 class DownloadMode(enum.Enum):
     """How ``download()`` and ``restore_path()`` share work between the ranks of a node
     (Determined's names and values).

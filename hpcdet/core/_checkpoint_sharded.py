@@ -15,19 +15,30 @@ import shutil
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from hpcdet.core._checkpoint_files import conflict_message, merge_metadata
-
-if TYPE_CHECKING:
-    from hpcdet.core._checkpoint import CheckpointContext
+from hpcdet.core._checkpoint_files import check_steps, conflict_message, merge_metadata
+from hpcdet.core._distributed import DistributedContext
 
 _PARTIAL_SUFFIX = ".partial"
 
 
+class CheckpointWriter(Protocol):
+    """What a sharded store needs of :class:`hpcdet.core.CheckpointContext` (described here,
+    so that this helper of ``_checkpoint`` does not import it back)."""
+
+    checkpoint_dir: Path
+    _dist: DistributedContext
+
+    def _finish(self, partial: Path, storage_id: str,
+                user: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def _publish(self, storage_id: str, metadata: dict[str, Any]) -> None: ...
+
+
 @contextlib.contextmanager
 def store_sharded(
-    context: CheckpointContext, metadata: Mapping[str, Any] | None
+    context: CheckpointWriter, metadata: Mapping[str, Any] | None
 ) -> Iterator[tuple[Path, str]]:
     """The sharded ``store_path``; every rank must enter it at the same point."""
     dist = context._dist
@@ -55,7 +66,7 @@ def store_sharded(
         raise RuntimeError(error)
 
 
-def _agree(context: CheckpointContext, partial: Path, storage_id: str,
+def _agree(context: CheckpointWriter, partial: Path, storage_id: str,
            outcomes: list[tuple[bool, dict[str, Any]]]) -> str | None:
     """The chief finishes or discards the checkpoint; every rank learns the outcome (None
     when stored, else the error message)."""
@@ -67,7 +78,7 @@ def _agree(context: CheckpointContext, partial: Path, storage_id: str,
     return result
 
 
-def _finish_on_chief(context: CheckpointContext, partial: Path, storage_id: str,
+def _finish_on_chief(context: CheckpointWriter, partial: Path, storage_id: str,
                      outcomes: list[tuple[bool, dict[str, Any]]]) -> str | None:
     failed = [rank for rank, (ok, _) in enumerate(outcomes) if not ok]
     merged, conflicts = merge_metadata([rank_metadata for _, rank_metadata in outcomes])
@@ -82,13 +93,11 @@ def _finish_on_chief(context: CheckpointContext, partial: Path, storage_id: str,
     return error
 
 
-def _store(context: CheckpointContext, partial: Path, storage_id: str,
+def _store(context: CheckpointWriter, partial: Path, storage_id: str,
            merged: dict[str, Any]) -> str | None:
     """Finish, upload and register, as a single-writer checkpoint; the error, or None."""
-    from hpcdet.core._checkpoint import _check_steps
-
     try:
-        _check_steps(merged)
+        check_steps(merged)
         final = context._finish(partial, storage_id, merged)
     except Exception as exc:  # the other ranks must hear of it
         return f"store_path(shard=True): {exc}"
@@ -102,6 +111,6 @@ def _store(context: CheckpointContext, partial: Path, storage_id: str,
     return None
 
 
-def _chief_cleanup(context: CheckpointContext, partial: Path) -> None:
+def _chief_cleanup(context: CheckpointWriter, partial: Path) -> None:
     if context._dist.is_chief:
         shutil.rmtree(partial, ignore_errors=True)

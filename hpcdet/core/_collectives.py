@@ -22,8 +22,8 @@ import pickle
 from typing import Any, Protocol
 
 from hpcdet.core._kvstore import KeyValueClient, KeyValueServer, StoreGone
-from hpcdet.harness.distributed import is_initialized, wait_for_all_ranks
-from hpcdet.harness.trial_info import TrialInfoError, load_trial_info, read_token
+from hpcdet.job.process_group import is_initialized, wait_for_all_ranks
+from hpcdet.job.trial_info import TrialInfoError, load_trial_info, read_token
 
 LOOPBACK = "127.0.0.1"
 

@@ -43,10 +43,10 @@ from hpcdet.core._train import (
     TrainContext,
 )
 from hpcdet.errors import MasterError
-from hpcdet.harness import distributed as harness_dist
-from hpcdet.harness.cluster_env import ClusterEnv
-from hpcdet.harness.early_exit import EarlyExitReason
-from hpcdet.harness.trial_info import (
+from hpcdet.job import process_group
+from hpcdet.job.cluster_env import ClusterEnv
+from hpcdet.job.early_exit import EarlyExitReason
+from hpcdet.job.trial_info import (
     TrialInfo,
     load_trial_info,
     master_cert_file,
@@ -320,20 +320,21 @@ def distributed_from_environment(
     """The harness's process group; the chief's store, for an in-process script that has
     not imported torch (the harness joins the group only when it does); or a group of our
     own when the entrypoint ran as a subprocess."""
-    if harness_dist.is_initialized():
+    if process_group.is_initialized():
         return DistributedContext.from_torch_distributed()
     cluster = ClusterEnv.from_environ(_ranks_environ(os.environ))
     if cluster.size == 1:
         return DummyDistributedContext()
-    if harness_dist.join_deferred():
+    if process_group.join_deferred():
         return DistributedContext(
             rank=cluster.rank, size=cluster.size, local_rank=cluster.local_rank,
             local_size=cluster.local_size, cross_rank=cluster.cross_rank,
             cross_size=cluster.cross_size, chief_ip=cluster.master_addr)
     cluster = cluster.export_torch_env()
-    backend = harness_dist.choose_backend(harness_dist.slot_type(os.environ, config))
-    harness_dist.init_process_group(cluster, backend, timeout_s=harness_dist.timeout_from_environ())
-    cleanup.append(lambda: harness_dist.teardown(barrier=False))
+    backend = process_group.choose_backend(process_group.slot_type(os.environ, config))
+    timeout_s = process_group.timeout_from_environ()
+    process_group.init_process_group(cluster, backend, timeout_s=timeout_s)
+    cleanup.append(lambda: process_group.teardown(barrier=False))
     return DistributedContext.from_torch_distributed()
 
 

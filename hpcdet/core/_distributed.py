@@ -13,7 +13,7 @@ from hpcdet.core._collectives import (
     TorchCollectives,
     default_group_matches,
 )
-from hpcdet.harness.distributed import is_initialized, timeout_from_environ
+from hpcdet.job.process_group import is_initialized, timeout_from_environ
 
 __all__ = ["Collectives", "DistributedContext", "DummyDistributedContext", "LocalCollectives",
            "StoreCollectives", "TorchCollectives"]

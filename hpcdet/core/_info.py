@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpcdet.harness.trial_info import TrialInfo
+from hpcdet.job.trial_info import TrialInfo
 
 
 @dataclass(frozen=True)

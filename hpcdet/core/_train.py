@@ -11,7 +11,7 @@ from typing import Any
 
 from hpcdet.core._distributed import DistributedContext
 from hpcdet.core._reporter import MetricsReporter
-from hpcdet.harness.early_exit import EarlyExitReason
+from hpcdet.job.early_exit import EarlyExitReason
 
 GROUPS = ("training", "validation")
 # Delivers an early exit to the master (or raises MasterError).

@@ -40,9 +40,9 @@ from types import FrameType
 from typing import Literal
 
 from hpcdet.core._preempt import PREEMPT_SIGNALS, signal_preemption
-from hpcdet.errors import HpcdetError
-from hpcdet.harness.early_exit import InvalidHP
-from hpcdet.launch._args import LAUNCHER_MODULES, LauncherArgsError, parse_launcher_args
+from hpcdet.harness.entrypoint_error import EntrypointError
+from hpcdet.harness.launcher_args import LAUNCHER_MODULES, LauncherArgsError, parse_launcher_args
+from hpcdet.job.early_exit import InvalidHP
 
 Kind = Literal["script", "module", "trial_class", "command"]
 WRAP_RANK_MODULES = frozenset({"determined.launch.wrap_rank", "hpcdet.launch.wrap_rank"})
@@ -59,10 +59,6 @@ _TRIAL_CLASS = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _HARMLESS_FLAGS = frozenset({"-u", "-B"})
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 127
-
-class EntrypointError(HpcdetError):
-    """The entrypoint is missing, unsupported, or names a file that does not exist."""
-
 
 @dataclass(frozen=True)
 class Entrypoint:

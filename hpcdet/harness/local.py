@@ -33,7 +33,7 @@ from typing import Any
 from hpcdet.core._context import close_open_contexts
 from hpcdet.harness.entrypoint import interpreter_first_on_path, parse_entrypoint, run_entrypoint
 from hpcdet.harness.main import seed_everything
-from hpcdet.harness.trial_info import JOB_DIR_VAR, TRIAL_INFO_VAR
+from hpcdet.job.trial_info import JOB_DIR_VAR, TRIAL_INFO_VAR
 
 CHECKPOINTS = "checkpoints"
 LOCAL_ADDR = "127.0.0.1"

@@ -10,7 +10,7 @@ Decisions worth knowing:
   determined.launch.torch_distributed --trial model_def:MyTrial``) runs in process like a
   script: :func:`hpcdet.pytorch.run_trial_class` trains it in the group joined here.
 * An in-process Python entrypoint joins the process group when it first imports torch
-  (:mod:`hpcdet.harness.import_hooks`), even with one slot (an in-memory store, no port),
+  (:mod:`hpcdet.job.import_hooks`), even with one slot (an in-memory store, no port),
   so scripts that use torch can rely on ``torch.distributed.is_initialized()``. A trial
   class (a PyTorchTrial) joins before it starts. A script that never imports torch never
   loads it: a one-slot trial of the standard library costs ~30 MB, not ~300 MB with torch.
@@ -18,7 +18,7 @@ Decisions worth knowing:
   A script that calls ``init_process_group``
   itself (Determined's ``core_api_pytorch_mnist/model_def_distributed.py`` does) gets
   the group handed over: the harness leaves its group and the call runs as written, on
-  ``MASTER_PORT + 1`` for ``env://`` (:func:`distributed.script_may_own_group`).
+  ``MASTER_PORT + 1`` for ``env://`` (:func:`process_group.script_may_own_group`).
   A subprocess entrypoint gets only the variables:
   the group is its own business, and our store would hold the port it needs.
 * Every rank is seeded with the trial seed, the same on all ranks (as Determined does),
@@ -47,9 +47,6 @@ from collections.abc import Mapping, Sequence
 from hpcdet.core._context import close_open_contexts, report_job_early_exit
 from hpcdet.core._preempt import install_signal_handlers, preemption_signalled
 from hpcdet.errors import HpcdetError
-from hpcdet.harness import distributed
-from hpcdet.harness.cluster_env import ClusterEnv
-from hpcdet.harness.early_exit import EarlyExitReason, InvalidHP
 from hpcdet.harness.entrypoint import (
     EXIT_USAGE,
     Entrypoint,
@@ -57,10 +54,13 @@ from hpcdet.harness.entrypoint import (
     parse_entrypoint,
     run_entrypoint,
 )
-from hpcdet.harness.import_hooks import when_imported
-from hpcdet.harness.launchers import mpi_world
 from hpcdet.harness.rank_labels import RankLabels, labels_needed
-from hpcdet.harness.trial_info import TrialInfo, load_trial_info
+from hpcdet.job import process_group
+from hpcdet.job.cluster_env import ClusterEnv
+from hpcdet.job.early_exit import EarlyExitReason, InvalidHP
+from hpcdet.job.import_hooks import when_imported
+from hpcdet.job.rank_env import mpi_world
+from hpcdet.job.trial_info import TrialInfo, load_trial_info
 from hpcdet.jobfiles import PREEMPTED, restart_count, write_exit_reason
 
 
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _line_buffered_output()
     try:
         info = load_trial_info()
-        cluster = distributed.reachable_rendezvous(ClusterEnv.from_environ(), os.environ)
+        cluster = process_group.reachable_rendezvous(ClusterEnv.from_environ(), os.environ)
         cluster = cluster.export_torch_env()
         entry = parse_entrypoint(args.entrypoint or info.entrypoint)
     except (HpcdetError, ValueError) as exc:
@@ -121,8 +121,8 @@ def _run_in_process(info: TrialInfo, cluster: ClusterEnv, entry: Entrypoint) -> 
         _banner(cluster, f"backend {backend}")
     else:
         _banner(cluster, "process group joined when the entrypoint imports torch")
-        distributed.join_when_torch_imported(lambda: _join_on_torch_import(info, cluster))
-    with distributed.script_may_own_group():
+        process_group.join_when_torch_imported(lambda: _join_on_torch_import(info, cluster))
+    with process_group.script_may_own_group():
         code = run_entrypoint(entry, lambda exc: _report_invalid_hp(info, cluster, exc))
     return _finish(code)
 
@@ -166,9 +166,10 @@ def _join_process_group(info: TrialInfo, cluster: ClusterEnv) -> str:
         if cluster.size > 1:
             raise HpcdetError("torch is not installed, and a trial with several slots needs it")
         return "none"
-    slot = distributed.slot_type(os.environ, info.experiment_config)
-    backend = distributed.choose_backend(slot)
-    distributed.init_process_group(cluster, backend, timeout_s=distributed.timeout_from_environ())
+    slot = process_group.slot_type(os.environ, info.experiment_config)
+    backend = process_group.choose_backend(slot)
+    timeout_s = process_group.timeout_from_environ()
+    process_group.init_process_group(cluster, backend, timeout_s=timeout_s)
     return backend
 
 
@@ -180,7 +181,7 @@ def _finish(code: int) -> int:
         _say(f"closing the core context failed: {exc}")
         code = code or 1
     try:
-        distributed.teardown(barrier=code == 0)
+        process_group.teardown(barrier=code == 0)
     except Exception as exc:
         _say(f"leaving the process group failed: {exc}")
     return code

@@ -1,5 +1,5 @@
-"""Load the trial class an entrypoint names (``model_def:MyTrial``) from the context, and
-build a trial of it (:func:`instantiate_trial`).
+"""Load the trial class an entrypoint names (``model_def:MyTrial``) from the context
+(:func:`hpcdet.pytorch.run_trial_class` builds and trains a trial of it).
 
 ``model_def`` is a module path relative to the job's context directory (its working
 directory), as in Determined. Mistakes a user can fix without a traceback (no such
@@ -11,14 +11,12 @@ propagates, since its traceback is what the user needs.
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import sys
-from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from hpcdet.harness.entrypoint import EntrypointError
+from hpcdet.harness.entrypoint_error import EntrypointError
 
 
 class TrialClassError(EntrypointError):
@@ -92,38 +90,3 @@ def _check_is_pytorch_trial(trial_class: type[Any], spec: str) -> None:
         raise TrialClassError(f"entrypoint {spec}: {trial_class.__name__} is not a subclass "
                               "of hpcdet.pytorch.PyTorchTrial (only PyTorch trial classes "
                               "are supported)")
-
-
-def instantiate_trial(trial_class: type[Any], context: Any, hparams: Mapping[str, Any],
-                      **kwargs: Any) -> Any:
-    """``trial_class(context)``, or ``trial_class(context, hparams)`` when its ``__init__``
-    takes a second parameter (as Determined's ``mnist_pytorch`` tutorial's does: it is
-    given by name if called ``hparams``, else by position). ``kwargs`` go along as given.
-    """
-    extra = _second_parameter(trial_class, kwargs)
-    if extra is None:
-        return trial_class(context, **kwargs)
-    if extra.kind is inspect.Parameter.KEYWORD_ONLY or extra.name == "hparams":
-        return trial_class(context, **{extra.name: dict(hparams)}, **kwargs)
-    return trial_class(context, dict(hparams), **kwargs)
-
-
-def _second_parameter(
-    trial_class: type[Any], kwargs: Mapping[str, Any]
-) -> inspect.Parameter | None:
-    """The ``__init__`` parameter after ``context`` that wants the hyperparameters: a
-    required one, or an optional one named ``hparams``; None if there is none (or the
-    caller passes it in ``kwargs``)."""
-    try:
-        parameters = list(inspect.signature(trial_class).parameters.values())
-    except (TypeError, ValueError):  # no signature to read (a C extension): the plain call
-        return None
-    named = [p for p in parameters[1:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    for parameter in named:
-        if parameter.name in kwargs:
-            continue
-        required = parameter.default is inspect.Parameter.empty
-        if required or parameter.name == "hparams":
-            return parameter
-        break
-    return None

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from hpcdet.core import Context
-from hpcdet.harness.trial_class import instantiate_trial
 from hpcdet.pytorch._context import PyTorchTrialContext
+from hpcdet.pytorch._instantiate import instantiate_trial
 from hpcdet.pytorch._trainer import FitPlan, Outcome, Progress, TrialController, seed_everything
 from hpcdet.pytorch._trial import PyTorchTrial
 from hpcdet.pytorch._units import Batch, Epoch, TrainUnit, never, searcher_length

@@ -19,7 +19,7 @@ import torch.distributed as torch_dist
 from hpcdet.core import Context, DistributedContext, DummyDistributedContext, Info
 from hpcdet.core import init as core_init
 from hpcdet.core._context import dummy_context
-from hpcdet.harness.trial_info import trial_info_path
+from hpcdet.job.trial_info import trial_info_path
 from hpcdet.pytorch._context import PyTorchTrialContext
 from hpcdet.pytorch._trainer import seed_everything
 

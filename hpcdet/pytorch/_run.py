@@ -10,12 +10,12 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+import hpcdet.pytorch._checkpoint as _checkpoint
 from hpcdet.core import init
-from hpcdet.harness.trial_class import instantiate_trial
-from hpcdet.harness.trial_info import trial_info_path
-from hpcdet.pytorch import _checkpoint
+from hpcdet.job.trial_info import trial_info_path
 from hpcdet.pytorch._fit import Trainer
 from hpcdet.pytorch._init import local_core_context
+from hpcdet.pytorch._instantiate import instantiate_trial
 from hpcdet.pytorch._trainer import Outcome
 from hpcdet.pytorch._trial import PyTorchTrial
 

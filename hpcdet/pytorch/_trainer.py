@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
+import hpcdet.pytorch._checkpoint as _checkpoint
 from hpcdet.core import Context
-from hpcdet.pytorch import _checkpoint
 from hpcdet.pytorch._context import PyTorchTrialContext
 from hpcdet.pytorch._data import DataLoader, ShardedBatchSampler
 from hpcdet.pytorch._evaluate import reduce_custom, validate

@@ -23,7 +23,7 @@ from hpcdet.core._distributed import DistributedContext
 from hpcdet.core._preempt import clear_preemption, poll_interval_from_environ
 from hpcdet.experimental import core_v2
 from hpcdet.experimental.core_v2 import _unmanaged
-from hpcdet.harness.trial_info import trial_info_path
+from hpcdet.job.trial_info import trial_info_path
 
 _context: core.Context | None = None
 _master_url: str | None = None

@@ -26,7 +26,7 @@ from hpcdet.client import MasterClient
 from hpcdet.core import _context as core_context
 from hpcdet.core._distributed import DistributedContext
 from hpcdet.errors import MasterError
-from hpcdet.harness.trial_info import TrialInfo
+from hpcdet.job.trial_info import TrialInfo
 
 HEARTBEAT_SECONDS = 60.0
 # The scheduler job a script runs in, linked to its trial: its end ends the trial.

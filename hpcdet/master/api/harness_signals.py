@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from hpcdet.harness.early_exit import EarlyExitReason
+from hpcdet.job.early_exit import EarlyExitReason
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import require_token, require_trial_token
 from hpcdet.master.api.common import db, get_or_404, json_body

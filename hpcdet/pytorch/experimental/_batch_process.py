@@ -22,7 +22,7 @@ import torch.utils.data
 
 from hpcdet.core import Context, DistributedContext, PreemptMode
 from hpcdet.core import init as core_init
-from hpcdet.harness.trial_info import trial_info_path
+from hpcdet.job.trial_info import trial_info_path
 from hpcdet.pytorch._init import _local_distributed
 from hpcdet.pytorch.experimental._batch_context import TorchBatchProcessorContext
 

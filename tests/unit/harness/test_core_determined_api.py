@@ -21,7 +21,7 @@ from hpcdet._info import cluster_info_from, rank_addresses
 from hpcdet.core import DistributedContext, DummyDistributedContext, SearcherMode, Unit
 from hpcdet.core._searcher import SearcherContext, parse_max_length
 from hpcdet.harness.entrypoint import parse_entrypoint
-from hpcdet.harness.trial_info import TrialInfo
+from hpcdet.job.trial_info import TrialInfo
 from hpcdet.launch import wrap_rank
 
 REPO = Path(__file__).resolve().parents[3]
@@ -198,15 +198,15 @@ def test_wrap_rank_labels_another_ranks_lines(tmp_path: Path) -> None:
 OWN_GROUP = """
 import json, os, sys
 import torch.distributed as dist
-from hpcdet.harness import distributed
-from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.job import process_group
+from hpcdet.job.cluster_env import ClusterEnv
 cluster = ClusterEnv.single_process().export_torch_env()
-distributed.init_process_group(cluster, "gloo", timeout_s=60)
+process_group.init_process_group(cluster, "gloo", timeout_s=60)
 port = os.environ["MASTER_PORT"]
-with distributed.script_may_own_group():
+with process_group.script_may_own_group():
     dist.init_process_group("gloo")
 print(json.dumps([dist.get_world_size(), int(os.environ["MASTER_PORT"]) - int(port)]))
-distributed.teardown(barrier=True)
+process_group.teardown(barrier=True)
 """
 
 

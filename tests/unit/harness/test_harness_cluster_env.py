@@ -7,14 +7,14 @@ import socket
 
 import pytest
 
-from hpcdet.harness.cluster_env import (
+from hpcdet.job.cluster_env import (
     PORT_RANGE,
     ClusterEnv,
     deterministic_port,
     parse_tasks_per_node,
 )
-from hpcdet.harness.launchers import mpi_world
-from hpcdet.harness.launchers.placement import first_free_port, port_candidates
+from hpcdet.job.rank_env import mpi_world
+from hpcdet.job.rank_env.placement import first_free_port, port_candidates
 
 # What srun set in each task of a 1-node x 2-task step (trimmed to the variables we read).
 ONE_NODE_TWO_TASKS = {

@@ -4,7 +4,7 @@
   (Slurm job id, requeue count): ``_note_preemption`` in hpcdet/harness/main.py;
 * every registered checkpoint is noted in ``latest_checkpoint.json``
   (``_remember_latest``), which wins over ``trial.json`` when the job is requeued
-  (hpcdet/harness/trial_info.py);
+  (hpcdet/job/trial_info.py);
 * readers of these files treat a missing or corrupt file as no information.
 """
 
@@ -21,9 +21,9 @@ import hpcdet.core
 from hpcdet import jobfiles
 from hpcdet.core import _preempt
 from hpcdet.core._checkpoint import _remember_latest
-from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.main import _note_preemption, slurm_restart_count
-from hpcdet.harness.trial_info import TrialInfo, load_trial_info
+from hpcdet.job.cluster_env import ClusterEnv
+from hpcdet.job.trial_info import TrialInfo, load_trial_info
 
 
 def _info(job_dir: pathlib.Path) -> TrialInfo:

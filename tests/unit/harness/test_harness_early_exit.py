@@ -20,9 +20,9 @@ from hpcdet.core._distributed import LocalCollectives
 from hpcdet.core._reporter import Backoff
 from hpcdet.errors import MasterError
 from hpcdet.harness import main as harness_main
-from hpcdet.harness.cluster_env import ClusterEnv
 from hpcdet.harness.entrypoint import Entrypoint, run_entrypoint
-from hpcdet.harness.trial_info import load_trial_info
+from hpcdet.job.cluster_env import ClusterEnv
+from hpcdet.job.trial_info import load_trial_info
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_outside_a_job_the_early_exit_is_printed(capsys: pytest.CaptureFixture[s
 
 
 def test_invalid_hp_is_exported_lightly() -> None:
-    assert hpcdet.InvalidHP.__module__ == "hpcdet.harness.early_exit"
+    assert hpcdet.InvalidHP.__module__ == "hpcdet.job.early_exit"
     assert issubclass(hpcdet.InvalidHP, Exception)
 
 

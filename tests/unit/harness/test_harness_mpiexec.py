@@ -23,8 +23,8 @@ SCRIPT = """
 import json, os, sys
 import torch
 import torch.distributed as dist
-from hpcdet.harness import distributed
-from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.job import process_group
+from hpcdet.job.cluster_env import ClusterEnv
 
 mode, out = sys.argv[1], sys.argv[2]
 environ = dict(os.environ)
@@ -32,12 +32,12 @@ if mode == "pmix":  # as a PMIx launcher that exports only the rank
     environ = {k: v for k, v in environ.items() if not k.startswith(("OMPI_COMM_WORLD_", "PMI_"))}
 mpi_before = "mpi4py.MPI" in sys.modules
 cluster = ClusterEnv.from_environ(environ).export_torch_env()
-distributed.init_process_group(cluster, "gloo", timeout_s=60)
+process_group.init_process_group(cluster, "gloo", timeout_s=60)
 value = torch.tensor([float(cluster.rank + 1)])
 dist.all_reduce(value)
 gathered = [None] * cluster.size
 dist.all_gather_object(gathered, cluster.rank)
-distributed.teardown(barrier=True)
+process_group.teardown(barrier=True)
 result = {
     "launcher": cluster.launcher,
     "layout": [cluster.rank, cluster.size, cluster.local_rank, cluster.local_size,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpcdet.harness.cluster_env import ClusterEnv
+from hpcdet.job.cluster_env import ClusterEnv
 
 # Rank 1 of `mpiexec -n 2 --map-by ppr:2:node` in a 1-node Slurm job, as Open MPI 4.1.4
 # started it on the dev cluster: the batch step's SLURM_PROCID=0 is inherited, not its own.

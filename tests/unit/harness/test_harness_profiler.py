@@ -19,7 +19,7 @@ from hpcdet.core import _context, _profiler
 from hpcdet.core._distributed import DistributedContext, LocalCollectives
 from hpcdet.core._profiler import ProfilerContext, ProfilerScope
 from hpcdet.core._sysmetrics import GpuSampler, SystemSampler
-from hpcdet.harness.trial_info import load_trial_info
+from hpcdet.job.trial_info import load_trial_info
 
 
 class ListSink:

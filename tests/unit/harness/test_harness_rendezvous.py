@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hpcdet.errors import HpcdetError
-from hpcdet.harness.cluster_env import ClusterEnv
-from hpcdet.harness.distributed import check_resolvable, reachable_rendezvous
+from hpcdet.job.cluster_env import ClusterEnv
+from hpcdet.job.process_group import check_resolvable, reachable_rendezvous
 
 # Rank 1 of a 2-node job on a cluster whose node names are not host names (the dev
 # cluster's slurm.conf: NodeName=node1 NodeHostname=vm NodeAddr=127.0.0.1).

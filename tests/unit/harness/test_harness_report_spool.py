@@ -22,7 +22,7 @@ from hpcdet.core._reporter import (
     close_timeout_from_environ,
 )
 from hpcdet.errors import MasterError, ValidationError
-from hpcdet.harness.trial_info import TrialInfo
+from hpcdet.job.trial_info import TrialInfo
 
 FAST = Backoff(initial=0.01, maximum=0.05)
 STREAM = StreamIdentity(run_id=3, requeue=1, rank=0, resumed_uuid="abc", resumed_steps=7)

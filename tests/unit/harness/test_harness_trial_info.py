@@ -8,7 +8,7 @@ import pathlib
 import pytest
 from harness_fakes import TOKEN, write_job_dir
 
-from hpcdet.harness.trial_info import TrialInfoError, load_trial_info, read_token
+from hpcdet.job.trial_info import TrialInfoError, load_trial_info, read_token
 
 
 def _env(job: pathlib.Path) -> dict[str, str]:

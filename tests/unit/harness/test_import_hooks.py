@@ -1,4 +1,4 @@
-"""hpcdet.harness.import_hooks: a function run right after a module's first import."""
+"""hpcdet.job.import_hooks: a function run right after a module's first import."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hang_guard import HANG_GUARD_S
 
-from hpcdet.harness.import_hooks import when_imported
+from hpcdet.job.import_hooks import when_imported
 
 
 def _run(tmp_path: Path, code: str) -> list[str]:
@@ -29,7 +29,7 @@ def _run(tmp_path: Path, code: str) -> list[str]:
 def test_callbacks_run_in_order_after_the_module_executed(tmp_path: Path) -> None:
     lines = _run(tmp_path, """
         import sys
-        from hpcdet.harness.import_hooks import pending, when_imported
+        from hpcdet.job.import_hooks import pending, when_imported
         when_imported("heavy", lambda m: print("first", m.VALUE))
         when_imported("heavy", lambda m: print("second", m.VALUE + 1))
         print("registered", "heavy" in sys.modules, pending("heavy"))
@@ -44,7 +44,7 @@ def test_callbacks_run_in_order_after_the_module_executed(tmp_path: Path) -> Non
 def test_the_module_keeps_its_own_loader(tmp_path: Path) -> None:
     lines = _run(tmp_path, """
         import importlib.resources
-        from hpcdet.harness.import_hooks import when_imported
+        from hpcdet.job.import_hooks import when_imported
         when_imported("heavy", lambda m: None)
         import heavy
         print(heavy.SPEC_LOADER, type(heavy.__loader__).__name__)
@@ -55,7 +55,7 @@ def test_the_module_keeps_its_own_loader(tmp_path: Path) -> None:
 
 def test_a_callback_error_comes_out_of_the_import(tmp_path: Path) -> None:
     lines = _run(tmp_path, """
-        from hpcdet.harness.import_hooks import when_imported
+        from hpcdet.job.import_hooks import when_imported
         def refuse(module):
             raise SystemExit(7)
         when_imported("heavy", refuse)

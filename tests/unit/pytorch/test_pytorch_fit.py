@@ -24,8 +24,8 @@ from hpcdet import pytorch  # noqa: E402
 from hpcdet.core import Context, DummyDistributedContext, Info, _preempt  # noqa: E402
 from hpcdet.core._context import dummy_context  # noqa: E402
 from hpcdet.harness import local  # noqa: E402
-from hpcdet.harness.trial_class import instantiate_trial  # noqa: E402
 from hpcdet.pytorch import Batch, Epoch, Outcome, Trainer  # noqa: E402
+from hpcdet.pytorch._instantiate import instantiate_trial  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 HPARAMS = {"global_batch_size": 8, "lr": 0.01}  # 64 records: 8 batches an epoch

@@ -5,8 +5,8 @@ these that is present wins (except that the MPI variables win over Slurm's where
 disagree: ``mpiexec`` inside a Slurm job, whose ranks inherit its daemons' ``SLURM_*``):
 
 1. an ``srun`` task (``SLURM_PROCID``): Slurm's per-task variables
-   (:mod:`hpcdet.harness.launchers.slurm`);
-2. ``mpiexec``/``mpirun`` (:mod:`hpcdet.harness.launchers.mpi`): Open MPI's
+   (:mod:`hpcdet.job.rank_env.slurm`);
+2. ``mpiexec``/``mpirun`` (:mod:`hpcdet.job.rank_env.mpi`): Open MPI's
    ``OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}``, MPICH/Hydra's (and Intel MPI's)
    ``PMI_RANK``/``PMI_SIZE``/``MPI_LOCALRANKID``/``MPI_LOCALNRANKS``, or PMIx's
    ``PMIX_RANK``, e.g. under PBS, which has no ``srun``;
@@ -25,7 +25,7 @@ Every rank computes the same rendezvous on its own where the variables allow it:
 
 Where an MPI launch's variables leave something open (ranks on several nodes without a
 usable ``$PBS_NODEFILE``, PMIx's rank without a size), MPI itself answers through mpi4py
-(:mod:`hpcdet.harness.launchers.mpi_world`): rank 0 broadcasts its address and port. Without
+(:mod:`hpcdet.job.rank_env.mpi_world`): rank 0 broadcasts its address and port. Without
 mpi4py, a ``MASTER_ADDR`` set by the user is used, else it is an error that says so.
 """
 
@@ -36,9 +36,9 @@ import os
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
-from hpcdet.harness.launchers import mpi_world
-from hpcdet.harness.launchers.mpi import assume_block_layout, mpi_placement
-from hpcdet.harness.launchers.placement import (
+from hpcdet.job.rank_env import mpi_world
+from hpcdet.job.rank_env.mpi import assume_block_layout, mpi_placement
+from hpcdet.job.rank_env.placement import (
     LOCAL_ADDR,
     PORT_RANGE,
     Placement,
@@ -48,7 +48,7 @@ from hpcdet.harness.launchers.placement import (
     int_var,
     port_candidates,
 )
-from hpcdet.harness.launchers.slurm import parse_tasks_per_node, slurm_placement
+from hpcdet.job.rank_env.slurm import parse_tasks_per_node, slurm_placement
 
 __all__ = ["LOCAL_ADDR", "PORT_RANGE", "ClusterEnv", "deterministic_port", "parse_tasks_per_node"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from hpcdet.harness.launchers.placement import LOCAL_ADDR, Placement, first_var, int_var
 from hpcdet.hostlist import first_host
+from hpcdet.job.rank_env.placement import LOCAL_ADDR, Placement, first_var, int_var
 
 # The step's view comes first: inside ``srun`` these describe the tasks of this step,
 # which is what the ranks rendezvous over; the job-wide names are fallbacks.

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from hpcdet.harness.launchers.placement import (
+from hpcdet.job.rank_env.placement import (
     LOCAL_ADDR,
     Placement,
     first_free_port,

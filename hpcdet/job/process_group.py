@@ -1,6 +1,7 @@
 """Start and stop ``torch.distributed`` for the ranks a launcher (``srun``, ``mpiexec``) started.
 
-torch is imported inside the functions: ``hpcdet.harness`` itself must import on a login
+The harness joins the group, the Core API joins it when the harness did not, and both leave
+it through here. torch is imported inside the functions: the harness must import on a login
 node or in an image without torch (a non-Python entrypoint needs no process group).
 """
 
@@ -16,9 +17,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from hpcdet.errors import HpcdetError
-from hpcdet.harness.cluster_env import ClusterEnv
-from hpcdet.harness.import_hooks import when_imported
 from hpcdet.hostlist import first_host
+from hpcdet.job.cluster_env import ClusterEnv
+from hpcdet.job.import_hooks import when_imported
 
 SLOT_TYPE_VAR = "DET_SLOT_TYPE"
 TIMEOUT_VAR = "HPCDET_DIST_TIMEOUT"

@@ -6,7 +6,7 @@ loopback address), or ``$PBS_NODEFILE`` lists the job's slots, one line per slot
 ``mpiexec`` placed the ranks in that order (its default with a host file: each host's
 slots are filled before the next host's, hosts in order of first appearance). The layout
 read from the file is used only when it agrees with this rank's local rank and size.
-Everything else is left open for :mod:`hpcdet.harness.launchers.mpi_world`.
+Everything else is left open for :mod:`hpcdet.job.rank_env.mpi_world`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hpcdet.harness.launchers.placement import (
+from hpcdet.job.rank_env.placement import (
     LOCAL_ADDR,
     Placement,
     first_var,
