@@ -5,14 +5,13 @@ by a small wrapper that the master submits. What the master needs of a scheduler
 is a :class:`TaskDialect`: it checks the native options a client sent (sbatch's long names,
 qsub's letters), reads from them the few things the master acts on (:class:`TaskFields`:
 pool, name, account, output files), and renders the wrapper and the submit argv. Each
-scheduler package has one (``slurm/task.py``, ``pbs/task.py``), loaded by name with
+scheduler's plug-in names one (``slurm/task.py``, ``pbs/task.py``), loaded by name with
 :func:`task_dialect`, so the master imports no scheduler module.
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
 import posixpath
 import re
 import shlex
@@ -20,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.errors import ConfigError, ValidationError
 
@@ -186,20 +186,12 @@ class TaskDialect(abc.ABC):
         return files
 
 
-TASK_MODULES: Mapping[str, str] = {
-    "slurm": "hpcdet.dispatcher.slurm.task",
-    "pbs": "hpcdet.dispatcher.pbs.task",
-}
-
-
 def task_dialect(scheduler: str) -> TaskDialect:
     """The command-task dialect of ``scheduler`` (a backend's name), imported lazily."""
-    try:
-        module_name = TASK_MODULES[scheduler]
-    except KeyError:
-        known = ", ".join(sorted(TASK_MODULES))
-        raise ValidationError(f"unknown scheduler {scheduler!r} (known: {known})") from None
-    dialect: TaskDialect = importlib.import_module(module_name).DIALECT
+    if scheduler not in registry.names():
+        known = ", ".join(sorted(registry.names()))
+        raise ValidationError(f"unknown scheduler {scheduler!r} (known: {known})")
+    dialect: TaskDialect = registry.scheduler(scheduler).attribute("task", "DIALECT")
     return dialect
 
 
