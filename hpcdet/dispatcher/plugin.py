@@ -19,8 +19,6 @@ from dataclasses import dataclass, field, fields
 from types import ModuleType
 from typing import Any
 
-from hpcdet.errors import ConfigError
-
 
 @dataclass(frozen=True)
 class Capability:
@@ -45,7 +43,7 @@ def unsupported(reason: str) -> Capability:
 @dataclass(frozen=True)
 class Capabilities:
     """What hpcdet can ask of a scheduler; a policy needing a missing one is refused when
-    the experiment is created (:meth:`SchedulerPlugin.require`), not at submission."""
+    the experiment is created (:meth:`SchedulerPlugin.refusal`), not at submission."""
 
     arrays: Capability  # submit an experiment's trials as one job array
     subjob_priority: Capability  # reorder one task of an array without the others
@@ -103,12 +101,11 @@ class SchedulerPlugin:
         """Where the user's extra batch options are: ``<config>.slurm.sbatch_args``."""
         return f"{root}.{self.config_section}.{self.args_key}"
 
-    def require(self, capability: str, where: str) -> None:
-        """Nothing if the scheduler has ``capability``; else a ConfigError naming ``where``
-        and the scheduler's reason (a 400 at ``det e create``)."""
+    def refusal(self, capability: str, where: str) -> str | None:
+        """None if the scheduler has ``capability``; else the error line naming ``where``
+        and the scheduler's reason (a config asking for it gets a 400 at ``det e create``)."""
         found = self.capabilities.named()[capability]
-        if not found.supported:
-            raise ConfigError([f"{where}: {found.reason}"])
+        return None if found.supported else f"{where}: {found.reason}"
 
     def legend(self) -> dict[str, Any]:
         """What the API tells ``det`` and the pages about this scheduler."""

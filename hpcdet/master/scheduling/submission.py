@@ -24,7 +24,7 @@ from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.queue.pools import Pool, pool_for_config
-from hpcdet.master.reports.log_policies import check_patterns
+from hpcdet.master.reports.log_policies import check_actions, check_patterns
 from hpcdet.master.scheduling.allocation_config import check_allocation, dry_run_allocation
 from hpcdet.master.scheduling.jobspec import (
     TrialRun,
@@ -111,6 +111,7 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     where, args = batch_args(config, scheduler)
     check_args(scheduler, args, where)
     check_patterns(config)
+    check_actions(config, settings.resource_manager.scheduler)
     check_storage(settings, config, owner=owner)
     slot_layout(config, scheduler=scheduler)
     check_allocation(config, scheduler, owner_mode=settings.runas.owner_mode)
