@@ -19,6 +19,7 @@ PLUGIN = SchedulerPlugin(
     config_section="slurm",
     args_key="sbatch_args",
     submit_command="sbatch",
+    # As Slurm prints them: plain, array task (123_4), het component (123+0).
     job_id_pattern=re.compile(r"^\d+(?:[_+]\d+)?$"),
     job_id_form="digits only",
     log_names={stream: JOB_LOG_STEM.replace("%j", "{job_id}") + f".{stream}"

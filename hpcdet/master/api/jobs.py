@@ -36,7 +36,7 @@ def list_jobs() -> Any:
     actor = current_user()
     listing = job_list(db(), settings(), request.args.get("resource_pool") or None, actor)
     wanted = JobFilter.of(request.args.get("user"), request.args.get("q"),
-                          settings().resource_manager.scheduler.reason_words)
+                          settings().resource_manager.type)
     if not wanted.empty:
         listing["jobs"] = wanted.apply(listing["jobs"])
     if request.args.get("arrays") == "grouped":

@@ -71,7 +71,7 @@ def _view(pool: str | None) -> dict[str, Any]:
     expand = request.args.get("expand") in ("1", "on", "true")
     me = page_user()
     wanted = JobFilter.of(me if mine else request.args.get("user"), request.args.get("q"),
-                          settings().resource_manager.scheduler.reason_words)
+                          settings().resource_manager.type)
     admin = authz.is_admin(settings(), me)
     poll = url_for("api.list_jobs", resource_pool=pool, user=wanted.user, q=wanted.search,
                    arrays=None if expand else "grouped")

@@ -82,6 +82,8 @@ def test_a_pbs_masters_api_gives_pbs_words(pbs_app: Flask) -> None:
     assert scheduler["capabilities"]["exclude_nodes"]["supported"] is False
     [row] = client.get("/api/v1/jobs", headers={"X-Hpcdet-User": "ann"}).get_json()["jobs"]
     assert row["reason_words"] == PBS_WORDS
+    found = client.get("/api/v1/jobs?q=free+resources", headers={"X-Hpcdet-User": "ann"})
+    assert [job["job_id"] for job in found.get_json()["jobs"]] == ["12.pbs01"]
 
 
 def test_a_slurm_masters_api_gives_slurms_legend(app: Flask) -> None:
