@@ -13,7 +13,6 @@ from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import format_time, print_json, render_fields, render_table
-from hpcdet.cli.slurm_reasons import reason_words
 from hpcdet.cli.trial import history_table, is_terminal
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ def tasks_table(tasks: Sequence[Mapping[str, Any]]) -> str:
 def task_note(t: Mapping[str, Any]) -> str:
     """Why a task waits, or how it ended, in a few words."""
     if t.get("state") == "QUEUED" and t.get("reason"):
-        return reason_words(t["reason"]) or str(t["reason"])
+        return str(t.get("reason_words") or t["reason"])
     if is_terminal(t.get("state")) and t.get("exit_code") is not None:
         return f"exit code {t['exit_code']}"
     return ""

@@ -25,7 +25,6 @@ from hpcdet.cli.output import (
     render_fields,
     render_table,
 )
-from hpcdet.cli.slurm_reasons import reason_words
 from hpcdet.states import TERMINAL_STATES
 
 if TYPE_CHECKING:
@@ -116,7 +115,7 @@ def format_hparams(hparams: Mapping[str, Any], prefix: str = "") -> str:
 def trial_note(t: Mapping[str, Any]) -> str:
     """Why a trial waits, stopped or exited early, in a few words (empty otherwise)."""
     if t.get("state") == "QUEUED" and t.get("pending_reason"):
-        return reason_words(t["pending_reason"]) or ""
+        return str(t.get("pending_words") or t["pending_reason"])
     if t.get("early_exit") == "invalid_hp":
         return "invalid hyperparameters"
     if t.get("early_exit"):
@@ -208,7 +207,7 @@ def _summary_fields(t: Mapping[str, Any]) -> str:
         ("hyperparameters", t.get("hparams")), ("seed", t.get("seed")),
         ("steps completed", t.get("steps_completed")), ("restarts", t.get("restarts")),
         ("interruptions", t.get("interruptions")),
-        *_only_set([("pending", reason_words(t.get("pending_reason"))),
+        *_only_set([("pending", t.get("pending_words") or t.get("pending_reason")),
                     ("log policies", _policy_note(t))]),
         ("best validation", t.get("best_validation")),
         ("latest checkpoint", t.get("latest_checkpoint")),

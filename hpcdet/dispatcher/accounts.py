@@ -5,19 +5,18 @@ The master decides *which* accounts should exist and with what weight (workspace
 :mod:`hpcdet.dispatcher.slurm.accounts` (``sacctmgr`` associations with a fairshare each).
 PBS keeps its fair-share entities in the scheduler's ``resource_group`` file, which only the
 PBS administrator edits: hpcdet passes each job's account (``qsub -A``) and leaves the tree
-to the site, so :func:`account_tool` raises :class:`UnsupportedError` for PBS.
+to the site, so :func:`account_tool` raises :class:`UnsupportedError` for PBS, with its
+plug-in's reason (``capabilities.fair_share_accounts``).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, cast
 
+from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.base import UnsupportedError
 from hpcdet.dispatcher.commands import Runner
-
-ACCOUNT_TOOLS = {"slurm": "hpcdet.dispatcher.slurm.accounts"}
 
 
 class AccountInfo(Protocol):
@@ -48,11 +47,10 @@ class AccountTool(Protocol):
 def account_tool(scheduler: str) -> AccountTool:
     """The account module of ``scheduler``; :class:`UnsupportedError` where hpcdet cannot
     manage the scheduler's fair-share tree."""
-    try:
-        module = ACCOUNT_TOOLS[scheduler]
-    except KeyError:
-        raise UnsupportedError(
-            f"hpcdet does not manage {scheduler} fair-share accounts: the site's administrator "
-            "keeps them (PBS: sched_priv/resource_group); hpcdet passes each job's account"
-        ) from None
-    return cast(AccountTool, importlib.import_module(module))
+    plugin = registry.scheduler(scheduler)
+    capability = plugin.capabilities.fair_share_accounts
+    module = plugin.module("accounts") if capability.supported else None
+    if module is None:
+        raise UnsupportedError(capability.reason or f"hpcdet does not manage {scheduler} "
+                               "fair-share accounts")
+    return cast(AccountTool, module)

@@ -8,18 +8,15 @@ the master submits the result with the backend's own ``submit``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.base import UnsupportedError
 
 if TYPE_CHECKING:
     from hpcdet.dispatcher.base import Backend, Submission
-
-# Backends that can run trials as steps inside one job, and the module rendering theirs.
-_RENDERERS: Mapping[str, str] = {"slurm": "hpcdet.dispatcher.slurm.allocation"}
 
 
 @dataclass(frozen=True)
@@ -49,9 +46,9 @@ class AllocationSpec:
 
 def render_allocation(backend: Backend, spec: AllocationSpec) -> Submission:
     """The allocation job of ``spec`` for ``backend``'s scheduler; no side effects."""
-    module_name = _RENDERERS.get(backend.name)
-    if module_name is None:
+    plugin = registry.scheduler(backend.name)
+    module = plugin.module("allocation") if plugin.capabilities.allocation.supported else None
+    if module is None:
         raise UnsupportedError(f"the {backend.name} backend cannot run allocation mode")
-    module = importlib.import_module(module_name)
     submission: Submission = module.render_allocation(backend, spec)
     return submission

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import abc
 import enum
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.pools import PartitionInfo
 from hpcdet.dispatcher.queue import JobUpdate, QueueEntry
@@ -309,20 +309,10 @@ class Backend(abc.ABC):
         raise UnsupportedError(f"the {self.name} backend takes no extra batch options")
 
 
-BACKEND_MODULES: Mapping[str, str] = {
-    "slurm": "hpcdet.dispatcher.slurm.backend",
-    "pbs": "hpcdet.dispatcher.pbs.backend",
-}
-
-
 def backend_class(name: str) -> type[Backend]:
-    """Import the backend module for ``name`` lazily; its backend's class."""
-    try:
-        module_name = BACKEND_MODULES[name]
-    except KeyError:
-        known = ", ".join(sorted(BACKEND_MODULES))
-        raise ValueError(f"unknown resource manager type {name!r} (known: {known})") from None
-    cls: type[Backend] = importlib.import_module(module_name).BACKEND
+    """The backend class of scheduler ``name`` (:mod:`hpcdet.dispatcher.registry`), imported
+    lazily; ValueError naming the known schedulers for an unknown one."""
+    cls: type[Backend] = registry.scheduler(name).attribute("backend", "BACKEND")
     return cls
 
 

@@ -2,27 +2,23 @@
 
 Experiments carry them as Determined does (``slurm.sbatch_args``, ``pbs.pbsbatch_args``) and
 pools as ``sbatch_args``/``pbsbatch_args`` in master.yaml. The master, which knows no
-scheduler, goes through these functions; each scheduler package provides the module named in
-:data:`ARG_MODULES` with the same four functions (imported lazily, like the backends).
+scheduler, goes through these functions; each scheduler's plug-in names its module with the
+same four functions (its ``batch_args`` role, imported lazily, like the backends).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from types import ModuleType
 
-ARG_MODULES = {
-    "slurm": "hpcdet.dispatcher.slurm.sbatch_args",
-    "pbs": "hpcdet.dispatcher.pbs.qsub_args",
-}
+from hpcdet.dispatcher import registry
 
 
 def _module(scheduler: str) -> ModuleType:
-    try:
-        return importlib.import_module(ARG_MODULES[scheduler])
-    except KeyError:
-        raise ValueError(f"unknown resource manager type {scheduler!r}") from None
+    module = registry.scheduler(scheduler).module("batch_args")
+    if module is None:
+        raise ValueError(f"the {scheduler} scheduler takes no extra batch options")
+    return module
 
 
 def check_args(scheduler: str, args: Sequence[str], path: str) -> tuple[str, ...]:

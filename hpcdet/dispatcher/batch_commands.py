@@ -3,15 +3,14 @@
 Each command reads its scheduler's options the way the real command reads them (the
 script's directives, the environment, the command line, in that command's precedence),
 where the user's environment and working directory are known, and builds the body of
-``POST /tasks``. ``det`` reaches a command only through :func:`batch_command`, which
-imports its scheduler's module lazily (``slurm/sbatch_command.py``,
-``pbs/qsub_command.py``): ``det``'s own modules import no scheduler.
+``POST /tasks``. ``det`` reaches a command only through :func:`batch_command`, which finds
+it in its scheduler's plug-in (:mod:`hpcdet.dispatcher.registry`) and imports it lazily:
+``det``'s own modules import no scheduler.
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hpcdet.dispatcher import registry
 from hpcdet.errors import ValidationError
 
 # The behaviours a client flag asks of det (each command maps its own options onto them):
@@ -72,15 +72,21 @@ class BatchCommand(abc.ABC):
         """What the real command prints on success (without --parsable)."""
 
 
-COMMAND_MODULES: Mapping[str, str] = {
-    "sbatch": "hpcdet.dispatcher.slurm.sbatch_command",
-    "qsub": "hpcdet.dispatcher.pbs.qsub_command",
-}
+def command_names() -> dict[str, str]:
+    """Each scheduler's submit command that ``det`` offers (``sbatch``, ``qsub``) -> the
+    scheduler's name."""
+    return {plugin.submit_command: plugin.name
+            for plugin in map(registry.scheduler, registry.names())
+            if "batch_command" in plugin.modules}
 
 
 def batch_command(name: str) -> BatchCommand:
     """The client side of ``det NAME`` (``sbatch``, ``qsub``), imported lazily."""
-    command: BatchCommand = importlib.import_module(COMMAND_MODULES[name]).COMMAND
+    try:
+        scheduler = command_names()[name]
+    except KeyError:
+        raise KeyError(name) from None
+    command: BatchCommand = registry.scheduler(scheduler).attribute("batch_command", "COMMAND")
     return command
 
 

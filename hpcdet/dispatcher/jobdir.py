@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.transport.base import Transport
 from hpcdet.dispatcher.transport.local import LOCAL, LocalTransport
 from hpcdet.errors import ValidationError
@@ -26,11 +27,6 @@ TOKEN_FILE = ".token"
 CONTEXT_DIR = "context"
 # A TLS master's certificate, for the job to verify the master with (DET_MASTER_CERT_FILE).
 MASTER_CERT_FILE = "master-cert.pem"
-# A trial job's stdout/stderr in its job directory, as each scheduler names them: Slurm
-# expands %j in --output (slurm-<id>.out); PBS, given a directory for -o/-e with -k oed,
-# writes <id>.OU and <id>.ER there while the job runs (hpcdet/dispatcher/pbs/render.py).
-JOB_LOG_NAMES = ("slurm-{job_id}.{stream}", "{job_id}.{pbs_stream}")
-_PBS_STREAMS = {"out": "OU", "err": "ER"}
 # A command task's (det sbatch, det qsub) logs, in its job directory, whatever the scheduler.
 TASK_OUTPUT_LOG = "output.log"
 TASK_ERROR_LOG = "error.log"
@@ -213,10 +209,10 @@ def check_context_member(member: tarfile.TarInfo) -> None:
 def job_log_path(job_dir: str | Path, job_id: str, stream: str,
                  files: Transport | None = None) -> Path:
     """The file holding a trial job's ``stream`` (``out`` or ``err``), whichever scheduler
-    wrote it: the first of :data:`JOB_LOG_NAMES` that exists (Slurm's name when none does
-    yet). Job ids tell the names apart (PBS ids carry the server, ``12.pbs01``)."""
-    names = [pattern.format(job_id=job_id, stream=stream, pbs_stream=_PBS_STREAMS[stream])
-             for pattern in JOB_LOG_NAMES]
+    wrote it: the first scheduler's name for it (:attr:`SchedulerPlugin.log_names`) that
+    exists, the default scheduler's when none does yet. Job ids tell the names apart (PBS
+    ids carry the server, ``12.pbs01``)."""
+    names = [registry.scheduler(name).log_name(job_id, stream) for name in registry.names()]
     paths = [Path(job_dir) / name for name in names]
     files = files or LOCAL
     return next((path for path in paths if files.exists(str(path))), paths[0])

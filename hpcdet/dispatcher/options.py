@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
-from hpcdet.dispatcher.tasks import Setting, value_of
 from hpcdet.errors import ValidationError
 from hpcdet.runas import directives
 
@@ -37,9 +36,17 @@ __all__ = ["ArgKind", "CommandLine", "OptionTable", "Setting", "ShortBundle", "W
            "check_not_refused", "collect_items", "is_set", "item_text", "located",
            "merge_settings", "read_short_bundle", "setting_problem", "value_of"]
 
+# One option as given: its key and its value (None for a flag).
+Setting = tuple[str, "str | None"]
 Parsed = TypeVar("Parsed")
 # A problem with one item, or None; and the item parsed, or None.
 ItemResult = tuple["str | None", "Parsed | None"]
+
+
+def value_of(settings: Sequence[Setting], name: str) -> str | None:
+    """The value of ``name`` (the last one set), or None."""
+    found = [value for key, value in settings if key == name]
+    return found[-1] if found else None
 
 
 class ArgKind(enum.Enum):

@@ -5,14 +5,13 @@ by a small wrapper that the master submits. What the master needs of a scheduler
 is a :class:`TaskDialect`: it checks the native options a client sent (sbatch's long names,
 qsub's letters), reads from them the few things the master acts on (:class:`TaskFields`:
 pool, name, account, output files), and renders the wrapper and the submit argv. Each
-scheduler package has one (``slurm/task.py``, ``pbs/task.py``), loaded by name with
+scheduler's plug-in names one (``slurm/task.py``, ``pbs/task.py``), loaded by name with
 :func:`task_dialect`, so the master imports no scheduler module.
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
 import posixpath
 import re
 import shlex
@@ -20,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hpcdet.dispatcher import registry
+from hpcdet.dispatcher.options import Setting as Setting  # (the task modules name it here too)
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.errors import ConfigError, ValidationError
 
@@ -29,7 +30,6 @@ if TYPE_CHECKING:  # det's commands import this module; they need no templates
     from hpcdet.dispatcher.base import Backend, Submission
 
 # One native option: (canonical name, value or None for a flag).
-Setting = tuple[str, "str | None"]
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 WRAPPER_NAME = "hpcdet-task.sh"
 SCRIPT_NAME = "script"
@@ -186,20 +186,12 @@ class TaskDialect(abc.ABC):
         return files
 
 
-TASK_MODULES: Mapping[str, str] = {
-    "slurm": "hpcdet.dispatcher.slurm.task",
-    "pbs": "hpcdet.dispatcher.pbs.task",
-}
-
-
 def task_dialect(scheduler: str) -> TaskDialect:
     """The command-task dialect of ``scheduler`` (a backend's name), imported lazily."""
-    try:
-        module_name = TASK_MODULES[scheduler]
-    except KeyError:
-        known = ", ".join(sorted(TASK_MODULES))
-        raise ValidationError(f"unknown scheduler {scheduler!r} (known: {known})") from None
-    dialect: TaskDialect = importlib.import_module(module_name).DIALECT
+    if scheduler not in registry.names():
+        known = ", ".join(sorted(registry.names()))
+        raise ValidationError(f"unknown scheduler {scheduler!r} (known: {known})")
+    dialect: TaskDialect = registry.scheduler(scheduler).attribute("task", "DIALECT")
     return dialect
 
 
@@ -222,12 +214,6 @@ def environment_file(environment: Mapping[str, str], source: str) -> str:
         value = check_safe(environment[name], f"environment[{name!r}]")
         lines.append(f"export {name}={shlex.quote(value)}")
     return "\n".join(lines) + "\n"
-
-
-def value_of(settings: Sequence[Setting], name: str) -> str | None:
-    """The value of ``name`` (the last one set), or None."""
-    found = [value for key, value in settings if key == name]
-    return found[-1] if found else None
 
 
 def describe_argv(argv: Sequence[str]) -> str:

@@ -38,7 +38,7 @@ from hpcdet.dispatcher.base import (
 )
 from hpcdet.dispatcher.commands import Runner, UnparseableOutputError
 from hpcdet.dispatcher.jobdir import tar_of
-from hpcdet.dispatcher.pbs import arrays
+from hpcdet.dispatcher.pbs import PLUGIN, arrays
 from hpcdet.dispatcher.pbs import queue as pbs_queue
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args, render_qsub_args
 from hpcdet.dispatcher.pbs.render import directives, priority, template_context, validate_spec
@@ -55,8 +55,8 @@ from hpcdet.errors import SchedulerError, ValidationError
 logger = logging.getLogger(__name__)
 
 TEMPLATE_NAME = "pbs_job.sh.j2"
-# Job ids as qsub prints them: 123.server, array jobs 123[].server / 123[4].server.
-_JOB_ID = re.compile(r"^\d{1,18}(?:\[\d{0,9}\])?(?:\.[A-Za-z0-9][A-Za-z0-9.-]{0,253})?$")
+# Job ids as qsub prints them (the plug-in's pattern: 123.server, 123[].server, ...).
+_JOB_ID = PLUGIN.job_id_pattern
 _QUEUE = re.compile(r"^[A-Za-z0-9_.@+-]+$")
 # Up to this many ids, poll names them to qstat; above, it lists every job instead: qstat
 # asks the server about named ids slowly (measured, 23.06.06: 10 ids 0.07 s, 100 ids 1.2 s,

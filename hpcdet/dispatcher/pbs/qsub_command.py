@@ -20,6 +20,7 @@ from hpcdet.dispatcher.batch_commands import (
     exportable,
     read_script,
 )
+from hpcdet.dispatcher.options import Setting
 from hpcdet.dispatcher.pbs.qsub_options import (
     CLI_ATTRIBUTES,
     CLI_ONLY,
@@ -36,7 +37,6 @@ from hpcdet.dispatcher.pbs.qsub_options import (
     script_words,
 )
 from hpcdet.dispatcher.pbs.task import check_script
-from hpcdet.dispatcher.tasks import Setting
 from hpcdet.errors import ValidationError
 
 # What qsub copies from the submitter's shell into the job as PBS_O_<NAME>.

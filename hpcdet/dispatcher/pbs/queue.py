@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hpcdet.dispatcher.pbs import reasons
 from hpcdet.dispatcher.pbs.render import TAG_VARIABLE, nice_of
 from hpcdet.dispatcher.pbs.status import STATES, nodes_of
 from hpcdet.dispatcher.pools import NodeInfo, PartitionInfo
@@ -36,16 +37,6 @@ _NODE_STATES = (("state-unknown", "unknown"), ("unresolvable", "unknown"), ("sta
                 ("down", "down"), ("offline", "drained"), ("job-exclusive", "allocated"),
                 ("resv-exclusive", "allocated"), ("job-busy", "allocated"), ("busy", "allocated"),
                 ("provisioning", "future"))
-# Words in PBS's "Not Running: ..." comments, in words a user reads.
-_REASONS = (
-    ("Insufficient amount of resource", "waiting for free resources"),
-    ("Not enough free nodes available", "waiting for free nodes"),
-    ("would exceed", "over a queue or server limit"),
-    ("Queue not started", "its queue is stopped"), ("held", "held"),
-    ("Job would conflict with reservation", "a reservation holds the nodes"),
-    ("can never run", "asks for more than the queue has: it can never run"),
-    ("Draining system", "the system is draining for a dedicated time or reservation"),
-)  # fmt: skip
 
 
 class UnparseableJsonError(SchedulerError):
@@ -123,15 +114,8 @@ def nice_to_pass(entry: QueueEntry, other: QueueEntry, *, ahead: bool) -> int:
 
 
 def reason_words(reason: str | None) -> str | None:
-    """A PBS ``comment`` ("Not Running: Insufficient amount of resource: ncpus ...") in
-    words a user understands; the comment as is when no phrase matches."""
-    if not reason:
-        return reason
-    for phrase, words in _REASONS:
-        if phrase.lower() in reason.lower():
-            detail = reason.split(":", 2)[2].strip() if reason.count(":") >= 2 else ""
-            return f"{words} ({detail})" if detail and "resource" in phrase else words
-    return reason
+    """See :func:`hpcdet.dispatcher.pbs.reasons.reason_words`."""
+    return reasons.reason_words(reason)
 
 
 def parse_pools(server: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]],

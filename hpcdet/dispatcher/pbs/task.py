@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from hpcdet.dispatcher import options, tasks
 from hpcdet.dispatcher.base import Backend, Submission
 from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
+from hpcdet.dispatcher.options import Setting, value_of
 from hpcdet.dispatcher.pbs.qsub_options import (
     CLI_ATTRIBUTES,
     MASTER_HANDLED,
@@ -37,7 +38,7 @@ from hpcdet.dispatcher.pbs.qsub_options import (
     render_setting,
 )
 from hpcdet.dispatcher.safety import check_safe
-from hpcdet.dispatcher.tasks import Setting, TaskFields, TaskResources, TaskSpec, value_of
+from hpcdet.dispatcher.tasks import TaskFields, TaskResources, TaskSpec
 from hpcdet.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:  # det's commands import this module; they need no templates

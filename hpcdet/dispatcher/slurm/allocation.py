@@ -14,6 +14,7 @@ from hpcdet.dispatcher.allocation import AllocationSpec
 from hpcdet.dispatcher.base import Submission
 from hpcdet.dispatcher.render import DirectiveValue, render_directives
 from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.slurm import JOB_LOG_STEM
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args, render_parsed
 from hpcdet.errors import ValidationError
@@ -67,7 +68,7 @@ def _directives(spec: AllocationSpec, gpu_request: str) -> dict[str, DirectiveVa
     directives: dict[str, DirectiveValue] = {
         "job-name": spec.name, "chdir": spec.job_dir, "partition": spec.partition,
         "ntasks": spec.slots, "cpus-per-task": spec.cpus_per_slot,
-        "output": f"{logs}/slurm-%j.out", "error": f"{logs}/slurm-%j.err",
+        "output": f"{logs}/{JOB_LOG_STEM}.out", "error": f"{logs}/{JOB_LOG_STEM}.err",
         "time": spec.time_limit, "account": spec.account, "qos": spec.qos,
         "wckey": spec.wckey, "comment": spec.comment, "nice": spec.nice,
         "exclude": spec.exclude,

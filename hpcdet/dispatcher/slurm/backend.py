@@ -45,7 +45,7 @@ from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
-from hpcdet.dispatcher.slurm import arrays
+from hpcdet.dispatcher.slurm import JOB_LOG_STEM, PLUGIN, arrays
 from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.dispatcher.slurm.states import phase_of
@@ -65,7 +65,7 @@ TEMPLATE_NAME = "slurm_job.sh.j2"
 
 
 # Job ids as Slurm prints them: plain, array task (123_4), het component (123+0).
-_JOB_ID = re.compile(r"^\d+(?:[_+]\d+)?$")
+_JOB_ID = PLUGIN.job_id_pattern
 _SBATCH_PARSABLE = re.compile(r"^(\d+)(?:;\S+)?$")
 # A GRES type is written into --gpus/--gres, where ":" and "," have meanings.
 _GPU_TYPE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -362,7 +362,7 @@ def _directives(spec: JobSpec, user_args: Sequence[SbatchArg],
     directives: dict[str, DirectiveValue] = {
         "job-name": spec.name, "chdir": spec.job_dir, "partition": spec.partition,
         "nodes": spec.nodes, "ntasks-per-node": per_node, "cpus-per-task": cpus,
-        "output": f"{logs}/slurm-%j.out", "error": f"{logs}/slurm-%j.err",
+        "output": f"{logs}/{JOB_LOG_STEM}.out", "error": f"{logs}/{JOB_LOG_STEM}.err",
         # A requeued job keeps its id and so its files: append, or Slurm truncates what the
         # master already read (and the logs of the earlier run are lost).
         "open-mode": "append",

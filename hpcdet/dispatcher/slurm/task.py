@@ -24,6 +24,7 @@ from hpcdet.dispatcher import options, tasks
 from hpcdet.dispatcher.base import Backend, Submission
 from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
 from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.slurm import JOB_LOG_STEM
 from hpcdet.dispatcher.slurm.sbatch_args import parse_sbatch_args
 from hpcdet.dispatcher.slurm.sbatch_options import (
     BY_NAME,
@@ -59,7 +60,7 @@ __all__ = ["DIALECT", "ENVIRONMENT_NAME", "ENV_NAME", "SCRIPT_NAME", "WRAPPER_NA
 TEMPLATE_NAME = "slurm_task.sh.j2"
 OUTPUT_LOG = TASK_OUTPUT_LOG
 ERROR_LOG = TASK_ERROR_LOG
-DEFAULT_OUTPUT = "slurm-%j.out"
+DEFAULT_OUTPUT = f"{JOB_LOG_STEM}.out"
 OPEN_MODES = ("append", "truncate")
 ENVIRONMENT_SOURCE = "det sbatch sent (--export)"
 # What Slurm sets in a batch job's environment besides SLURM_*: kept when the master's own

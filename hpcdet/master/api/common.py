@@ -33,6 +33,13 @@ def settings() -> MasterSettings:
     return value
 
 
+def with_reason_words(row: dict[str, Any], reason_key: str, words_key: str) -> dict[str, Any]:
+    """``row`` with ``words_key`` set to its ``reason_key`` (a pending reason) in words, by
+    this master's scheduler: ``det`` and the pages show them without knowing the scheduler."""
+    row[words_key] = settings().resource_manager.scheduler.reason_words(row.get(reason_key))
+    return row
+
+
 def get_or_404(model: type[M], key: Any, what: str) -> M:
     obj = db().get(model, key)
     if obj is None:

@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, func, select
 from hpcdet.master.api import bp, experiment_edits
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings
+from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings, with_reason_words
 from hpcdet.master.api.templates import template_for_experiment
 from hpcdet.master.api.unmanaged import create_unmanaged
 from hpcdet.master.errors import ApiError
@@ -140,7 +140,8 @@ def trials_answer(exp: Experiment, order: trial_pages.TrialOrder, *, offset: int
     page = trial_pages.trial_page(db(), exp.id, SearcherMetric.of(exp.config), order,
                                   offset=offset, limit=limit)
     jobs = jobs_by_trial([t.id for t in page.trials])
-    trials = [serialize.trial(t, jobs.get(t.id, [])) for t in page.trials]
+    trials = [with_reason_words(serialize.trial(t, jobs.get(t.id, [])), "pending_reason",
+                                "pending_words") for t in page.trials]
     _add_log_tails(trials)
     return {"trials": trials, "pagination": page.pagination()}
 

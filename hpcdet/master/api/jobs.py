@@ -13,7 +13,7 @@ from flask import current_app, request
 from hpcdet.dispatcher import Backend
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, json_body, settings
+from hpcdet.master.api.common import db, json_body, settings, with_reason_words
 from hpcdet.master.errors import ApiError
 from hpcdet.master.queue.array_rows import group_arrays
 from hpcdet.master.queue.job_filters import JobFilter
@@ -35,11 +35,14 @@ def list_jobs() -> Any:
     ``?arrays=grouped``: one row per job array, with its tasks counted by state)."""
     actor = current_user()
     listing = job_list(db(), settings(), request.args.get("resource_pool") or None, actor)
-    wanted = JobFilter.of(request.args.get("user"), request.args.get("q"))
+    wanted = JobFilter.of(request.args.get("user"), request.args.get("q"),
+                          settings().resource_manager.type)
     if not wanted.empty:
         listing["jobs"] = wanted.apply(listing["jobs"])
     if request.args.get("arrays") == "grouped":
         listing["jobs"] = group_arrays(listing["jobs"])
+    listing["jobs"] = [with_reason_words(row, "reason", "reason_words")
+                       for row in listing["jobs"]]
     return listing
 
 

@@ -43,10 +43,12 @@ _HEALTH_PREFIXES = ("/api/v1/master", "/api/v1/experiments", "/api/v1/trials",
 
 @bp.get("/master")
 def master_info() -> Any:
-    """Version, cluster and database of this master, and its health."""
+    """Version, cluster and database of this master, its health, and its scheduler (name,
+    pending-reason legend, capabilities) for ``det`` and the pages."""
     s = settings()
     return {"version": __version__, "cluster_name": s.resource_manager.cluster_name,
             "database": s.database_kind, "resource_manager": s.resource_manager.type,
+            "scheduler": s.resource_manager.scheduler.legend(),
             "url": s.master_url, "auth_mode": s.auth_mode, "health": visible_health()}
 
 

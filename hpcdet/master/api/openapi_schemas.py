@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpcdet.dispatcher import registry
 from hpcdet.master.scheduling.task_submission import TASK_KINDS
 
 Schema = dict[str, Any]
@@ -237,12 +238,16 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "summary": "This description (OpenAPI 3)", "auth": "none",
         "answers": {200: ANY_OBJ}},
     ("GET", "/api/v1/master"): {
-        "summary": "Version, cluster and database of this master, and its health",
-        "auth": "none",
+        "summary": "Version, cluster and database of this master, its health and its "
+                   "scheduler", "auth": "none",
         "answers": {200: obj({"version": STR, "cluster_name": STR, "database": STR,
                               "resource_manager": STR, "url": STR,
                               "auth_mode": {"type": "string", "enum": ["munge", "open"]},
-                              "health": ANY_OBJ})}},
+                              "health": ANY_OBJ},
+                             {"scheduler": obj({"name": STR, "display_name": STR,
+                                                "submit_command": STR,
+                                                "pending_reasons": ANY_OBJ,
+                                                "capabilities": ANY_OBJ})})}},
     ("GET", "/api/v1/master/health"): {
         "summary": "The master's health: scheduler reachable, database round trip, last "
                    "reconcile cycle (status ok, degraded or starting)", "auth": "none",
@@ -335,7 +340,7 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                               "refresh_seconds": NUM})}},
     ("POST", "/api/v1/tasks"): {
         "summary": "Submit a batch script (det sbatch, det qsub) as a command task",
-        "body": obj({}, {"scheduler": {"type": "string", "enum": ["slurm", "pbs"]},
+        "body": obj({}, {"scheduler": {"type": "string", "enum": list(registry.names())},
                          "script": OPT_STR, "wrap": OPT_STR, "script_name": STR,
                          "args": array(STR), "options": array(array(OPT_STR)),
                          "cwd": STR, "environment": nullable(

@@ -17,7 +17,7 @@ from hpcdet.dispatcher import Backend
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, task_for
 from hpcdet.master.api.auth import current_user
-from hpcdet.master.api.common import db, int_arg, json_body, settings
+from hpcdet.master.api.common import db, int_arg, json_body, settings, with_reason_words
 from hpcdet.master.api.experiments import history
 from hpcdet.master.models import CommandTask
 from hpcdet.master.scheduling import task_submission, tasks
@@ -98,14 +98,16 @@ def task_listing(user: str, args: Mapping[str, str]) -> dict[str, Any]:
                         .limit(int_arg("limit", 100, hi=1000))
                         .offset(int_arg("offset", 0))).all()
     positions = tasks.queue_positions(db(), rows)
-    return {"tasks": [tasks.task_json(t, positions.get(t.id)) for t in rows], "total": total}
+    return {"tasks": [with_reason_words(tasks.task_json(t, positions.get(t.id)), "reason",
+                                        "reason_words") for t in rows], "total": total}
 
 
 @bp.get("/tasks/<int:task_id>")
 def describe_task(task_id: int) -> Any:
     """One task with its state history and queue position."""
     task = task_for(task_id)
-    body = tasks.task_json(task, tasks.queue_positions(db(), [task]).get(task.id))
+    body = with_reason_words(tasks.task_json(task, tasks.queue_positions(db(), [task])
+                                             .get(task.id)), "reason", "reason_words")
     body["history"] = history("task", task_id)
     return {"task": body}
 

@@ -18,7 +18,7 @@ from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, trial_for
 from hpcdet.master.api.auth import bearer_token, current_user, require_token
 from hpcdet.master.api.checkpoints import storage_dir
-from hpcdet.master.api.common import db, int_arg, json_body
+from hpcdet.master.api.common import db, int_arg, json_body, with_reason_words
 from hpcdet.master.errors import ApiError
 from hpcdet.master.experiments import checkpoint_marks, lifecycle, serialize
 from hpcdet.master.models import Checkpoint, Experiment, Job, Metric, Trial
@@ -50,7 +50,7 @@ def trial_detail(trial: Trial) -> dict[str, Any]:
     """``{"trial": Trial + history + jobs, "checkpoints": [...]}`` (also the trial page's data)."""
     from hpcdet.master.api.experiments import history
     jobs = jobs_by_trial([trial.id]).get(trial.id, [])
-    body = serialize.trial(trial, jobs)
+    body = with_reason_words(serialize.trial(trial, jobs), "pending_reason", "pending_words")
     body["history"] = history("trial", trial.id)
     body["jobs"] = [serialize.job(j) for j in jobs]
     checkpoints = db().scalars(select(Checkpoint).where(Checkpoint.trial_id == trial.id)

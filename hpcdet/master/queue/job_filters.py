@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hpcdet.dispatcher.reasons import reason_words
+from hpcdet.dispatcher import registry
 
 # Longer searches are cut: nothing in a row is this long, and the page repeats the value.
 MAX_SEARCH = 200
@@ -29,14 +29,18 @@ class JobFilter:
 
     user: str | None = None
     search: str | None = None
+    # Whose words the search also finds a pending reason by: the master's scheduler.
+    scheduler: str = registry.names()[0]
 
     @classmethod
-    def of(cls, user: str | None, search: str | None) -> JobFilter:
+    def of(cls, user: str | None, search: str | None,
+           scheduler: str | None = None) -> JobFilter:
         """A filter from query values (stripped; empty means none; search cut to
-        :data:`MAX_SEARCH` characters)."""
+        :data:`MAX_SEARCH` characters), for ``scheduler``'s queue (default: the default
+        resource manager's)."""
         user = (user or "").strip() or None
         search = (search or "").strip()[:MAX_SEARCH] or None
-        return cls(user, search)
+        return cls(user, search, scheduler or registry.names()[0])
 
     @property
     def empty(self) -> bool:
@@ -50,14 +54,14 @@ class JobFilter:
             return True
         if JOB_ID.fullmatch(self.search):
             return str(row.get("job_id")) == self.search
-        return self.search.casefold() in _haystack(row)
+        return self.search.casefold() in _haystack(row, self.scheduler)
 
     def apply(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows that pass, in their order."""
         return [row for row in rows if self.keeps(row)]
 
 
-def _haystack(row: Mapping[str, Any]) -> str:
+def _haystack(row: Mapping[str, Any], scheduler: str) -> str:
     values = [row.get(key) for key in _SEARCHED]
-    values.append(reason_words(row.get("reason")))
+    values.append(registry.scheduler(scheduler).reason_words(row.get("reason")))
     return " ".join(str(value) for value in values if value is not None).casefold()

@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from hpcdet.dispatcher import Backend, UnsupportedError
+from hpcdet.dispatcher import Backend, UnsupportedError, registry
 from hpcdet.dispatcher.queue import (
     JobUpdate,
     JobUpdateRefusedError,
@@ -378,7 +378,7 @@ def _refusal(backend: Backend, job_id: str, exc: JobUpdateRefusedError) -> str:
 
 
 def _scheduler(backend: Backend) -> str:
-    return {"slurm": "Slurm", "pbs": "PBS"}.get(backend.name, backend.name)
+    return registry.scheduler(backend.name).display_name
 
 
 def _update(action: _Action, job_id: str, update: JobUpdate, result: dict[str, Any]) -> None:

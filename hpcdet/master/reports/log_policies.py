@@ -30,6 +30,7 @@ from typing import Any
 
 import re2
 
+from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.errors import ConfigError
 from hpcdet.master.models import Trial
 
@@ -141,6 +142,19 @@ def check_patterns(config: Mapping[str, Any]) -> None:
                 errors.append(f'<config>.log_policies[{index}] "{name}": the pattern cannot be '
                               f"used ({why}); patterns are RE2 regular expressions (no "
                               "backreferences or lookaround)")
+    if errors:
+        raise ConfigError(errors, title="invalid log_policies")
+
+
+def check_actions(config: Mapping[str, Any], scheduler: SchedulerPlugin) -> None:
+    """Raise :class:`ConfigError` naming every policy whose action ``scheduler`` cannot
+    honour (PBS keeps no job off named nodes: ``exclude_node``), when the experiment is
+    created rather than when a trial's next job is refused."""
+    raw = config.get("log_policies")
+    excluding = [index for index, entry in enumerate(raw if isinstance(raw, list) else [])
+                 if isinstance(entry, Mapping) and "exclude_node" in _actions(entry)]
+    errors = [line for index in excluding
+              if (line := scheduler.refusal("exclude_nodes", f"<config>.log_policies[{index}]"))]
     if errors:
         raise ConfigError(errors, title="invalid log_policies")
 

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
+from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.jobdir import job_log_path
 from hpcdet.dispatcher.transport import Transport
 from hpcdet.dispatcher.transport.local import LOCAL
@@ -34,13 +35,15 @@ from hpcdet.jobfiles import UnsafeFileError
 from hpcdet.master.master_log import warn_once
 from hpcdet.master.models import Job, Trial, TrialLog, utcnow
 from hpcdet.master.reports.log_policies import apply_hit, find_hits, policies_of
-from hpcdet.master.scheduling.jobspec import slot_layout
+from hpcdet.master.scheduling.jobspec import batch_section, slot_layout
 
 log = logging.getLogger("hpcdet.logs")
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$", re.DOTALL)
 _STREAMS = {"out": "stdout", "err": "stderr"}
 MAX_BYTES_PER_CYCLE = 4 * 1024 * 1024
 HITS_KEY = "policy_hits"
+# The scheduler a caller that names none means (resource_manager.type's default).
+DEFAULT_SCHEDULER = registry.names()[0]
 
 
 def log_path(job_dir: str, job_id: str, suffix: str, files: Transport | None = None) -> Path:
@@ -56,11 +59,13 @@ class RankPlacement:
     per_node: int | None = None
 
     @classmethod
-    def of(cls, nodes: str | None, config: Mapping[str, Any]) -> RankPlacement:
-        """From a Slurm hostlist (``Job.nodes``) and the experiment's effective config."""
+    def of(cls, nodes: str | None, config: Mapping[str, Any],
+           scheduler: str = DEFAULT_SCHEDULER) -> RankPlacement:
+        """From a hostlist (``Job.nodes``) and the experiment's effective config, as the
+        master's ``scheduler`` reads it (its ``slots_per_node``)."""
         try:
             hosts = tuple(expand_nodelist(nodes or ""))
-            per_node: int | None = _ranks_per_node(config, len(hosts))
+            per_node: int | None = _ranks_per_node(config, len(hosts), scheduler)
         except (ValueError, TypeError, ConfigError) as exc:  # bad data: no nodes, not no logs
             log.warning("cannot place ranks on nodes %r: %s", nodes, exc)
             return cls()
@@ -78,29 +83,32 @@ class RankPlacement:
         return self.hosts[index] if index < len(self.hosts) else None
 
 
-def _ranks_per_node(config: Mapping[str, Any], hosts: int) -> int | None:
-    """``slurm.slots_per_node``; else the slots spread evenly over the job's hosts (a GPU
-    pool puts as many ranks on a node as it has GPUs, which the config does not say)."""
-    if (config.get("slurm") or {}).get("slots_per_node"):
-        return slot_layout(config)[1]
+def _ranks_per_node(config: Mapping[str, Any], hosts: int, scheduler: str) -> int | None:
+    """The scheduler's ``slots_per_node`` (``slurm.slots_per_node``, ``pbs.slots_per_node``);
+    else the slots spread evenly over the job's hosts (a GPU pool puts as many ranks on a
+    node as it has GPUs, which the config does not say)."""
+    if batch_section(config, scheduler)[1].get("slots_per_node"):
+        return slot_layout(config, scheduler=scheduler)[1]
     # 0 slots (a CPU-only trial) is one rank.
     slots = max(1, int((config.get("resources") or {}).get("slots_per_trial", 1)))
     return slots // hosts if hosts and slots % hosts == 0 else None
 
 
 def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[str, Any], *,
-                    final: bool, files: Transport | None = None) -> int:
+                    final: bool, files: Transport | None = None,
+                    scheduler: str = DEFAULT_SCHEDULER) -> int:
     """Store the lines added to the job's log files since the last call; return how many.
 
     ``config`` is the experiment's effective config (slot layout, ``log_policies``).
     Without ``final`` an unterminated last line waits for its newline. Policy hits update
     ``trial`` (``cancel_retries``, ``excluded_nodes``) and add one master line each.
-    ``files`` reaches the job directory (default: this host's filesystem).
+    ``files`` reaches the job directory (default: this host's filesystem); ``scheduler``
+    is the one that ran the job (the backend's name), whose config section places ranks.
     """
     if not job.job_id:
         return 0
     offsets = dict(job.log_offsets or {})
-    placement = RankPlacement.of(job.nodes, config)
+    placement = RankPlacement.of(job.nodes, config, scheduler)
     rows: list[dict[str, Any]] = []
     for suffix, stream in _STREAMS.items():
         text, offsets[suffix] = _read_new(log_path(trial.job_dir, job.job_id, suffix, files),

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hpcdet.dispatcher import Backend, Submission
+from hpcdet.dispatcher import Backend, Submission, registry
 from hpcdet.dispatcher.allocation import AllocationSpec, render_allocation
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, TOKEN_FILE
 from hpcdet.dispatcher.tags import allocation_tag
@@ -52,9 +52,10 @@ def check_allocation(config: Mapping[str, Any], scheduler: str, *,
     request = allocation_request(config)
     if request is None:
         return
-    if scheduler != "slurm":
-        raise ConfigError([f"{_WHERE}: allocation mode needs Slurm (srun steps inside one "
-                           f"job); this master's resource manager is {scheduler}"])
+    capability = registry.scheduler(scheduler).capabilities.allocation
+    if not capability.supported:
+        raise ConfigError([f"{_WHERE}: {capability.reason}; this master's resource manager "
+                           f"is {scheduler}"])
     if owner_mode:
         raise ConfigError([f"{_WHERE}: allocation mode is not available when jobs run as "
                            "their owners (security.jobs_run_as: owner)"])

@@ -89,7 +89,8 @@ class StepDriver:
         code = step.exit_code
         logs = step_job(allocation, step, job_id=step_log_id(str(allocation.job_id),
                                                              step.run_id))
-        ingest_job_logs(session, logs, trial, config, final=True, files=self.backend.transport)
+        ingest_job_logs(session, logs, trial, config, final=True, files=self.backend.transport,
+                        scheduler=self.backend.name)
         add_system_line(session, trial.id, f"step of allocation job {allocation.job_id} "
                         f"(run {step.run_id}) exited with code {code}")
         job_outcomes.job_ended(session, step_job(allocation, step), trial, step_status(

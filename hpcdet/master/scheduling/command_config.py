@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.safety import UNSAFE_CHARACTERS
 from hpcdet.errors import ConfigError
 
@@ -196,7 +197,7 @@ def _check_batch_sections(check: _Checker, raw: Mapping[str, Any], scheduler: st
                                       "ignored")
             continue
         check.keys(section, name, known)
-        args_key = "pbsbatch_args" if name == "pbs" else "sbatch_args"
+        args_key = registry.scheduler(name).args_key
         if section.get(args_key) is not None:
             check.strings(section[args_key], f"{name}.{args_key}")
         if section.get("slots_per_node") is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcdet.client_tls import CERT_FILE_VAR
-from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec
+from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec, registry
 from hpcdet.dispatcher.batch_args import split_cpus_per_rank, without_gpu_options
 from hpcdet.dispatcher.containers import holds
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE
@@ -57,16 +57,16 @@ class TrialRun:
 
 def batch_section(config: Mapping[str, Any], scheduler: str) -> tuple[str, Mapping[str, Any]]:
     """The experiment's scheduler section (Determined's ``slurm:`` or ``pbs:``) and its name."""
-    name = "pbs" if scheduler == "pbs" else "slurm"
+    name = registry.scheduler(scheduler).config_section
     return name, config.get(name) or {}
 
 
 def batch_args(config: Mapping[str, Any], scheduler: str) -> tuple[str, tuple[str, ...]]:
     """The config path and value of the user's extra batch options: ``slurm.sbatch_args``
     or ``pbs.pbsbatch_args``."""
-    name, section = batch_section(config, scheduler)
-    key = "pbsbatch_args" if name == "pbs" else "sbatch_args"
-    return f"<config>.{name}.{key}", tuple(section.get(key) or ())
+    plugin = registry.scheduler(scheduler)
+    section = config.get(plugin.config_section) or {}
+    return plugin.args_path(), tuple(section.get(plugin.args_key) or ())
 
 
 def slot_layout(config: Mapping[str, Any], pool: Pool | None = None,

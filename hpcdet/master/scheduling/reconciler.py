@@ -489,7 +489,8 @@ class Reconciler:
             job.exit_code = status.exit_code
         final = status.phase.is_terminal
         files = self.backend.transport
-        ingest_job_logs(session, job, trial, config, final=final, files=files)
+        ingest_job_logs(session, job, trial, config, final=final, files=files,
+                        scheduler=self.backend.name)
         max_restarts = _max_restarts(config)
         if status.restarts is not None and status.restarts > job.requeues:
             job_outcomes.adopt_requeues(session, job, trial, status, max_restarts, files=files)

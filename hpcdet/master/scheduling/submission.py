@@ -15,7 +15,7 @@ import yaml
 from sqlalchemy.orm import Session
 
 from hpcdet import expconf, safe_yaml, storage
-from hpcdet.dispatcher import Backend, Submission
+from hpcdet.dispatcher import Backend, Submission, registry
 from hpcdet.dispatcher.batch_args import check_args
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job_dir
 from hpcdet.dispatcher.transport import Transport
@@ -24,7 +24,7 @@ from hpcdet.errors import ConfigError
 from hpcdet.master.errors import ApiError
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.queue.pools import Pool, pool_for_config
-from hpcdet.master.reports.log_policies import check_patterns
+from hpcdet.master.reports.log_policies import check_actions, check_patterns
 from hpcdet.master.scheduling.allocation_config import check_allocation, dry_run_allocation
 from hpcdet.master.scheduling.jobspec import (
     TrialRun,
@@ -111,6 +111,7 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     where, args = batch_args(config, scheduler)
     check_args(scheduler, args, where)
     check_patterns(config)
+    check_actions(config, settings.resource_manager.scheduler)
     check_storage(settings, config, owner=owner)
     slot_layout(config, scheduler=scheduler)
     check_allocation(config, scheduler, owner_mode=settings.runas.owner_mode)
@@ -134,11 +135,11 @@ def _sane_merged(user_doc: Mapping[str, Any], template: Mapping[str, Any] | None
 def check_sbatch_args(doc: Mapping[str, Any], root: str, scheduler: str = "slurm") -> None:
     """Refuse the options hpcdet controls in ``doc``'s ``slurm.sbatch_args`` (or
     ``pbs.pbsbatch_args`` on PBS), errors naming ``root``."""
-    section, key = ("pbs", "pbsbatch_args") if scheduler == "pbs" else ("slurm", "sbatch_args")
-    block = doc.get(section)
-    args = block.get(key) if isinstance(block, Mapping) else None
+    plugin = registry.scheduler(scheduler)
+    block = doc.get(plugin.config_section)
+    args = block.get(plugin.args_key) if isinstance(block, Mapping) else None
     if isinstance(args, list):
-        check_args(scheduler, args, f"{root}.{section}.{key}")
+        check_args(scheduler, args, plugin.args_path(root))
 
 
 def with_master_defaults(settings: MasterSettings, doc: Mapping[str, Any],

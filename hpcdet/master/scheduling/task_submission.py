@@ -26,7 +26,7 @@ from typing import Any
 import jinja2
 from sqlalchemy.orm import Session
 
-from hpcdet.dispatcher import Backend, Submission
+from hpcdet.dispatcher import Backend, Submission, registry
 from hpcdet.dispatcher.commands import NOT_EXECUTABLE, NOT_FOUND, TIMED_OUT
 from hpcdet.dispatcher.jobdir import CONTEXT_DIR, tar_of, unpack_context
 from hpcdet.dispatcher.render import make_environment
@@ -58,7 +58,8 @@ from hpcdet.states import State
 log = logging.getLogger(__name__)
 
 MAX_ARGS = 1024
-DEFAULT_SCHEDULER = "slurm"
+# What a client that names no scheduler means (det sbatch before det qsub existed).
+DEFAULT_SCHEDULER = registry.names()[0]
 # CommandTask.kind: a user's batch script (det sbatch/qsub), or a command (det cmd run)
 # whose script the master wrote.
 BATCH, COMMAND = "batch", "command"

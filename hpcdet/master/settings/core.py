@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from hpcdet.dispatcher import registry
+from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.dispatcher.transport.settings import SshSettings
 from hpcdet.errors import ConfigError
 from hpcdet.master.security.tls import TlsSettings, build_tls
@@ -51,6 +53,11 @@ class ResourceManagerSettings:
     """``resource_manager:`` — how trials become scheduler jobs."""
 
     type: str = "slurm"
+
+    @property
+    def scheduler(self) -> SchedulerPlugin:
+        """The plug-in of ``type``: everything the master knows of its scheduler."""
+        return registry.scheduler(self.type)
     cluster_name: str = "hpcdet"
     master_host: str = field(default_factory=socket.gethostname)
     master_port: int | None = None  # defaults to the port the master listens on
@@ -254,7 +261,7 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
                       f"path on the login node (the default would be the master's home), "
                       f"got {root!r}")
     return ResourceManagerSettings(
-        type=get.choice("type", "slurm", ("slurm", "pbs")),
+        type=get.choice("type", registry.names()[0], registry.names()),
         cluster_name=get.text("cluster_name", default.cluster_name),
         master_host=get.text("master_host", default.master_host),
         master_port=get.opt_integer("master_port", lo=1, hi=65535),

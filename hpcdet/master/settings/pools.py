@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.batch_args import check_args
 from hpcdet.errors import ConfigError
 from hpcdet.master.settings.read import Getter, unknown_keys
@@ -40,8 +41,9 @@ class SlurmDefaults:
                              pbsbatch_args=(*self.pbsbatch_args, *more.pbsbatch_args))
 
     def batch_args(self, scheduler: str) -> tuple[str, ...]:
-        """The options for ``scheduler``'s submit command."""
-        return self.pbsbatch_args if scheduler == "pbs" else self.sbatch_args
+        """The options for ``scheduler``'s submit command (its plug-in's ``args_key``)."""
+        args: tuple[str, ...] = getattr(self, registry.scheduler(scheduler).args_key)
+        return args
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ def _batch_args(scheduler: str, value: Any, where: str, errors: list[str]) -> tu
     if value is None:
         return ()
     if not isinstance(value, list):
-        command = "qsub" if scheduler == "pbs" else "sbatch"
+        command = registry.scheduler(scheduler).submit_command
         errors.append(f"{where}: must be a list of {command} options, got {value!r}")
         return ()
     try:

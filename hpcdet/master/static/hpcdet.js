@@ -171,7 +171,7 @@
     return [bar, " " + pct + "%"];
   }
 
-  // Slurm's pending reason in words, by the rule of hpcdet/dispatcher/slurm_reasons.py:
+  // A pending reason in words, by the rule of hpcdet/dispatcher/slurm/reasons.py:
   // `words` maps known codes to text; the code (and any detail after a comma) is kept.
   function reasonWords(reason, words) {
     if (!reason || reason === "None") { return ""; }

@@ -47,8 +47,10 @@
     return node ? JSON.parse(node.textContent) : {};
   }
 
-  function reasonWords(reason) {
-    return h.reasonWords(reason, embedded("reason-words"));
+  // The API says a row's reason in words by the master's scheduler; the embedded legend
+  // (code -> words) is for an answer without them.
+  function reasonWords(job) {
+    return job.reason_words || h.reasonWords(job.reason, embedded("reason-words"));
   }
 
   // The same cells as queue.html, with the labels the phone's card layout shows.
@@ -76,7 +78,7 @@
     labelled("QOS", dash(job.qos));
     labelled("Pool", dash(job.pool));
     labelled("User", job.user);
-    labelled("Why waiting", reasonWords(job.reason) || (job.state === "QUEUED" ? "\u2014" : "running"));
+    labelled("Why waiting", reasonWords(job) || (job.state === "QUEUED" ? "\u2014" : "running"));
     tr.lastChild.className = "why";
     var change = cell(tr, "");
     change.className = "change";

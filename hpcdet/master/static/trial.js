@@ -33,7 +33,8 @@
     return "step " + validation.steps_completed + ": " + metricsText(validation.metrics, first);
   }
 
-  function reasonWords(reason) { return h.reasonWords(reason, data.reasons); }
+  // The API says the reason in words by the master's scheduler; the legend is a fallback.
+  function reasonWords(t) { return t.pending_words || h.reasonWords(t.pending_reason, data.reasons); }
 
   function logPrefix(entry) {
     var parts = entry.rank === null || entry.rank === undefined ? [] : ["rank " + entry.rank];
@@ -53,7 +54,7 @@
   function renderFacts(t) {
     var badge = document.querySelector("[data-trial-state]");
     h.setStateBadge(badge, t.state);
-    var pending = t.state === "QUEUED" ? reasonWords(t.pending_reason) : "";
+    var pending = t.state === "QUEUED" ? reasonWords(t) : "";
     setFact("pending", pending);
     document.querySelectorAll('[data-fact="pending"], [data-fact-label="pending"]')
       .forEach(function (node) { node.hidden = !pending; });

@@ -20,7 +20,7 @@ from typing import Any
 
 from flask import render_template, request, url_for
 
-from hpcdet.dispatcher.reasons import REASONS, reason_words
+from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.errors import ConfigError
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.queue.array_rows import group_arrays
@@ -70,7 +70,8 @@ def _view(pool: str | None) -> dict[str, Any]:
     mine = request.args.get("mine") in ("1", "on", "true")
     expand = request.args.get("expand") in ("1", "on", "true")
     me = page_user()
-    wanted = JobFilter.of(me if mine else request.args.get("user"), request.args.get("q"))
+    wanted = JobFilter.of(me if mine else request.args.get("user"), request.args.get("q"),
+                          settings().resource_manager.type)
     admin = authz.is_admin(settings(), me)
     poll = url_for("api.list_jobs", resource_pool=pool, user=wanted.user, q=wanted.search,
                    arrays=None if expand else "grouped")
@@ -85,7 +86,8 @@ def _render(view: dict[str, Any], jobs: list[dict[str, Any]], everyone: list[dic
     pools = known_pools(db())
     sharing = _sharing(view["pool"], pools or {}, everyone)
     return render_template("queue.html", page="queue", pool=view["pool"], view=view, jobs=jobs,
-                           errors=errors or [], reasons=REASONS, type_words=JOB_TYPE_WORDS,
+                           errors=errors or [], reasons=_scheduler().reasons,
+                           type_words=JOB_TYPE_WORDS,
                            pool_names=sorted(pools or {}), taken=taken_text(taken_at),
                            poll_seconds=poll_seconds(), waiting=_waiting(everyone),
                            sharing=sharing)
@@ -117,9 +119,13 @@ def _with_words(row: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
     # An array's row is not changed as a whole: its tasks are, one by one (?expand=1).
     changeable = (row["state"] == QUEUED and not row["external"] and not row.get("array_tasks")
                   and (view["admin"] or row["user"] == view["me"]))
-    return {**row, "reason_words": reason_words(row.get("reason")),
+    return {**row, "reason_words": _scheduler().reason_words(row.get("reason")),
             "type_words": job_type_word(row.get("type")), "changeable": changeable,
             "tasks_text": tasks_text(row.get("array_tasks"))}
+
+
+def _scheduler() -> SchedulerPlugin:
+    return settings().resource_manager.scheduler
 
 
 def tasks_text(tasks: dict[str, int] | None) -> str | None:

@@ -15,8 +15,7 @@ from typing import Any
 from flask import render_template, request, url_for
 from sqlalchemy import func, select
 
-from hpcdet.dispatcher.reasons import REASONS, reason_words
-from hpcdet.master.api.common import db
+from hpcdet.master.api.common import db, settings
 from hpcdet.master.api.logs import STREAMS, last_rows
 from hpcdet.master.api.metric_series import (
     DEFAULT_POINTS,
@@ -86,7 +85,7 @@ def page_data(found: Trial, experiment: Experiment) -> dict[str, Any]:
         "metric_names": names, "searcher_metric": metric.name, "logs": logs,
         "chosen": chosen, "ranks": rank_count(experiment.config, logs, chosen["rank"]),
         "streams": STREAMS, "selected": selected, "profiler": profiler_charts(names[PROFILING]),
-        "pending_words": reason_words(answer["trial"]["pending_reason"]),
+        "pending_words": answer["trial"]["pending_words"],
         "script_data": script_data(answer, series, names, metric.name, logs, chosen),
         "number_text": number_text, "time_text": time_text, "metrics_text": metrics_text,
         "validation_text": validation_text, "hparams_text": hparams_text,
@@ -163,7 +162,8 @@ def script_data(answer: dict[str, Any], series: dict[str, dict[str, Any]],
     return {
         "trial_id": trial_id, "answer": answer, "series": series,
         "profiler": profiler_charts(names[PROFILING]), "max_points": DEFAULT_POINTS,
-        "searcher_metric": searcher_metric, "reasons": REASONS,
+        "searcher_metric": searcher_metric,
+        "reasons": settings().resource_manager.scheduler.reasons,
         "last_log_id": logs[-1]["id"] if logs else 0, "log_filter": chosen,
         "log_tail": LOG_TAIL, "max_log_lines": MAX_LOG_LINES, "log_seconds": LOG_SECONDS,
         "facts_seconds": min(poll_seconds(), MAX_FACTS_SECONDS),

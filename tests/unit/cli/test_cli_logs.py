@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from hpcdet.cli.slurm_reasons import reason_words
-
 Det = Callable[..., Result]
 FakeMaster = Any  # conftest.FakeMasterTransport (conftest is not importable)
 AT = "2024-05-01T12:00:00+00:00"
@@ -108,25 +106,6 @@ def test_experiment_logs_take_the_same_filters(det: Det, fake_master: FakeMaster
         "after": "0", "tail": "1", "node": "node1"}
 
 
-@pytest.mark.parametrize(("reason", "words"), [
-    ("Priority", "waiting for higher-priority jobs (Priority)"),
-    ("Resources", "waiting for free resources (Resources)"),
-    ("BeginTime", "requeued; Slurm holds it until its begin time (BeginTime)"),
-    ("ReqNodeNotAvail, UnavailableNodes:node[3-4]",
-     "a node it needs is unavailable (down, drained or reserved) (ReqNodeNotAvail, "
-     "UnavailableNodes:node[3-4])"),
-    ("QOSMaxJobsPerUserLimit", "you already run as many jobs as your QOS allows "
-                               "(QOSMaxJobsPerUserLimit)"),
-    ("JobHeldAdmin", "held by an administrator (JobHeldAdmin)"),
-    ("SomeNewReason", "SomeNewReason"),
-    ("None", None),
-    ("", None),
-    (None, None),
-])
-def test_reason_words(reason: str | None, words: str | None) -> None:
-    assert reason_words(reason) == words
-
-
 def _trial(tid: int, state: str, **extra: Any) -> dict[str, Any]:
     return {"id": tid, "experiment_id": 5, "state": state, "hparams": {"lr": 0.1},
             "restarts": 0, "steps_completed": 0, "job_ids": ["42"], "created_at": AT,
@@ -138,7 +117,9 @@ def test_experiment_describe_says_why_trials_wait_and_how_failed_ones_ended(
     tail = [_line(11, 0, "node1"), _line(12, None, None, "master")]
     fake_master.add("GET", "/experiments/5", {
         "experiment": {"id": 5, "name": "mnist", "state": "ACTIVE", "history": []}})
-    trials = [_trial(7, "QUEUED", pending_reason="Resources"),
+    # The master says the reason in words, by its scheduler (det knows none).
+    trials = [_trial(7, "QUEUED", pending_reason="Resources",
+                     pending_words="waiting for free resources (Resources)"),
               _trial(8, "ERROR", restarts=5, last_log_lines=tail),
               _trial(9, "ERROR", last_log_lines=[]),
               _trial(10, "RUNNING", pending_reason=None)]
@@ -162,7 +143,9 @@ def _trial_answer(**extra: Any) -> dict[str, Any]:
             {"job_id": "42", "run_id": 2, "requeues": 0, "native_state": "PENDING",
              "reason": "Priority", "exit_code": None, "nodes": None, "submitted_at": AT}]
     return {"trial": _trial(7, "QUEUED", restarts=1, interruptions=2, jobs=jobs, history=[],
-                            pending_reason="Priority", **extra), "checkpoints": []}
+                            pending_reason="Priority",
+                            pending_words="waiting for higher-priority jobs (Priority)",
+                            **extra), "checkpoints": []}
 
 
 def test_trial_describe_shows_restarts_interruptions_and_requeues(
@@ -185,7 +168,7 @@ def test_trial_describe_shows_restarts_interruptions_and_requeues(
 def test_trial_describe_leaves_out_what_does_not_apply(det: Det,
                                                        fake_master: FakeMaster) -> None:
     answer = _trial_answer(cancel_retries=False, excluded_nodes=[])
-    answer["trial"].update(state="RUNNING", pending_reason=None)
+    answer["trial"].update(state="RUNNING", pending_reason=None, pending_words=None)
     fake_master.add("GET", "/trials/7", answer)
     fake_master.add("GET", "/trials/7/metrics", {"metrics": []})
     out = det("trial", "describe", "7").stdout

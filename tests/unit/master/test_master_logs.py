@@ -41,6 +41,21 @@ def test_a_config_slurm_cannot_lay_out_gives_no_rank_nodes() -> None:
     assert (placement.node_of(0), placement.node_of(None)) == (None, None)
 
 
+# A Determined config may carry a slurm: section too; on PBS only pbs: places the ranks.
+BOTH_SECTIONS = {"resources": {"slots_per_trial": 4}, "slurm": {"slots_per_node": 4},
+                 "pbs": {"slots_per_node": 2}}
+
+
+@pytest.mark.parametrize(("scheduler", "expected"), [
+    ("pbs", {0: "node1", 1: "node1", 2: "node2", 3: "node2"}),
+    ("slurm", {0: "node1", 3: "node1"}),
+])
+def test_ranks_are_placed_by_the_scheduler_that_ran_the_job(
+        scheduler: str, expected: dict[int | None, str | None]) -> None:
+    placement = RankPlacement.of("node[1-2]", BOTH_SECTIONS, scheduler)
+    assert {rank: placement.node_of(rank) for rank in expected} == expected
+
+
 def _stored(app: Flask) -> list[tuple[Any, ...]]:
     with sessions(app)() as session:
         rows = session.scalars(select(TrialLog).order_by(TrialLog.id))
@@ -110,3 +125,15 @@ def test_a_job_without_an_id_reads_nothing(app: Flask, tmp_path: Path) -> None:
         job = add_job(session, trial, job_id=None)
         assert ingest_job_logs(session, job, trial, TWO_BY_TWO, final=True) == 0
         assert job.log_offsets == {}
+
+
+def test_a_pbs_jobs_lines_name_the_node_of_their_rank(app: Flask, tmp_path: Path) -> None:
+    # PBS writes <id>.OU/<id>.ER; the layout is pbs.slots_per_node's, not slurm's.
+    (tmp_path / "7.pbs01.OU").write_text("0: first node\n2: second node\n")
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session), job_dir=str(tmp_path))
+        job = add_job(session, trial, job_id="7.pbs01", nodes="node[1-2]")
+        assert ingest_job_logs(session, job, trial, BOTH_SECTIONS, final=True,
+                               scheduler="pbs") == 2
+    assert [(rank, node) for _, rank, node, _, _ in _stored(app)] == [(0, "node1"),
+                                                                      (2, "node2")]
