@@ -1,5 +1,5 @@
 """What a model registry request may send: names, texts, metadata and labels, each checked
-with one 400 message naming the field (``hpcdet.master.errors.ApiError``)."""
+with one 400 message naming the field (``hpcdet.master.errors.Invalid``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 
 MAX_NAME = 256
 MAX_LABEL = 255
@@ -20,8 +20,8 @@ _ONLY_DIGITS = re.compile(r"\d+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def bad(message: str) -> ApiError:
-    return ApiError(400, "bad_request", message)
+def bad(message: str) -> Invalid:
+    return Invalid("bad_request", message)
 
 
 def only_known(body: Mapping[str, Any], allowed: Iterable[str]) -> None:
