@@ -1,5 +1,5 @@
 """What a model registry request may send: names, texts, metadata and labels, each checked
-with one 400 message naming the field (``hpcdet.master.errors.Invalid``)."""
+with one message naming the field (an ``hpcdet.master.errors.Invalid``)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def bad(message: str) -> Invalid:
 
 
 def only_known(body: Mapping[str, Any], allowed: Iterable[str]) -> None:
-    """400 naming the first field the request may not send."""
+    """Invalid naming the first field the request may not send."""
     unknown = sorted(set(body) - set(allowed))
     if unknown:
         raise bad(f"{unknown[0]}: not a field of this request (allowed: "
@@ -75,7 +75,7 @@ def metadata(value: Any, key: str = "metadata") -> dict[str, Any]:
 
 
 def _check_finite(value: Any, where: str) -> None:
-    """400 for NaN or Infinity anywhere inside: Python's JSON reads them, PostgreSQL's JSONB
+    """Invalid for NaN or Infinity anywhere inside: Python's JSON reads them, PostgreSQL's JSONB
     and every strict JSON reader refuse them."""
     if isinstance(value, float) and not math.isfinite(value):
         raise bad(f"{where}: {value} is not a JSON number (NaN and Infinity are not JSON)")

@@ -48,8 +48,8 @@ STALE_RUN = "stale_run"
 def apply_reports(writer: MetricWriter, batch: ReportBatch, *, now: bool = False) -> Applied:
     """Store ``batch`` exactly once (group commit; ``now``: in this thread).
 
-    409 ``conflict`` if one of its checkpoints belongs to another trial (nothing stored);
-    409 ``stale_run`` if a newer execution of the trial has reported since.
+    A Conflict ``conflict`` if one of its checkpoints belongs to another trial (nothing
+    stored); a Conflict ``stale_run`` if a newer execution of the trial has reported since.
     """
     foreign = foreign_checkpoints(writer.engine, batch)
     if foreign:
@@ -73,7 +73,7 @@ def foreign_checkpoints(engine: Engine, batch: ReportBatch) -> set[str]:
 
 
 def metrics_batch(trial_id: int, body: Mapping[str, Any]) -> ReportBatch:
-    """The batch of a ``POST /trials/<id>/metrics`` body (400 naming what is wrong)."""
+    """The batch of a ``POST /trials/<id>/metrics`` body (Invalid naming what is wrong)."""
     group = metric_group(body.get("group"))
     raw = body.get("reports")
     if not isinstance(raw, list) or len(raw) > MAX_REPORTS:

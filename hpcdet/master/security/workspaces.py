@@ -3,7 +3,7 @@
 Any user may create a workspace and becomes its ``admin``. A workspace's admins (and the
 cluster admins) manage its members; its editors (and admins) create projects and put
 experiments, tasks and templates in it. A workspace is seen only by its members and the
-cluster admins; to anyone else it does not exist (404).
+cluster admins; to anyone else it does not exist (NotFound).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@+-]{0,127}")
 
 
 def valid_name(value: Any, what: str) -> str:
-    """A workspace or project name, or 400 naming what is allowed."""
+    """A workspace or project name, or Invalid naming what is allowed."""
     if not isinstance(value, str) or not NAME.fullmatch(value):
         raise Invalid("bad_request", f"{what}: 1 to 128 letters, digits, '.', '_' or "
                       "'-', starting with a letter or digit")
@@ -58,8 +58,9 @@ def _valid_role(value: Any) -> str:
 
 def workspace_for(session: Session, settings: MasterSettings, actor: str, name: str,
                   needed: str | None = None) -> Workspace:
-    """The workspace called ``name`` if ``actor`` sees it (404 otherwise, as if unknown);
-    with ``needed`` (``editor`` or ``admin``), 403 unless ``actor`` has that role."""
+    """The workspace called ``name`` if ``actor`` sees it (NotFound otherwise, as if
+    unknown); with ``needed`` (``editor`` or ``admin``), Forbidden unless ``actor`` has that
+    role."""
     workspace = session.scalar(select(Workspace).where(Workspace.name == name))
     if workspace is None:
         raise authz.not_found(f"workspace {name!r}")
@@ -75,7 +76,7 @@ def workspace_for(session: Session, settings: MasterSettings, actor: str, name: 
 
 
 def project_in(session: Session, workspace: Workspace, name: str) -> Project:
-    """The workspace's project called ``name``, or 404."""
+    """The workspace's project called ``name``, or NotFound."""
     project = session.scalar(select(Project).where(Project.workspace_id == workspace.id,
                                                    Project.name == name))
     if project is None:
@@ -102,14 +103,14 @@ def placement_for(session: Session, settings: MasterSettings, actor: str, worksp
 
 
 def refuse_archived(workspace: Workspace) -> None:
-    """409 when ``workspace`` is archived: nothing new goes into it."""
+    """Conflict when ``workspace`` is archived: nothing new goes into it."""
     if workspace.archived:
         raise Conflict("archived", f"workspace {workspace.name!r} is archived: nothing "
                        f"new goes into it (det workspace unarchive {workspace.name})")
 
 
 def refuse_archived_project(workspace: Workspace, project: Project) -> None:
-    """409 when ``project`` is archived: no new experiments go into it."""
+    """Conflict when ``project`` is archived: no new experiments go into it."""
     if project.archived:
         raise Conflict("archived", f"project {project.name!r} of workspace "
                        f"{workspace.name!r} is archived: no new experiments go into it "
@@ -120,7 +121,7 @@ def refuse_archived_project(workspace: Workspace, project: Project) -> None:
 
 
 def create_workspace(session: Session, actor: str, name: Any) -> Workspace:
-    """A new workspace, with ``actor`` its admin; 409 if the name is taken."""
+    """A new workspace, with ``actor`` its admin; Conflict if the name is taken."""
     workspace = Workspace(name=valid_name(name, "name"), created_by=actor)
     session.add(workspace)
     flush_or_conflict(session, f"workspace {workspace.name!r} already exists")
@@ -186,7 +187,7 @@ def set_member(session: Session, settings: MasterSettings, actor: str, name: str
 
 def _keep_an_admin(session: Session, workspace: Workspace, member: WorkspaceMember,
                    change: str) -> None:
-    """409 when ``member`` is the workspace's last admin: it would be left unmanaged."""
+    """Conflict when ``member`` is the workspace's last admin: it would be left unmanaged."""
     admins = session.scalar(select(func.count()).where(
         WorkspaceMember.workspace_id == workspace.id, WorkspaceMember.role == "admin"))
     if member.role == "admin" and admins == 1:
@@ -212,7 +213,8 @@ def remove_member(session: Session, settings: MasterSettings, actor: str, name: 
 
 def create_project(session: Session, settings: MasterSettings, actor: str, workspace_name: str,
                    name: Any, description: Any) -> Project:
-    """A new project in the workspace (editor role needed); 409 if the name is taken there."""
+    """A new project in the workspace (editor role needed); Conflict if the name is
+    taken there."""
     workspace = workspace_for(session, settings, actor, workspace_name, needed="editor")
     refuse_archived(workspace)
     if description is not None and not isinstance(description, str):
