@@ -33,8 +33,8 @@ def install(state_dir: str, level: int = logging.INFO) -> None:
         os.close(fd)
         handler = logging.handlers.WatchedFileHandler(path)
     except OSError as exc:
-        logging.getLogger("hpcdet.master").warning("cannot write %s: %s; det master logs "
-                                                   "will show nothing", path, exc)
+        logging.getLogger(__name__).warning("cannot write %s: %s; det master logs will "
+                                            "show nothing", path, exc)
         return
     handler.setFormatter(logging.Formatter(FORMAT))
     handler.setLevel(level)

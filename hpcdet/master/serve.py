@@ -18,7 +18,7 @@ from hpcdet.errors import ConfigError
 from hpcdet.master import master_log
 from hpcdet.master.settings.core import MasterSettings, load_settings
 
-log = logging.getLogger("hpcdet.master")
+log = logging.getLogger(__name__)
 
 
 @click.group(invoke_without_command=True)

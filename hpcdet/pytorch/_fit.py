@@ -25,7 +25,7 @@ from hpcdet.pytorch._trainer import FitPlan, Outcome, Progress, TrialController,
 from hpcdet.pytorch._trial import PyTorchTrial
 from hpcdet.pytorch._units import Batch, Epoch, TrainUnit, never, searcher_length
 
-logger = logging.getLogger("hpcdet.pytorch")
+logger = logging.getLogger(__name__)
 
 POLICIES = ("best", "all", "none")
 DEFAULT_SCHEDULING_UNIT = 100

@@ -26,7 +26,7 @@ from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import bearer_token
 from hpcdet.master.api.common import db, json_body, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid, Unauthenticated
 from hpcdet.master.models import utcnow
 from hpcdet.master.scheduling import allocation_steps
 from hpcdet.master.security import tokens
@@ -43,8 +43,8 @@ def allocation_exchange(allocation_id: int) -> Any:
     allocation = db().get(Allocation, allocation_id)
     token = bearer_token()
     if allocation is None or not token or not tokens.token_matches(token, allocation.token):
-        raise ApiError(401, "unauthorized",
-                       f"a valid token for allocation {allocation_id} is required")
+        raise Unauthenticated("unauthorized",
+                              f"a valid token for allocation {allocation_id} is required")
     session = db()
     for event in _events(json_body()):
         trial_id, run_id = event["trial_id"], event["run_id"]
@@ -88,13 +88,13 @@ def _events(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The body's events, each checked: 400 naming the first bad one."""
     events = body.get("events", [])
     if not isinstance(events, list) or len(events) > _MAX_EVENTS:
-        raise ApiError(400, "bad_request", f"events: must be a list of at most {_MAX_EVENTS}")
+        raise Invalid("bad_request", f"events: must be a list of at most {_MAX_EVENTS}")
     for i, event in enumerate(events):
         if not (isinstance(event, dict) and event.get("event") in ("started", "exited")
                 and _is_int(event.get("trial_id")) and _is_int(event.get("run_id"))
                 and (event.get("exit_code") is None or _is_int(event.get("exit_code")))):
-            raise ApiError(400, "bad_request", f"events[{i}]: needs event started|exited, "
-                           "integer trial_id and run_id, and an integer or null exit_code")
+            raise Invalid("bad_request", f"events[{i}]: needs event started|exited, "
+                          "integer trial_id and run_id, and an integer or null exit_code")
     return events
 
 

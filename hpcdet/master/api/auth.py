@@ -14,7 +14,7 @@ import hmac
 
 from flask import current_app, g, request
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Forbidden, Invalid, Unauthenticated
 from hpcdet.master.models import Trial
 from hpcdet.master.security import tokens, users
 from hpcdet.master.security.permissions import ANONYMOUS
@@ -55,8 +55,8 @@ def _identify(settings: MasterSettings) -> str:
         cookie = request.cookies.get(SESSION_COOKIE, "")
         if cookie:
             return web_session_user(cookie, check_csrf=True)
-        raise ApiError(401, "login_required", f"this master needs to know who you are: "
-                       f"{LOGIN_HINT}")
+        raise Unauthenticated("login_required", f"this master needs to know who you are: "
+                              f"{LOGIN_HINT}")
     return _open_user(settings)
 
 
@@ -64,11 +64,11 @@ def _open_user(settings: MasterSettings) -> str:
     name = (request.headers.get(USER_HEADER) or "").strip()
     if name:
         if len(name) > 128 or not name.isprintable():
-            raise ApiError(400, "bad_request", f"invalid {USER_HEADER} header")
+            raise Invalid("bad_request", f"invalid {USER_HEADER} header")
         return name
     if settings.require_user:
-        raise ApiError(401, "unauthorized", f"this master requires the {USER_HEADER} header "
-                       "(det sends it from -u/--user or your login name)")
+        raise Unauthenticated("unauthorized", f"this master requires the {USER_HEADER} header "
+                              "(det sends it from -u/--user or your login name)")
     return ANONYMOUS
 
 
@@ -84,7 +84,7 @@ def _token_user(token: str, kinds: tuple[str, ...]) -> str:
         try:
             row = tokens.authenticate(session, token, kinds)
         except tokens.TokenProblem as exc:
-            raise ApiError(401, exc.code, exc.message) from None
+            raise Unauthenticated(exc.code, exc.message) from None
         g.hpcdet_token = tokens.TokenFacts(row.name, row.expires_at)
         return row.username
 
@@ -104,8 +104,8 @@ def web_session_user(cookie: str, *, check_csrf: bool) -> str:
     if check_csrf and request.method not in SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER) or request.form.get(CSRF_FIELD) or ""
         if not hmac.compare_digest(sent, tokens.csrf_token(cookie)):
-            raise ApiError(403, "csrf", "this request did not carry the page's CSRF token; "
-                           "reload the page and try again")
+            raise Forbidden("csrf", "this request did not carry the page's CSRF token; "
+                            "reload the page and try again")
     return user
 
 
@@ -119,4 +119,4 @@ def require_token(trial_id: int, expected_hash: str) -> None:
     ``trial_id``'s stored token hash)."""
     token = bearer_token()
     if not token or not tokens.token_matches(token, expected_hash):
-        raise ApiError(401, "unauthorized", f"a valid token for trial {trial_id} is required")
+        raise Unauthenticated("unauthorized", f"a valid token for trial {trial_id} is required")

@@ -16,7 +16,7 @@ from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Forbidden, Gone, Invalid, NotFound, UpstreamFailed
 from hpcdet.master.experiments import serialize
 from hpcdet.master.experiments.deleting import MAX_UUIDS
 from hpcdet.master.experiments.deleting import delete_checkpoints as remove
@@ -71,8 +71,8 @@ def list_checkpoints(exp_id: int) -> Any:
 def _state_arg() -> str:
     state = (request.args.get("state") or ACTIVE).upper()
     if state not in STATES:
-        raise ApiError(400, "bad_request", f"query parameter state: must be one of "
-                       f"{', '.join(STATES)}, got {request.args.get('state')!r}")
+        raise Invalid("bad_request", f"query parameter state: must be one of "
+                      f"{', '.join(STATES)}, got {request.args.get('state')!r}")
     return state
 
 
@@ -121,25 +121,25 @@ def checkpoint_tar(checkpoint: Checkpoint, exp: Experiment) -> Response:
     pages' download route streams the same bytes after its own authorization check)."""
     uuid = checkpoint.uuid
     if checkpoint.state == DELETED:
-        raise ApiError(410, "gone", f"checkpoint {uuid} was deleted by checkpoint garbage "
-                       "collection")
+        raise Gone("gone", f"checkpoint {uuid} was deleted by checkpoint garbage "
+                   "collection")
     storage = exp.config.get("checkpoint_storage") or {}
     if storage.get("type") not in STORAGE_TYPES:
         try:
             store = object_store_for(exp.config)
         except ManagerError as exc:
-            raise ApiError(502, "bad_gateway", f"checkpoint {uuid}: {exc}") from None
+            raise UpstreamFailed("bad_gateway", f"checkpoint {uuid}: {exc}") from None
         if store is not None:
             return object_store_tar(uuid, store)
     if storage_dir(exp.config) is None:
-        raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not in a "
+        raise NotFound("not_found", f"checkpoint {uuid}: its files are not in a "
                        "directory the master can read")
     try:  # under an allowed storage root, and the uuid one plain component
         path = checkpoint_path(settings(), exp.config, uuid, owner=exp.owner)
     except StorageError as exc:
-        raise ApiError(403, "forbidden", f"checkpoint {uuid}: {exc}") from None
+        raise Forbidden("forbidden", f"checkpoint {uuid}: {exc}") from None
     if not is_real_dir(path):
-        raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not at {path}")
+        raise NotFound("not_found", f"checkpoint {uuid}: its files are not at {path}")
     members = tar_members(path)
     response = Response(_stream_tar(members), mimetype="application/x-tar")
     response.headers["Content-Length"] = str(tar_size(members))
@@ -211,9 +211,9 @@ def object_store_tar(uuid: str, manager: ObjectStore) -> Response:
     try:
         files = manager.list_files(uuid)
     except ManagerError as exc:
-        raise ApiError(502, "bad_gateway", f"checkpoint {uuid}: {exc}") from None
+        raise UpstreamFailed("bad_gateway", f"checkpoint {uuid}: {exc}") from None
     if not files:
-        raise ApiError(404, "not_found", f"checkpoint {uuid}: its files are not at "
+        raise NotFound("not_found", f"checkpoint {uuid}: its files are not at "
                        f"{manager.location(uuid)}")
     members = []
     for rel, size in sorted(files.items()):
@@ -251,9 +251,9 @@ def delete_checkpoints() -> Any:
     """
     uuids = json_body().get("uuids")
     if not isinstance(uuids, list) or not uuids or not all(isinstance(u, str) for u in uuids):
-        raise ApiError(400, "bad_request", "uuids: a non-empty list of checkpoint UUIDs")
+        raise Invalid("bad_request", "uuids: a non-empty list of checkpoint UUIDs")
     if len(uuids) > MAX_UUIDS:
-        raise ApiError(400, "bad_request", f"uuids: at most {MAX_UUIDS} at once")
+        raise Invalid("bad_request", f"uuids: at most {MAX_UUIDS} at once")
     found = [_lookup(uuid, authz.Access.CHANGE) for uuid in dict.fromkeys(uuids)]
     result = remove(db(), settings(), found)
     db().commit()

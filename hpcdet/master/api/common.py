@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from flask import current_app, g, request
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid, NotFound
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.safe_yaml import (
     MAX_DEPTH,
@@ -43,7 +43,7 @@ def with_reason_words(row: dict[str, Any], reason_key: str, words_key: str) -> d
 def get_or_404(model: type[M], key: Any, what: str) -> M:
     obj = db().get(model, key)
     if obj is None:
-        raise ApiError(404, "not_found", f"{what} {key} not found")
+        raise NotFound("not_found", f"{what} {key} not found")
     return obj
 
 
@@ -58,23 +58,23 @@ def json_body() -> dict[str, Any]:
     else:
         deep = not check_depth(body)
     if deep:
-        raise ApiError(400, "bad_request",
-                       f"the request body nests more than {MAX_DEPTH} levels deep")
+        raise Invalid("bad_request",
+                      f"the request body nests more than {MAX_DEPTH} levels deep")
     if not isinstance(body, dict):
-        raise ApiError(400, "bad_request", "the request body must be a JSON object")
+        raise Invalid("bad_request", "the request body must be a JSON object")
     where = find_nul(body)
     if where is not None:
-        raise ApiError(400, "bad_request", f"the request body's {where}: contains a NUL "
-                       "character (\\u0000)")
+        raise Invalid("bad_request", f"the request body's {where}: contains a NUL "
+                      "character (\\u0000)")
     where = find_lone_surrogate(body)
     if where is not None:
-        raise ApiError(400, "bad_request", f"the request body's {where or 'value'}: contains "
-                       "half of a UTF-16 surrogate pair (\\ud800-\\udfff alone), which is "
-                       "not text")
+        raise Invalid("bad_request", f"the request body's {where or 'value'}: contains "
+                      "half of a UTF-16 surrogate pair (\\ud800-\\udfff alone), which is "
+                      "not text")
     where = find_non_finite(body)
     if where is not None:
-        raise ApiError(400, "bad_request", f"the request body's {where or 'value'}: NaN and "
-                       "Infinity are not JSON numbers")
+        raise Invalid("bad_request", f"the request body's {where or 'value'}: NaN and "
+                      "Infinity are not JSON numbers")
     return body
 
 
@@ -85,7 +85,7 @@ def int_arg(name: str, default: int, *, lo: int = 0, hi: int = 10**9) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ApiError(400, "bad_request", f"query parameter {name}: not an integer") from None
+        raise Invalid("bad_request", f"query parameter {name}: not an integer") from None
     if not lo <= value <= hi:
-        raise ApiError(400, "bad_request", f"query parameter {name}: must be {lo}..{hi}")
+        raise Invalid("bad_request", f"query parameter {name}: must be {lo}..{hi}")
     return value

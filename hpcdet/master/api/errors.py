@@ -1,25 +1,22 @@
-"""The one JSON error shape every API route answers with."""
+"""The one JSON error shape every API route answers with: every error raised under ``/api``
+(a refusal of :mod:`hpcdet.master.errors` with its status from :mod:`.refusals`, Flask's
+own, an unexpected one) is answered here; a page view's, as an HTML page."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.errors import ConfigError, ValidationError
-from hpcdet.master.errors import ApiError
+from hpcdet.master.api.refusals import HTTP_STATUS, error_body, http_status, refusal_body
+from hpcdet.master.errors import DomainError
 from hpcdet.master.web import errors as web_errors
 
-__all__ = ["ApiError", "error_body", "register_error_handlers"]
-
-
-def error_body(status: int, code: str, message: str, details: Sequence[str] = ()) -> Any:
-    return {"error": {"code": code, "message": message, "details": list(details)},
-            "status": status}
-
+__all__ = ["HTTP_STATUS", "error_body", "http_status", "refusal_body",
+           "register_error_handlers"]
 
 def _respond(status: int, code: str, message: str, details: Sequence[str] = ()) -> Response:
     response = jsonify(error_body(status, code, message, details))
@@ -39,11 +36,12 @@ def _raised_by_a_view() -> bool:
 def register_error_handlers(app: Flask) -> None:
     """Route every error raised under ``/api`` into the common shape."""
 
-    @app.errorhandler(ApiError)
-    def _api_error(exc: ApiError) -> Response:
-        if web_errors.wants_page():  # a page view that raised the API's error
-            return web_errors.error_page(exc.status, exc.message)
-        return _respond(exc.status, exc.code, exc.message, exc.details)
+    @app.errorhandler(DomainError)
+    def _refused(exc: DomainError) -> Response:
+        status = http_status(exc)
+        if web_errors.wants_page():  # a page view that raised the refusal
+            return web_errors.error_page(status, exc.message)
+        return _respond(status, exc.code, exc.message, exc.details)
 
     @app.errorhandler(ConfigError)
     def _config_error(exc: ConfigError) -> Response:

@@ -25,7 +25,7 @@ from hpcdet.master.api.access import CHANGE, experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.checkpoints import storage_dir
 from hpcdet.master.api.common import db, json_body, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments import continuing, deleting, editing, gc_policy, serialize
 from hpcdet.master.models import Experiment, Trial
 from hpcdet.master.scheduling.submission import accept, parse_config
@@ -119,7 +119,7 @@ def _override_doc(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
     if not isinstance(raw, str):
-        raise ApiError(400, "bad_request", "config: must be YAML text or an object")
+        raise Invalid("bad_request", "config: must be YAML text or an object")
     return parse_config(raw)
 
 
@@ -146,8 +146,8 @@ def fork_experiment(exp_id: int) -> Any:
     body = json_body()
     config_text = body.get("config")
     if not isinstance(config_text, str) or not config_text.strip():
-        raise ApiError(400, "bad_request", "config: the forked experiment's whole config "
-                       "(YAML text) is needed")
+        raise Invalid("bad_request", "config: the forked experiment's whole config "
+                      "(YAML text) is needed")
     actor = current_user()
     source = experiment_for(exp_id, actor=actor)
     config_text = _with_source_secrets(config_text, source, actor)
@@ -174,14 +174,14 @@ def _with_source_secrets(config_text: str, source: Experiment, actor: str) -> st
     if not hidden:
         return config_text
     if not owner_view(settings(), actor, source.owner):
-        raise ApiError(400, "bad_request", f"{', '.join(hidden)}: the source's value is "
-                       f"masked and only its owner ({source.owner}) may copy it into a fork; "
-                       "give your own in --config-file")
+        raise Invalid("bad_request", f"{', '.join(hidden)}: the source's value is "
+                      f"masked and only its owner ({source.owner}) may copy it into a fork; "
+                      "give your own in --config-file")
     left = [f"checkpoint_storage.{f}" for f in unmask_from(config, source.config)] + [
         f"environment.environment_variables {name}" for name in masked_variables(config)]
     if left:
-        raise ApiError(400, "bad_request", f"{', '.join(left)}: masked (********) and not "
-                       "the source's to copy back; give the value")
+        raise Invalid("bad_request", f"{', '.join(left)}: masked (********) and not "
+                      "the source's to copy back; give the value")
     return yaml.safe_dump(config, sort_keys=False)
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.common import db, int_arg
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments.asha_rungs import RungReached, rungs_by_trial
 from hpcdet.master.experiments.searcher_store import current_state
 from hpcdet.master.models import Experiment, Metric, Trial
@@ -40,11 +40,11 @@ def experiment_metric_series(exp_id: int) -> Any:
     exp = experiment_for(exp_id)
     group = request.args.get("group") or "validation"
     if group not in SERIES_GROUPS:
-        raise ApiError(400, "bad_request", f"group: must be one of {', '.join(SERIES_GROUPS)}")
+        raise Invalid("bad_request", f"group: must be one of {', '.join(SERIES_GROUPS)}")
     name = request.args.get("name") or SearcherMetric.of(exp.config).name
     if not name:
-        raise ApiError(400, "bad_request", "name: the experiment has no searcher.metric; "
-                       "name the metric")
+        raise Invalid("bad_request", "name: the experiment has no searcher.metric; "
+                      "name the metric")
     trial_ids = [int_arg_value("trial_id", raw) for raw in request.args.getlist("trial_id")]
     max_points = int_arg("max_points", 0, lo=3, hi=MAX_POINTS) if request.args.get(
         "max_points") else None
@@ -74,7 +74,7 @@ def picked_series(session: Session, exp_id: int, group: str, name: str, trial_id
 def int_arg_value(name: str, raw: str) -> int:
     """A repeated integer query parameter's value, or a 400."""
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
-        raise ApiError(400, "bad_request", f"query parameter {name}: not an id")
+        raise Invalid("bad_request", f"query parameter {name}: not an id")
     return int(raw)
 
 

@@ -14,7 +14,7 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings, with_reason_words
 from hpcdet.master.api.templates import template_for_experiment
 from hpcdet.master.api.unmanaged import create_unmanaged
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments import experiment_list, serialize, trial_pages
 from hpcdet.master.models import Experiment, StateChange, TrialLog
 from hpcdet.master.reports.searcher_metric import SearcherMetric
@@ -44,11 +44,11 @@ def create_experiment() -> Any:
     where = placement_for(db(), settings(), owner, body.get("workspace"), body.get("project"))
     config_text, context = body.get("config"), body.get("context")
     if not isinstance(config_text, str) or not isinstance(context, str):
-        raise ApiError(400, "bad_request", "body needs 'config' (YAML text) and 'context' "
-                       "(base64 tar.gz)")
+        raise Invalid("bad_request", "body needs 'config' (YAML text) and 'context' "
+                      "(base64 tar.gz)")
     activate = body.get("activate", True)
     if not isinstance(activate, bool):
-        raise ApiError(400, "bad_request", "body field activate: must be true or false")
+        raise Invalid("bad_request", "body field activate: must be true or false")
     template = template_for_experiment(body.get("template"), owner)
     result = accept(db(), settings(), current_app.config["HPCDET_BACKEND"],
                     config_text=config_text, context_b64=context, owner=owner,
@@ -84,7 +84,7 @@ def list_experiments() -> Any:
         filters = experiment_list.filters_from(request.args)
         order = experiment_list.order_from(request.args)
     except experiment_list.BadParameter as exc:
-        raise ApiError(400, "bad_request", f"query parameter {exc}") from None
+        raise Invalid("bad_request", f"query parameter {exc}") from None
     listing = experiment_list.list_experiments(
         db(), filters, offset=int_arg("offset", 0), limit=int_arg("limit", 100, hi=1000),
         visible=seen, order=order)
@@ -96,7 +96,7 @@ def _in_workspace(actor: str, workspace: str | None,
     """The conditions for ``?workspace=W&project=P``; 404 for one the caller cannot see."""
     if not workspace:
         if project:
-            raise ApiError(400, "bad_request", "query parameter project: needs workspace")
+            raise Invalid("bad_request", "query parameter project: needs workspace")
         return []
     found = workspace_for(db(), settings(), actor, workspace)
     if not project:
@@ -185,7 +185,7 @@ def list_trials(exp_id: int) -> Any:
     try:
         order = trial_pages.order_from(request.args.get("sortBy"), request.args.get("orderBy"))
     except trial_pages.BadParameter as exc:
-        raise ApiError(400, "bad_request", f"query parameter {exc}") from None
+        raise Invalid("bad_request", f"query parameter {exc}") from None
     return trials_answer(exp, order, offset=int_arg("offset", 0),
                          limit=int_arg("limit", trial_pages.DEFAULT_LIMIT, lo=1,
                                        hi=trial_pages.MAX_LIMIT))

@@ -16,7 +16,7 @@ from flask import request
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.security import groups, workspaces
 
 
@@ -55,7 +55,7 @@ def rename_group(name: str) -> Any:
     actor = current_user()
     body = json_body()
     if set(body) != {"name"}:
-        raise ApiError(400, "bad_request", 'the body is {"name": NEW_NAME}')
+        raise Invalid("bad_request", 'the body is {"name": NEW_NAME}')
     group = groups.rename_group(db(), settings(), actor, name, body["name"])
     db().commit()
     return _detail(group.name, actor)
@@ -67,7 +67,7 @@ def change_group_users(name: str) -> Any:
     actor = current_user()
     body = json_body()
     if not set(body) <= {"add", "remove"} or not body:
-        raise ApiError(400, "bad_request", 'the body is {"add": [user], "remove": [user]}')
+        raise Invalid("bad_request", 'the body is {"add": [user], "remove": [user]}')
     groups.change_users(db(), settings(), actor, name, body.get("add"), body.get("remove"))
     db().commit()
     return _detail(name, actor)

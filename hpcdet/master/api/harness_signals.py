@@ -23,7 +23,7 @@ from hpcdet.job.early_exit import EarlyExitReason
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import require_token, require_trial_token
 from hpcdet.master.api.common import db, get_or_404, json_body
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid, NotFound
 from hpcdet.master.models import Experiment, Trial
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.states import State
@@ -39,7 +39,7 @@ def trial_preemption(trial_id: int) -> Any:
         .join(Experiment, Experiment.id == Trial.experiment_id).where(Trial.id == trial_id)
     ).one_or_none()
     if row is None:
-        raise ApiError(404, "not_found", f"trial {trial_id} not found")
+        raise NotFound("not_found", f"trial {trial_id} not found")
     state, token, unmanaged = row
     require_token(trial_id, token)
     current = State(state)
@@ -65,7 +65,7 @@ def _reason(value: Any) -> EarlyExitReason:
     try:
         return EarlyExitReason.parse(value)
     except ValueError as exc:
-        raise ApiError(400, "bad_request", f"reason: {exc}") from None
+        raise Invalid("bad_request", f"reason: {exc}") from None
 
 
 @bp.post("/trials/<int:trial_id>/progress")
@@ -76,7 +76,7 @@ def report_progress(trial_id: int) -> Any:
     progress = json_body().get("progress")
     if isinstance(progress, bool) or not isinstance(progress, int | float) or not (
             0 <= progress <= 1):
-        raise ApiError(400, "bad_request", "progress: must be a number from 0 to 1")
+        raise Invalid("bad_request", "progress: must be a number from 0 to 1")
     exp = db().get(Experiment, trial.experiment_id)
     if exp is not None and exp.searcher_name == "single" and float(progress) > exp.progress:
         exp.progress = float(progress)

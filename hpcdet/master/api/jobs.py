@@ -14,7 +14,8 @@ from hpcdet.dispatcher import Backend
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings, with_reason_words
-from hpcdet.master.errors import ApiError
+from hpcdet.master.api.refusals import http_status
+from hpcdet.master.errors import Invalid
 from hpcdet.master.queue.array_rows import group_arrays
 from hpcdet.master.queue.job_filters import JobFilter
 from hpcdet.master.queue.job_queue import job_list
@@ -66,20 +67,28 @@ def update_job_batch() -> Any:
     actor = current_user()
     items = json_body().get("updates")
     if not isinstance(items, list) or not items or len(items) > MAX_BATCH:
-        raise ApiError(400, "bad_request", f"updates: must be a list of 1 to {MAX_BATCH} "
-                       "updates like {\"job_id\": \"123\", \"priority\": 5}")
+        raise Invalid("bad_request", f"updates: must be a list of 1 to {MAX_BATCH} "
+                      "updates like {\"job_id\": \"123\", \"priority\": 5}")
     requests = [_batch_item(item, f"updates[{index}]") for index, item in enumerate(items)]
     wheres = [f"updates[{index}] (job {r.job_id})" for index, r in enumerate(requests)]
     results = update_jobs(db(), _backend(), settings(), requests, actor=actor, wheres=wheres)
     db().commit()
-    return {"results": results}
+    return {"results": [_answered(result) for result in results]}
 
 
 def _batch_item(item: Any, where: str) -> UpdateRequest:
     if not isinstance(item, dict) or "job_id" not in item:
-        raise ApiError(400, "bad_request", f"{where}: must be an object with a job_id")
+        raise Invalid("bad_request", f"{where}: must be an object with a job_id")
     body = {key: value for key, value in item.items() if key != "job_id"}
     return parse_update(item["job_id"], body, where)
+
+
+def _answered(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` for the client: a refused update's refusal as its HTTP ``status``."""
+    refusal = result.pop("refusal", None)
+    if refusal is not None:
+        result["status"] = http_status(refusal)
+    return result
 
 
 def _backend() -> Backend:

@@ -12,7 +12,7 @@ from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import NotFound
 from hpcdet.master.experiments import lifecycle, serialize
 from hpcdet.master.models import Experiment, Trial
 
@@ -37,7 +37,7 @@ def change_lifecycle(exp_id: int, action: str) -> Any:
     actor = current_user()
     change = _ACTIONS.get(action)
     if change is None:
-        raise ApiError(404, "not_found", f"no experiment action {action!r} (known: "
+        raise NotFound("not_found", f"no experiment action {action!r} (known: "
                        f"{', '.join(_ACTIONS)})")
     exp = experiment_for(exp_id, CHANGE, actor)
     change(db(), exp, actor)

@@ -11,7 +11,7 @@ from sqlalchemy import Select, func, select
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import trial_for
 from hpcdet.master.api.common import db, int_arg
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments import serialize
 from hpcdet.master.models import TrialLog
 
@@ -35,7 +35,7 @@ def read_logs(trial_id: int) -> Any:
     head, tail = int_arg("head", 0, hi=MAX_LINES), int_arg("tail", 0, hi=MAX_LINES)
     after = int_arg("after", 0, hi=2**62)
     if head and tail:
-        raise ApiError(400, "bad_request", "query parameters head and tail: give one of them")
+        raise Invalid("bad_request", "query parameters head and tail: give one of them")
     if tail:
         rows = last_rows(query, tail)
     else:
@@ -64,14 +64,14 @@ def _filtered(query: Select[Any]) -> Select[Any]:
     node = request.args.get("node")
     if node:
         if len(node) > NODE_MAX or not node.isprintable():
-            raise ApiError(400, "bad_request", f"query parameter node: at most {NODE_MAX} "
-                           "printable characters")
+            raise Invalid("bad_request", f"query parameter node: at most {NODE_MAX} "
+                          "printable characters")
         query = query.where(TrialLog.node == node)
     stream = request.args.get("stream")
     if stream:
         if stream not in STREAMS:
-            raise ApiError(400, "bad_request", "query parameter stream: must be one of "
-                           + ", ".join(STREAMS))
+            raise Invalid("bad_request", "query parameter stream: must be one of "
+                          + ", ".join(STREAMS))
         query = query.where(TrialLog.stream == stream)
     before, after = _time_arg("timestamp_before"), _time_arg("timestamp_after")
     if before is not None:
@@ -81,8 +81,8 @@ def _filtered(query: Select[Any]) -> Select[Any]:
     text = request.args.get("q")
     if text:
         if len(text) > QUERY_MAX:
-            raise ApiError(400, "bad_request", f"query parameter q: at most {QUERY_MAX} "
-                           "characters")
+            raise Invalid("bad_request", f"query parameter q: at most {QUERY_MAX} "
+                          "characters")
         query = query.where(TrialLog.line.icontains(text, autoescape=True))
     return query
 
@@ -95,8 +95,8 @@ def _time_arg(name: str) -> dt.datetime | None:
     try:
         value = dt.datetime.fromisoformat(raw)
     except ValueError:
-        raise ApiError(400, "bad_request", f"query parameter {name}: not an ISO 8601 time "
-                       "(e.g. 2024-05-01T12:00:00Z)") from None
+        raise Invalid("bad_request", f"query parameter {name}: not an ISO 8601 time "
+                      "(e.g. 2024-05-01T12:00:00Z)") from None
     if value.tzinfo is None:
         return value.replace(tzinfo=dt.timezone.utc)
     return value.astimezone(dt.timezone.utc)  # SQLite compares the stored UTC text

@@ -14,7 +14,7 @@ from hpcdet.master import master_log
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, int_arg, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import DomainError, Forbidden
 from hpcdet.master.scheduling.health import (
     CACHE_SECONDS,
     HEADER,
@@ -68,7 +68,7 @@ def visible_health() -> dict[str, Any]:
     health = load_health(db())
     try:
         current_user()
-    except ApiError:
+    except DomainError:
         return {"status": health["status"]}
     return health
 
@@ -99,8 +99,8 @@ def health_header(response: Response) -> Response:
 def _require_admin(what: str) -> None:
     actor = current_user()
     if not authz.is_admin(settings(), actor):
-        raise ApiError(403, "forbidden", f"only a cluster admin (master.yaml auth.admins) may "
-                       f"read the master's {what}; {actor!r} is not one")
+        raise Forbidden("forbidden", f"only a cluster admin (master.yaml auth.admins) may "
+                        f"read the master's {what}; {actor!r} is not one")
 
 
 def masked(value: Any, key: str = "") -> Any:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from hpcdet.master.api import bp
 from hpcdet.master.api.access import trial_for
 from hpcdet.master.api.common import db, int_arg
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.reports.downsample import (
     COUNTERS,
     series_points,
@@ -74,7 +74,7 @@ def read_metric_series(trial_id: int) -> Any:
     max_points = int_arg("max_points", DEFAULT_POINTS, lo=3, hi=MAX_POINTS)
     wanted = [name for name in request.args.getlist("name") if name]
     if len(wanted) > MAX_NAMES:
-        raise ApiError(400, "bad_request", f"name: at most {MAX_NAMES} metrics at a time")
+        raise Invalid("bad_request", f"name: at most {MAX_NAMES} metrics at a time")
     return series_answer(db(), trial_id, group, wanted, max_points)
 
 

@@ -32,7 +32,7 @@ from flask import Flask
 
 from hpcdet.master.api.body_limits import limit_for
 from hpcdet.master.api.errors import error_body
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import DomainError
 from hpcdet.master.reports.ingest import MetricWriter, StaleRunError
 from hpcdet.master.reports.reports import STALE_RUN, metrics_batch
 from hpcdet.master.security.tokens import token_matches
@@ -124,7 +124,7 @@ class MetricsRoute:
         parsed = _parse(body)
         try:
             batch = metrics_batch(trial_id, parsed)
-        except ApiError:
+        except DomainError:
             raise _NotHere from None
         try:
             applied = await writer.apply_async(batch)

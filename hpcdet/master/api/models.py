@@ -14,7 +14,7 @@ from flask import request
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.registry import service
 from hpcdet.master.registry.service import Caller, ModelQuery
 from hpcdet.master.security.authz import Access
@@ -44,8 +44,8 @@ def _model_query() -> ModelQuery:
     args = request.args
     sort_by = args.get("sort_by") or "id"
     if sort_by not in service.SORT_KEYS:
-        raise ApiError(400, "bad_request", f"query parameter sort_by: must be one of "
-                       f"{', '.join(service.SORT_KEYS)}, got {sort_by!r}")
+        raise Invalid("bad_request", f"query parameter sort_by: must be one of "
+                      f"{', '.join(service.SORT_KEYS)}, got {sort_by!r}")
     workspaces = tuple(w for w in (args.get("workspace") or "").split(",") if w)
     return ModelQuery(name=args.get("name") or None, description=args.get("description") or None,
                       label=args.get("label") or None, owner=args.get("owner") or None,
@@ -59,13 +59,13 @@ def _bool_arg(name: str) -> bool | None:
         return None
     if raw in _TRUE or raw in _FALSE:
         return raw in _TRUE
-    raise ApiError(400, "bad_request", f"query parameter {name}: must be true or false")
+    raise Invalid("bad_request", f"query parameter {name}: must be true or false")
 
 
 def _descending() -> bool:
     order = (request.args.get("order_by") or "asc").lower()
     if order not in ("asc", "desc"):
-        raise ApiError(400, "bad_request", "query parameter order_by: must be asc or desc")
+        raise Invalid("bad_request", "query parameter order_by: must be asc or desc")
     return order == "desc"
 
 
@@ -120,7 +120,7 @@ def move_model(identifier: str) -> Any:
     body = json_body()
     model = service.find_model(caller, identifier, Access.CHANGE)
     if set(body) != {"workspace"}:
-        raise ApiError(400, "bad_request", "the body is {\"workspace\": NAME or null}")
+        raise Invalid("bad_request", "the body is {\"workspace\": NAME or null}")
     service.patch_model(caller, model, body)
     return {"model": service.model_json(db(), model)}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from flask import Flask, request
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 
 
 def install(app: Flask) -> None:
@@ -21,9 +21,9 @@ def install(app: Flask) -> None:
 
 def _refuse_nul() -> None:
     if "\x00" in request.path:
-        raise ApiError(400, "bad_request", "the request path contains a NUL character (%00)")
+        raise Invalid("bad_request", "the request path contains a NUL character (%00)")
     for name, value in request.args.items(multi=True):
         if "\x00" in name or "\x00" in value:
             shown = name.replace("\x00", "%00")
-            raise ApiError(400, "bad_request",
-                           f"query parameter {shown}: contains a NUL character (%00)")
+            raise Invalid("bad_request",
+                          f"query parameter {shown}: contains a NUL character (%00)")

@@ -16,7 +16,7 @@ from hpcdet.master.api.access import task_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.api.tasks import submit_tracked
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Forbidden, NotFound
 from hpcdet.master.models import CommandTask, ShellKey
 from hpcdet.master.scheduling import shells, task_submission, tasks
 from hpcdet.master.security.workspaces import placement_for
@@ -58,10 +58,10 @@ def shell_keys(task_id: int) -> Any:
     for anyone else who may see it)."""
     task = _shell(task_id)
     if task.owner != current_user():
-        raise ApiError(403, "forbidden", f"only the owner of shell {task_id} may open it")
+        raise Forbidden("forbidden", f"only the owner of shell {task_id} may open it")
     row = db().get(ShellKey, task_id)
     if row is None:
-        raise ApiError(404, "not_found", f"shell {task_id} has no keys")
+        raise NotFound("not_found", f"shell {task_id} has no keys")
     service = None
     if task.state == State.RUNNING.value:
         service = shells.read_service(task, _backend().transport)
@@ -75,5 +75,5 @@ def shell_keys(task_id: int) -> Any:
 def _shell(task_id: int) -> CommandTask:
     task = task_for(task_id)
     if task.kind != task_submission.SHELL:
-        raise ApiError(404, "not_found", f"task {task_id} is not a shell")
+        raise NotFound("not_found", f"task {task_id} is not a shell")
     return task

@@ -23,7 +23,7 @@ from hpcdet.master.api import bp
 from hpcdet.master.api.access import template_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict, Invalid
 from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import Template, utcnow
 from hpcdet.master.scheduling.submission import check_sbatch_args, parse_config
@@ -125,25 +125,25 @@ def template_for_experiment(name: Any, actor: str) -> Template | None:
     if name is None:
         return None
     if not isinstance(name, str):
-        raise ApiError(400, "bad_request", "template: must be a template name (a string)")
+        raise Invalid("bad_request", "template: must be a template name (a string)")
     template = db().get(Template, name)
     if template is None or authz.access(db(), settings(), actor, template.owner,
                                         template.workspace_id) is authz.Access.NONE:
-        raise ApiError(400, "bad_request", f"template: no template named {name!r}")
+        raise Invalid("bad_request", f"template: no template named {name!r}")
     return template
 
 
 def _valid_name(name: Any) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise ApiError(400, "bad_request", "name: a template name is 1 to 128 characters "
-                       f"of letters, digits, '.', '_' and '-', got {name!r}")
+        raise Invalid("bad_request", "name: a template name is 1 to 128 characters "
+                      f"of letters, digits, '.', '_' and '-', got {name!r}")
     return name
 
 
 def _template_config(text: Any) -> dict[str, Any]:
     """Parse and sanity-check the YAML text; every problem goes into ``details``."""
     if not isinstance(text, str):
-        raise ApiError(400, "bad_request", "config: must be the template's YAML text")
+        raise Invalid("bad_request", "config: must be the template's YAML text")
     try:
         doc = parse_config(text)
     except ConfigError as exc:
@@ -166,6 +166,6 @@ def _commit_or_conflict(name: str) -> None:
         raise _name_taken(name) from None
 
 
-def _name_taken(name: str) -> ApiError:
-    return ApiError(409, "conflict", f"template {name!r} already exists (replace it with "
+def _name_taken(name: str) -> Conflict:
+    return Conflict("conflict", f"template {name!r} already exists (replace it with "
                     "PUT /templates/<name>, `det template set`)")

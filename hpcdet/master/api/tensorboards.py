@@ -16,7 +16,7 @@ from hpcdet.master.api.access import experiment_for, trial_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.commands import submit_planned
 from hpcdet.master.api.common import db, json_body, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.scheduling import tensorboards
 from hpcdet.master.security.workspaces import placement_for
 
@@ -32,9 +32,9 @@ def _ids(body: dict[str, Any], key: str) -> list[int]:
     raw = body.get(key) or []
     if not isinstance(raw, list) or not all(
             isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in raw):
-        raise ApiError(400, "bad_request", f"{key}: must be a list of ids (whole numbers)")
+        raise Invalid("bad_request", f"{key}: must be a list of ids (whole numbers)")
     if len(raw) > MAX_IDS:
-        raise ApiError(400, "bad_request", f"{key}: at most {MAX_IDS} ids")
+        raise Invalid("bad_request", f"{key}: at most {MAX_IDS} ids")
     return list(dict.fromkeys(raw))
 
 
@@ -48,8 +48,8 @@ def create_tensorboard() -> Any:
     body = json_body()
     experiment_ids, trial_ids = _ids(body, "experiment_ids"), _ids(body, "trial_ids")
     if not experiment_ids and not trial_ids:
-        raise ApiError(400, "bad_request", "name at least one experiment (experiment_ids) "
-                       "or trial (trial_ids)")
+        raise Invalid("bad_request", "name at least one experiment (experiment_ids) "
+                      "or trial (trial_ids)")
     for exp_id in experiment_ids:
         experiment_for(exp_id)
     for trial_id in trial_ids:

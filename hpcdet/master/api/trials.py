@@ -19,7 +19,7 @@ from hpcdet.master.api.access import CHANGE, trial_for
 from hpcdet.master.api.auth import bearer_token, current_user, require_token
 from hpcdet.master.api.checkpoints import storage_dir
 from hpcdet.master.api.common import db, int_arg, json_body, with_reason_words
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict, Invalid, NotFound
 from hpcdet.master.experiments import checkpoint_marks, lifecycle, serialize
 from hpcdet.master.models import Checkpoint, Experiment, Job, Metric, Trial
 from hpcdet.master.reports.ingest import MetricWriter
@@ -71,7 +71,7 @@ def read_metrics(trial_id: int) -> Any:
     since = int_arg("since_steps", -1, hi=2**62) if "since_steps" in request.args else None
     latest = int_arg("latest", 1, lo=1) if "latest" in request.args else None
     if latest is not None and not group:
-        raise ApiError(400, "bad_request", "query parameter latest: needs group")
+        raise Invalid("bad_request", "query parameter latest: needs group")
     return {"metrics": metric_reports(trial_id, [metric_group(group)] if group else None,
                                       since, latest)}
 
@@ -143,7 +143,7 @@ def report_checkpoint(trial_id: int) -> Any:
     uuid = str(batch.reports[0].checkpoint["uuid"]) if batch.reports[0].checkpoint else ""
     checkpoint = db().get(Checkpoint, uuid)
     if checkpoint is None:  # its seq was taken by another report of the stream
-        raise ApiError(409, "conflict", f"checkpoint {uuid}: seq {batch.reports[0].seq} "
+        raise Conflict("conflict", f"checkpoint {uuid}: seq {batch.reports[0].seq} "
                        "was already used by another report of this stream")
     status = 201 if uuid in applied.created_checkpoints else 200
     return {"checkpoint": serialize.checkpoint(checkpoint)}, status
@@ -159,7 +159,7 @@ def require_trial_token(writer: MetricWriter, trial_id: int) -> None:
     """401/403 unless the request carries the trial's current token (404: no such trial)."""
     token = writer.token_of(trial_id)
     if token is None:
-        raise ApiError(404, "not_found", f"trial {trial_id} not found")
+        raise NotFound("not_found", f"trial {trial_id} not found")
     if not token_matches(bearer_token(), token):
         # The cached hash may be the previous submission's: read the current one once.
         token = writer.token_of(trial_id, fresh=True) or token

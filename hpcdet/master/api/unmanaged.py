@@ -23,7 +23,7 @@ from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.api.trials import metric_writer, require_trial_token
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments import serialize, unmanaged
 from hpcdet.master.models import Trial
 from hpcdet.master.scheduling.submission import parse_config
@@ -35,7 +35,7 @@ def create_unmanaged(owner: str, body: dict[str, Any]) -> tuple[dict[str, Any], 
     """``POST /experiments`` with ``unmanaged: true`` (called by the create route)."""
     config_text = body.get("config")
     if not isinstance(config_text, str):
-        raise ApiError(400, "bad_request", "body needs 'config' (YAML text)")
+        raise Invalid("bad_request", "body needs 'config' (YAML text)")
     external_id = _optional_str(body, "external_id")
     workspace, project = _placement_names(body, parse_config(config_text))
     where = placement_for(db(), settings(), owner, workspace, project)
@@ -58,7 +58,7 @@ def start_unmanaged_trial(exp_id: int) -> Any:
     body = json_body()
     hparams = body.get("hparams") or {}
     if not isinstance(hparams, dict):
-        raise ApiError(400, "bad_request", "body field hparams: must be an object")
+        raise Invalid("bad_request", "body field hparams: must be an object")
     started = unmanaged.start_run(db(), settings(), exp, actor=actor, hparams=hparams,
                                   external_id=_optional_str(body, "external_id"),
                                   job=_job_id(body))
@@ -86,13 +86,13 @@ def _job_id(body: dict[str, Any]) -> str | None:
     try:
         return backend.check_job_id(job)
     except ValidationError as exc:
-        raise ApiError(400, "bad_request", f"body field job: {exc}") from None
+        raise Invalid("bad_request", f"body field job: {exc}") from None
 
 
 def _optional_str(body: dict[str, Any], field: str) -> str | None:
     value = body.get(field)
     if value is not None and not isinstance(value, str):
-        raise ApiError(400, "bad_request", f"body field {field}: must be a string")
+        raise Invalid("bad_request", f"body field {field}: must be a string")
     return value
 
 

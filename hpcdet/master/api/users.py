@@ -20,7 +20,7 @@ from hpcdet import munge
 from hpcdet.master.api import bp
 from hpcdet.master.api.auth import bearer_token, calling_token, current_user
 from hpcdet.master.api.common import db, int_arg, json_body, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Forbidden, Invalid, NotFound, Unauthenticated, Unavailable
 from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import AuthToken, as_utc, utcnow
 from hpcdet.master.scheduling.task_tokens import TASK_TOKEN_PREFIX
@@ -37,19 +37,19 @@ def login() -> Any:
     credential = json_body().get("credential")
     if not isinstance(credential, str) or not credential.startswith("MUNGE:") \
             or len(credential) > 8192:
-        raise ApiError(400, "bad_request", "credential: must be a MUNGE credential "
-                       "(det user login makes one)")
+        raise Invalid("bad_request", "credential: must be a MUNGE credential "
+                      "(det user login makes one)")
     try:
         decoded = munge.decode(credential)
     except munge.MungeError as exc:
         if exc.unavailable:
-            raise ApiError(503, "munge_unavailable", f"the master cannot check MUNGE "
-                           f"credentials ({exc}); its admins should check `systemctl status "
-                           "munge` on the master's host") from None
-        raise ApiError(401, "unauthorized", f"{exc}; run det user login again") from None
+            raise Unavailable("munge_unavailable", f"the master cannot check MUNGE "
+                              f"credentials ({exc}); its admins should check `systemctl status "
+                              "munge` on the master's host") from None
+        raise Unauthenticated("unauthorized", f"{exc}; run det user login again") from None
     if not _payload_for_this_master(decoded.payload):
-        raise ApiError(401, "unauthorized", "the MUNGE credential was made for another "
-                       "master (or another purpose); run det user login")
+        raise Unauthenticated("unauthorized", "the MUNGE credential was made for another "
+                              "master (or another purpose); run det user login")
     username = _user_name(decoded.uid)
     if users.is_deactivated(db(), username):
         raise users.deactivated_error(username)
@@ -83,8 +83,8 @@ def _user_name(uid: int) -> str:
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
-        raise ApiError(401, "unauthorized", f"UID {uid} has no user name on the master's "
-                       "host (the master and login nodes must share users)") from None
+        raise Unauthenticated("unauthorized", f"UID {uid} has no user name on the master's "
+                              "host (the master and login nodes must share users)") from None
 
 
 @bp.post("/auth/logout")
@@ -132,11 +132,11 @@ def create_token() -> Any:
     name = body.get("name") or "api"
     days = body.get("expires_days", 30)
     if not isinstance(name, str) or len(name) > 128 or not name.isprintable():
-        raise ApiError(400, "bad_request", "name: at most 128 printable characters")
+        raise Invalid("bad_request", "name: at most 128 printable characters")
     if isinstance(days, bool) or not isinstance(days, int) \
             or not 1 <= days <= MAX_API_TOKEN_DAYS:
-        raise ApiError(400, "bad_request",
-                       f"expires_days: must be an integer from 1 to {MAX_API_TOKEN_DAYS}")
+        raise Invalid("bad_request",
+                      f"expires_days: must be an integer from 1 to {MAX_API_TOKEN_DAYS}")
     lifetime = dt.timedelta(days=days)
     task = task_of_caller()
     if task is not None:  # minted inside a task's job: it dies with the task (task_tokens)
@@ -158,7 +158,7 @@ def revoke_token(token_id: int) -> Any:
     """Revoke one of the caller's tokens (an admin may revoke anybody's)."""
     user = _identified_user()
     if not tokens.revoke(db(), token_id, user, admin=user in settings().admins):
-        raise ApiError(404, "not_found", f"token {token_id} not found")
+        raise NotFound("not_found", f"token {token_id} not found")
     return {"revoked": token_id}
 
 
@@ -167,9 +167,9 @@ def web_link() -> Any:
     """A one-time sign-in link for the web pages: ``{path, expires_at}``."""
     user = _identified_user()
     if task_of_caller() is not None:
-        raise ApiError(403, "forbidden", "a task's token cannot sign a browser in (the "
-                       "session would outlive the task): run det user web-login on a login "
-                       "node")
+        raise Forbidden("forbidden", "a task's token cannot sign a browser in (the "
+                        "session would outlive the task): run det user web-login on a login "
+                        "node")
     seconds = int_arg("seconds", tokens.WEB_LINK_SECONDS, lo=5, hi=600)
     token, row = tokens.issue(db(), user, "web_link", dt.timedelta(seconds=seconds))
     db().commit()
@@ -179,8 +179,8 @@ def web_link() -> Any:
 def _identified_user() -> str:
     user = current_user()
     if user == ANONYMOUS:
-        raise ApiError(401, "unauthorized", "tokens belong to users: name yourself "
-                       "(det -u NAME) or sign in on this master")
+        raise Unauthenticated("unauthorized", "tokens belong to users: name yourself "
+                              "(det -u NAME) or sign in on this master")
     return user
 
 

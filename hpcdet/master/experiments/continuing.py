@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict, Invalid
 from hpcdet.master.experiments.editing import set_config
 from hpcdet.master.experiments.searcher_store import build_searcher, save_snapshot
 from hpcdet.master.models import Checkpoint, Experiment, Trial
@@ -76,8 +76,8 @@ def continue_experiment(session: Session, settings: MasterSettings, exp: Experim
     trial = _only_trial(session, exp)
     fixed = _changes_fixed(exp.config, override)
     if fixed is not None:
-        raise ApiError(400, "bad_request", f"config override {fixed}: continue keeps the "
-                       "search as it was; fork the experiment to change it")
+        raise Invalid("bad_request", f"config override {fixed}: continue keeps the "
+                      "search as it was; fork the experiment to change it")
     config = effective_config(settings, merged(exp.config, override), owner=exp.owner)
     set_config(exp, config)
     searcher = build_searcher(config)
@@ -98,21 +98,21 @@ def continue_experiment(session: Session, settings: MasterSettings, exp: Experim
 
 def _only_trial(session: Session, exp: Experiment) -> Trial:
     if exp.unmanaged:
-        raise ApiError(409, "conflict", f"experiment {exp.id} is unmanaged: the master does "
+        raise Conflict("conflict", f"experiment {exp.id} is unmanaged: the master does "
                        "not run it; run its script again (with the same external ids, to "
                        "resume its trial)")
     if not State(exp.state).is_terminal:
-        raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: only an ended "
+        raise Conflict("conflict", f"experiment {exp.id} is {exp.state}: only an ended "
                        "experiment can be continued (pause/activate a running one)")
     if exp.archived:
-        raise ApiError(409, "conflict", f"experiment {exp.id} is archived: unarchive it first")
+        raise Conflict("conflict", f"experiment {exp.id} is archived: unarchive it first")
     if exp.searcher_name != "single":
-        raise ApiError(409, "conflict", f"experiment {exp.id} uses the {exp.searcher_name} "
+        raise Conflict("conflict", f"experiment {exp.id} uses the {exp.searcher_name} "
                        "searcher: only single-trial (searcher single) experiments can be "
                        "continued; fork it instead")
     trials = list(session.scalars(select(Trial).where(Trial.experiment_id == exp.id)))
     if len(trials) != 1:
-        raise ApiError(409, "conflict", f"experiment {exp.id} has {len(trials)} trials: "
+        raise Conflict("conflict", f"experiment {exp.id} has {len(trials)} trials: "
                        "only a single-trial experiment can be continued")
     return trials[0]
 

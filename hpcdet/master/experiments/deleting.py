@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher.transport import Transport
 from hpcdet.dispatcher.transport.local import LOCAL
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict
 from hpcdet.master.models import Checkpoint, Experiment, StateChange, Trial
 from hpcdet.master.registry.service import pinned_checkpoints
 from hpcdet.master.reports.checkpoint_gc import ACTIVE, DELETED, delete_checkpoint, open_storage
@@ -55,7 +55,7 @@ def checkpoint_storage(exp: Experiment, settings: MasterSettings) -> StorageMana
     try:
         return open_storage(settings, exp.config)
     except (StorageError, ManagerError) as exc:
-        raise ApiError(409, "conflict", f"experiment {exp.id}: checkpoint storage {exc}; "
+        raise Conflict("conflict", f"experiment {exp.id}: checkpoint storage {exc}; "
                        "its checkpoints cannot be deleted by this master") from None
 
 
@@ -64,7 +64,7 @@ def refuse_registered(session: Session, uuids: Sequence[str]) -> None:
     pinned = sorted(pinned_checkpoints(session, list(uuids)))
     if pinned:
         more = f" and {len(pinned) - 1} more" if len(pinned) > 1 else ""
-        raise ApiError(409, "conflict", f"checkpoint {pinned[0]}{more} is registered as a "
+        raise Conflict("conflict", f"checkpoint {pinned[0]}{more} is registered as a "
                        "model version (det model list-versions); delete the version first")
 
 
@@ -73,7 +73,7 @@ def delete_experiment(session: Session, settings: MasterSettings, exp: Experimen
     """Delete an ended experiment, its checkpoint files and its job directories (reached
     through ``files``; default: this host's filesystem)."""
     if not State(exp.state).is_terminal:
-        raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: only an ended "
+        raise Conflict("conflict", f"experiment {exp.id} is {exp.state}: only an ended "
                        "experiment can be deleted (kill or cancel it first)")
     trials = list(session.scalars(select(Trial).where(Trial.experiment_id == exp.id)))
     everyone = list(session.scalars(select(Checkpoint.uuid).where(
@@ -107,7 +107,7 @@ def _remove_files(storage: StorageManager | None, exp: Experiment,
         return []
     failed = [u for u in uuids if not delete_checkpoint(storage, u)]
     if failed:
-        raise ApiError(409, "conflict", f"experiment {exp.id}: could not delete checkpoint "
+        raise Conflict("conflict", f"experiment {exp.id}: could not delete checkpoint "
                        f"{storage.location(failed[0])}" + (f" and {len(failed) - 1} more"
                                                            if len(failed) > 1 else "")
                        + " (see the master's log); nothing else was deleted, try again")
@@ -135,11 +135,11 @@ def delete_checkpoints(session: Session, settings: MasterSettings,
             continue
         storage = checkpoint_storage(exp, settings)
         if storage is None:
-            raise ApiError(409, "conflict", f"checkpoint {checkpoint.uuid} is in "
+            raise Conflict("conflict", f"checkpoint {checkpoint.uuid} is in "
                            f"{exp.config['checkpoint_storage'].get('type')} storage, which "
                            "this master does not delete from")
         if not delete_checkpoint(storage, checkpoint.uuid):
-            raise ApiError(409, "conflict", "could not delete checkpoint "
+            raise Conflict("conflict", "could not delete checkpoint "
                            f"{storage.location(checkpoint.uuid)} (see the master's log); "
                            "try again")
         session.execute(update(Checkpoint).where(Checkpoint.uuid == checkpoint.uuid)
@@ -151,5 +151,5 @@ def delete_checkpoints(session: Session, settings: MasterSettings,
 def _check_deletable(session: Session, checkpoint: Checkpoint) -> None:
     trial = session.get_one(Trial, checkpoint.trial_id)
     if trial.latest_checkpoint == checkpoint.uuid and not State(trial.state).is_terminal:
-        raise ApiError(409, "conflict", f"checkpoint {checkpoint.uuid} is the latest of trial "
+        raise Conflict("conflict", f"checkpoint {checkpoint.uuid} is the latest of trial "
                        f"{trial.id}, which is {trial.state} and may resume from it")

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.models import Experiment
 from hpcdet.master.security.workspaces import placement_for
 from hpcdet.master.settings.core import MasterSettings
@@ -39,9 +39,9 @@ TAKES_EFFECT = {
 }
 
 
-def bad(key: str, problem: str) -> ApiError:
+def bad(key: str, problem: str) -> Invalid:
     """The 400 for one bad value."""
-    return ApiError(400, "bad_request", f"{key}: {problem}")
+    return Invalid("bad_request", f"{key}: {problem}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +62,8 @@ def parse_edit(body: Mapping[str, Any]) -> Edit:
     if unknown:
         raise bad(unknown[0], f"not a setting that can be changed (known: {', '.join(EDITABLE)})")
     if not body:
-        raise ApiError(400, "bad_request", f"the body names nothing to change (known: "
-                       f"{', '.join(EDITABLE)})")
+        raise Invalid("bad_request", f"the body names nothing to change (known: "
+                      f"{', '.join(EDITABLE)})")
     checks = {"name": _name, "description": _description, "labels": labels_value,
               "max_slots": _max_slots, "weight": _weight, "priority": _priority,
               "gc_policy": gc_policy_value}
@@ -196,6 +196,6 @@ def move(session: Session, settings: MasterSettings, exp: Experiment, actor: str
     ``workspace`` None takes it out of any workspace: it is its owner's (and admins') alone.
     """
     if workspace is None and project is not None:
-        raise ApiError(400, "bad_request", "project: name its workspace too")
+        raise Invalid("bad_request", "project: name its workspace too")
     exp.workspace_id, exp.project_id = placement_for(session, settings, actor, workspace,
                                                      project)

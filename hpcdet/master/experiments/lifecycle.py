@@ -24,7 +24,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict
 from hpcdet.master.models import Experiment, Trial, utcnow
 from hpcdet.master.transitions import transition
 from hpcdet.states import EntityKind, State, is_allowed
@@ -80,7 +80,7 @@ def fail(session: Session, exp: Experiment, cause: str) -> None:
 def set_archived(exp: Experiment, archived: bool) -> None:
     """Archive (hide) or unarchive an ended experiment."""
     if archived and not State(exp.state).is_terminal:
-        raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: only an ended "
+        raise Conflict("conflict", f"experiment {exp.id} is {exp.state}: only an ended "
                        "experiment can be archived (cancel or kill it first)")
     exp.archived = archived
 
@@ -90,7 +90,7 @@ def _stop(session: Session, exp: Experiment, stopping: State, verb: str, actor: 
     if current is stopping:
         return
     if current.is_terminal:
-        raise ApiError(409, "conflict", f"experiment {exp.id} already ended {exp.state}")
+        raise Conflict("conflict", f"experiment {exp.id} already ended {exp.state}")
     if current.is_stopping and not is_allowed(EntityKind.EXPERIMENT, current, stopping):
         return  # already stopping more severely (killed, failing): nothing to add
     transition(session, exp, stopping, cause=f"{verb} requested", actor=actor)
@@ -103,13 +103,13 @@ def _stop(session: Session, exp: Experiment, stopping: State, verb: str, actor: 
 
 def _require(exp: Experiment, allowed: set[State], verb: str) -> None:
     if State(exp.state) not in allowed:
-        raise ApiError(409, "conflict", f"cannot {verb} experiment {exp.id}: it is {exp.state}")
+        raise Conflict("conflict", f"cannot {verb} experiment {exp.id}: it is {exp.state}")
 
 
 def _require_managed(exp: Experiment, verb: str) -> None:
     """Pausing needs a master that can start the trials again: not an unmanaged one."""
     if exp.unmanaged:
-        raise ApiError(409, "conflict", f"cannot {verb} experiment {exp.id}: it is unmanaged "
+        raise Conflict("conflict", f"cannot {verb} experiment {exp.id}: it is unmanaged "
                        "(its script runs outside the master); stop the script, or kill the "
                        "experiment so that its preemption check says stop")
 
@@ -125,7 +125,7 @@ def kill_trial(session: Session, trial: Trial, actor: str) -> None:
     ends CANCELED; the searcher hears of it as of any trial that errored."""
     current = State(trial.state)
     if current.is_terminal:
-        raise ApiError(409, "conflict", f"trial {trial.id} already ended {trial.state}")
+        raise Conflict("conflict", f"trial {trial.id} already ended {trial.state}")
     if not is_allowed(EntityKind.TRIAL, current, State.STOPPING_KILLED):
         return  # already stopping as severely or more
     transition(session, trial, State.STOPPING_KILLED, cause="kill requested", actor=actor)

@@ -45,7 +45,7 @@ from hpcdet.searcher import Create, Searcher, Stop, TrialRequest
 from hpcdet.searcher.asha import AdaptiveAshaSearch
 from hpcdet.states import State
 
-log = logging.getLogger("hpcdet.searching")
+log = logging.getLogger(__name__)
 
 # Events consumed per experiment per cycle: bounds one transaction's size.
 EVENT_BATCH = 50_000

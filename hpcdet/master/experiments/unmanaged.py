@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from hpcdet import expconf, storage
 from hpcdet.dispatcher import JobPhase, JobRef, JobStatus
 from hpcdet.errors import ConfigError
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict, Invalid
 from hpcdet.master.experiments.ending import finish_searched
 from hpcdet.master.models import Experiment, Trial, utcnow
 from hpcdet.master.scheduling.jobspec import TrialRun
@@ -113,7 +113,7 @@ def start_run(session: Session, settings: MasterSettings, exp: Experiment, *, ac
     """A new trial of ``exp`` (or its trial ``external_id``, resumed) RUNNING now; ``job``:
     the scheduler job it runs in, an id the backend has checked."""
     if not exp.unmanaged:
-        raise ApiError(409, "conflict", f"experiment {exp.id} is managed by the master: "
+        raise Conflict("conflict", f"experiment {exp.id} is managed by the master: "
                        "only an unmanaged experiment takes trials from a script")
     if external_id is not None:
         _check_external_id(external_id, "external_id")
@@ -144,13 +144,13 @@ def report_state(session: Session, trial: Trial, state: str | None) -> None:
     trial.heartbeat_at = utcnow()
     if state is None or state == State.RUNNING.value:
         if trial.state != State.RUNNING.value:
-            raise ApiError(409, "conflict", f"trial {trial.id} is {trial.state}: its run was "
+            raise Conflict("conflict", f"trial {trial.id} is {trial.state}: its run was "
                            "stopped (killed, cancelled or taken over by a newer run)")
         return
     end = _ENDS.get(state)
     if end is None:
-        raise ApiError(400, "bad_request", f"body field state: {state!r} is not one of "
-                       "RUNNING, COMPLETED, ERROR")
+        raise Invalid("bad_request", f"body field state: {state!r} is not one of "
+                      "RUNNING, COMPLETED, ERROR")
     if State(trial.state).is_terminal or State(trial.state).is_stopping:
         return  # stopped by the master meanwhile: its end stands
     _end_trial(session, trial, end, f"the script reported {state}")
@@ -202,7 +202,7 @@ def _reopen(session: Session, exp: Experiment, actor: str) -> None:
         transition(session, exp, State.ACTIVE, cause="unmanaged experiment resumed",
                    actor=actor)
     elif exp.state != State.ACTIVE.value:
-        raise ApiError(409, "conflict", f"experiment {exp.id} is {exp.state}: it takes no "
+        raise Conflict("conflict", f"experiment {exp.id} is {exp.state}: it takes no "
                        "new runs until it has ended")
 
 
@@ -215,5 +215,5 @@ def _trial_named(session: Session, exp: Experiment, external_id: str | None) -> 
 
 def _check_external_id(value: str, field: str) -> None:
     if not value or len(value) > 256 or any(c in value for c in "\n\r\0"):
-        raise ApiError(400, "bad_request", f"body field {field}: must be 1 to 256 characters "
-                       "without line breaks or NUL")
+        raise Invalid("bad_request", f"body field {field}: must be 1 to 256 characters "
+                      "without line breaks or NUL")

@@ -30,7 +30,7 @@ from hpcdet.master.api.auth import (
     web_session_user,
 )
 from hpcdet.master.api.common import db
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Gone, Unauthenticated, Unavailable
 from hpcdet.master.models import CommandTask
 from hpcdet.master.security import authz
 from hpcdet.master.settings.core import MasterSettings
@@ -52,9 +52,9 @@ class Target:
 
 
 def authorize(app: Flask, task_id: int, headers: Sequence[tuple[str, str]]) -> Target:
-    """The task's service for the caller ``headers`` identify; :class:`ApiError` otherwise
-    (401 nobody proven, 404 unknown or unseen, 403 seen but not theirs, 503 not up yet,
-    410 ended)."""
+    """The task's service for the caller ``headers`` identify; a refusal otherwise
+    (:mod:`hpcdet.master.errors`: Unauthenticated nobody proven, NotFound unknown or unseen,
+    Forbidden seen but not theirs, Unavailable not up yet, Gone ended)."""
     wanted = [(name, value) for name, value in headers if name.lower() in IDENTITY_HEADERS]
     with app.test_request_context(f"/proxy/{task_id}/", headers=wanted):
         return _target(task_id, proxy_user())
@@ -71,8 +71,8 @@ def proxy_user() -> str:
         cookie = request.cookies.get(SESSION_COOKIE, "")
         if cookie:
             return web_session_user(cookie, check_csrf=False)
-        raise ApiError(401, "login_required", "sign in first: det user web-login prints a "
-                       f"link for the browser; for det, {LOGIN_HINT}")
+        raise Unauthenticated("login_required", "sign in first: det user web-login prints a "
+                              f"link for the browser; for det, {LOGIN_HINT}")
     if request.headers.get(USER_HEADER):
         return current_user()
     return web_user() or current_user()
@@ -90,10 +90,10 @@ def _target(task_id: int, user: str) -> Target:
     authz.require_runs_as_self(settings, user, task.owner, f"open the {task.kind} of {what}",
                                f"start a {task.kind} of your own (det {task.kind} start)")
     if State(task.state).is_terminal:
-        raise ApiError(410, "gone", f"{what} ended ({task.state}); its {task.kind} is gone")
+        raise Gone("gone", f"{what} ended ({task.state}); its {task.kind} is gone")
     if task.state != State.RUNNING.value or task.service_address is None \
             or task.service_port is None:
-        raise ApiError(503, "service_unavailable", f"the {task.kind} of {what} is not up yet "
-                       f"(the task is {task.state}); try again in a few seconds")
+        raise Unavailable("service_unavailable", f"the {task.kind} of {what} is not up yet "
+                          f"(the task is {task.state}); try again in a few seconds")
     # The address pinned at registration (proxy/pinning.py), never the name again.
     return Target(task.id, task.service_address, task.service_port, task.service_token)

@@ -20,15 +20,15 @@ import httpx
 from a2wsgi import WSGIMiddleware
 from flask import Flask
 
-from hpcdet.master.api.errors import error_body
 from hpcdet.master.api.metrics_asgi import MetricsRoute
-from hpcdet.master.errors import ApiError
+from hpcdet.master.api.refusals import http_status, refusal_body
+from hpcdet.master.errors import DomainError, Forbidden, NotFound
 from hpcdet.master.proxy import forward
 from hpcdet.master.proxy import headers as hdr
 from hpcdet.master.proxy.access import authorize
 from hpcdet.master.proxy.forward import Receive, Scope, Send
 
-log = logging.getLogger("hpcdet.proxy")
+log = logging.getLogger(__name__)
 # One line per proxied request would drown the master's log.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -57,7 +57,7 @@ class MasterApp:
         elif kind == "http":
             await self.wsgi(scope, receive, send)  # type: ignore[arg-type]
         else:  # a WebSocket anywhere but the proxy
-            await _refuse(scope, receive, send, ApiError(404, "not_found", "no WebSocket here"))
+            await _refuse(scope, receive, send, NotFound("not_found", "no WebSocket here"))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -81,7 +81,7 @@ class MasterApp:
         try:
             match = _PATH.match(scope["path"])
             if match is None:
-                raise ApiError(404, "not_found", "no such proxy path: /proxy/<task id>/...")
+                raise NotFound("not_found", "no such proxy path: /proxy/<task id>/...")
             if match.group(2) is None and scope["type"] == "http":
                 await _redirect(scope, send, f"{scope['path']}/")
                 return
@@ -90,8 +90,8 @@ class MasterApp:
             scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
             if (websocket or scope.get("method") not in SAFE_METHODS) \
                     and not hdr.same_origin(caller, scheme):
-                raise ApiError(403, "cross_origin", "a request from another site's page may "
-                               "not use the master's proxy")
+                raise Forbidden("cross_origin", "a request from another site's page may "
+                                "not use the master's proxy")
             target = await asyncio.to_thread(authorize, self.flask_app, int(match.group(1)),
                                              caller)
             if websocket:
@@ -100,15 +100,15 @@ class MasterApp:
                 await forward.relay_websocket(upstream, receive, send)
             else:
                 await forward.forward_http(self._client(), scope, receive, send, target)
-        except ApiError as exc:
+        except DomainError as exc:
             await _refuse(scope, receive, send, exc)
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, exc: ApiError) -> None:
+async def _refuse(scope: Scope, receive: Receive, send: Send, exc: DomainError) -> None:
     """Answer ``exc`` in the common error shape (a WebSocket: as the HTTP answer to its
     handshake where the server can, else by closing it, which it answers with 403)."""
-    body = json.dumps(error_body(exc.status, exc.code, exc.message, exc.details)).encode()
-    start: dict[str, Any] = {"status": exc.status, "headers": [
+    body = json.dumps(refusal_body(exc)).encode()
+    start: dict[str, Any] = {"status": http_status(exc), "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]}
     if scope["type"] == "http":
         await send({"type": "http.response.start", **start})

@@ -18,7 +18,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.typing import Subprotocol
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import UpstreamFailed, UpstreamTimeout
 from hpcdet.master.proxy import headers as hdr
 from hpcdet.master.proxy.access import Target
 
@@ -87,11 +87,11 @@ async def forward_http(client: httpx.AsyncClient, scope: Scope, receive: Receive
     try:
         response = await client.send(request, stream=True)
     except httpx.TimeoutException as exc:
-        raise ApiError(504, "service_timeout", f"{_service(target)} did not answer in time "
-                       f"({type(exc).__name__})") from None
+        raise UpstreamTimeout("service_timeout", f"{_service(target)} did not answer in time "
+                              f"({type(exc).__name__})") from None
     except httpx.HTTPError as exc:
-        raise ApiError(502, "service_refused", f"{_service(target)} refused the connection "
-                       f"or broke it: {exc or type(exc).__name__}") from None
+        raise UpstreamFailed("service_refused", f"{_service(target)} refused the connection "
+                             f"or broke it: {exc or type(exc).__name__}") from None
     try:
         await send({"type": "http.response.start", "status": response.status_code,
                     "headers": [(name.encode("latin-1"), value.encode("latin-1"))
@@ -121,11 +121,11 @@ async def open_websocket(scope: Scope, target: Target) -> ClientConnection:
             subprotocols=[Subprotocol(name) for name in offered] or None,
             open_timeout=CONNECT_SECONDS, max_size=None, user_agent_header=None)
     except InvalidStatus as exc:
-        raise ApiError(502, "service_refused", f"{_service(target)} refused the WebSocket: "
-                       f"HTTP {exc.response.status_code}") from None
+        raise UpstreamFailed("service_refused", f"{_service(target)} refused the WebSocket: "
+                             f"HTTP {exc.response.status_code}") from None
     except (OSError, InvalidHandshake, TimeoutError) as exc:
-        raise ApiError(502, "service_refused", f"{_service(target)} refused the WebSocket: "
-                       f"{exc or type(exc).__name__}") from None
+        raise UpstreamFailed("service_refused", f"{_service(target)} refused the WebSocket: "
+                             f"{exc or type(exc).__name__}") from None
 
 
 async def relay_websocket(upstream: ClientConnection, receive: Receive, send: Send) -> None:

@@ -31,7 +31,7 @@ from hpcdet.master.proxy import pinning
 from hpcdet.master.scheduling.task_tokens import revoke_ended_task_tokens
 from hpcdet.states import State
 
-log = logging.getLogger("hpcdet.proxy")
+log = logging.getLogger(__name__)
 
 SERVICE_FILE = "service.json"
 MAX_SERVICE_FILE = 4096

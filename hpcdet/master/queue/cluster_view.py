@@ -23,7 +23,7 @@ from hpcdet.master.queue.snapshots import POOLS, QUEUE, store_snapshot
 from hpcdet.master.scheduling.health import HealthTracker
 from hpcdet.master.settings.core import MasterSettings
 
-log = logging.getLogger("hpcdet.cluster_view")
+log = logging.getLogger(__name__)
 
 Reader = Callable[[Backend, MasterSettings], dict[str, Any]]
 

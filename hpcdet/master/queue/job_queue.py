@@ -36,7 +36,7 @@ from hpcdet.dispatcher.queue import QueueEntry
 from hpcdet.dispatcher.tags import parse_tag
 from hpcdet.master import models
 from hpcdet.master.allocation_models import Allocation
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Unsupported
 from hpcdet.master.models import Experiment, Job, Trial, as_utc
 from hpcdet.master.queue.array_rows import array_trials
 from hpcdet.master.queue.pools import Pool, pools_from_snapshot, resolve_pool, settings_pool
@@ -74,7 +74,7 @@ def read_fresh_queue(backend: Backend) -> list[QueueEntry]:
     try:
         return backend.read_queue()
     except UnsupportedError as exc:
-        raise ApiError(501, "not_implemented", str(exc)) from exc
+        raise Unsupported("not_implemented", str(exc)) from exc
 
 
 def read_queue_snapshot(backend: Backend, settings: MasterSettings) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """What a model registry request may send: names, texts, metadata and labels, each checked
-with one 400 message naming the field (``hpcdet.master.errors.ApiError``)."""
+with one message naming the field (an ``hpcdet.master.errors.Invalid``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 
 MAX_NAME = 256
 MAX_LABEL = 255
@@ -20,12 +20,12 @@ _ONLY_DIGITS = re.compile(r"\d+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def bad(message: str) -> ApiError:
-    return ApiError(400, "bad_request", message)
+def bad(message: str) -> Invalid:
+    return Invalid("bad_request", message)
 
 
 def only_known(body: Mapping[str, Any], allowed: Iterable[str]) -> None:
-    """400 naming the first field the request may not send."""
+    """Invalid naming the first field the request may not send."""
     unknown = sorted(set(body) - set(allowed))
     if unknown:
         raise bad(f"{unknown[0]}: not a field of this request (allowed: "
@@ -75,7 +75,7 @@ def metadata(value: Any, key: str = "metadata") -> dict[str, Any]:
 
 
 def _check_finite(value: Any, where: str) -> None:
-    """400 for NaN or Infinity anywhere inside: Python's JSON reads them, PostgreSQL's JSONB
+    """Invalid for NaN or Infinity anywhere inside: Python's JSON reads them, PostgreSQL's JSONB
     and every strict JSON reader refuse them."""
     if isinstance(value, float) and not math.isfinite(value):
         raise bad(f"{where}: {value} is not a JSON number (NaN and Infinity are not JSON)")

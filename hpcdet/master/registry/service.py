@@ -21,7 +21,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict
 from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.experiments.serialize import checkpoint as checkpoint_json
 from hpcdet.master.models import (
@@ -235,7 +235,7 @@ def register_version(caller: Caller, model: RegisteredModel,
     COMPLETED); 409 for an archived model."""
     inputs.only_known(body, VERSION_FIELDS)
     if model.archived:
-        raise ApiError(409, "conflict", f"model {model.name!r} is archived and cannot "
+        raise Conflict("conflict", f"model {model.name!r} is archived and cannot "
                        "register new versions (det model unarchive, or PATCH archived)")
     uuid = body.get("checkpoint_uuid")
     if not isinstance(uuid, str) or not uuid:
@@ -245,7 +245,7 @@ def register_version(caller: Caller, model: RegisteredModel,
         caller.require_owner(model, f"register {trained_by}'s checkpoint {uuid} in",
                              "register it in a model of your own (det model create)")
     if checkpoint.state != COMPLETED:
-        raise ApiError(409, "conflict", f"checkpoint {uuid} is {checkpoint.state}: only a "
+        raise Conflict("conflict", f"checkpoint {uuid} is {checkpoint.state}: only a "
                        "checkpoint whose files are there (ACTIVE, Determined's COMPLETED) "
                        "can be registered")
     values = {"name": inputs.text(body, "name", limit=inputs.MAX_NAME),
@@ -259,7 +259,7 @@ def register_version(caller: Caller, model: RegisteredModel,
                            owner=caller.actor, created_at=now, updated_at=now, **values)
     caller.session.add(version)
     model.updated_at = now
-    _commit(caller.session, ApiError(409, "conflict", f"another version of model "
+    _commit(caller.session, Conflict("conflict", f"another version of model "
                                      f"{model.name!r} was registered at the same moment; "
                                      "try again"))
     return version
@@ -337,8 +337,8 @@ def pinned_checkpoints(session: Session, uuids: Sequence[str]) -> set[str]:
 # ---- helpers -----------------------------------------------------------------------------
 
 
-def _name_taken(name: str) -> ApiError:
-    return ApiError(409, "conflict", f"a model named {name!r} already exists (model names "
+def _name_taken(name: str) -> Conflict:
+    return Conflict("conflict", f"a model named {name!r} already exists (model names "
                     "are unique on the cluster, case-sensitive)")
 
 
@@ -348,7 +348,7 @@ def _taken_check(session: Session, name: str, own_id: int | None = None) -> None
         raise _name_taken(name)
 
 
-def _commit(session: Session, conflict: ApiError) -> None:
+def _commit(session: Session, conflict: Conflict) -> None:
     """Commit; a concurrent insert that breaks a unique constraint is ``conflict``, not 500."""
     try:
         session.commit()

@@ -63,7 +63,7 @@ from hpcdet.storage import (
 )
 from hpcdet.storage import StorageError as ManagerError
 
-log = logging.getLogger("hpcdet.checkpoint_gc")
+log = logging.getLogger(__name__)
 
 ACTIVE, DELETED = "ACTIVE", "DELETED"
 # The storages the master can reach as a directory (it deletes those itself).

@@ -34,7 +34,7 @@ from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.errors import ConfigError
 from hpcdet.master.models import Trial
 
-log = logging.getLogger("hpcdet.log_policies")
+log = logging.getLogger(__name__)
 ACTIONS = ("cancel_retries", "exclude_node")
 # Distinct log_policies values kept compiled; a master runs far fewer experiments at once.
 _CACHE_SIZE = 1024

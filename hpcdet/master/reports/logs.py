@@ -37,7 +37,7 @@ from hpcdet.master.models import Job, Trial, TrialLog, utcnow
 from hpcdet.master.reports.log_policies import apply_hit, find_hits, policies_of
 from hpcdet.master.scheduling.jobspec import batch_section, slot_layout
 
-log = logging.getLogger("hpcdet.logs")
+log = logging.getLogger(__name__)
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$", re.DOTALL)
 _STREAMS = {"out": "stdout", "err": "stderr"}
 MAX_BYTES_PER_CYCLE = 4 * 1024 * 1024

@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher.transport import Transport
 from hpcdet.dispatcher.transport.local import LOCAL
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import DomainError
 from hpcdet.master.reports.ingest import (
     Execution,
     MetricWriter,
@@ -119,7 +119,7 @@ def _resumed(path: Path, files: Transport) -> int | None:
     try:
         meta = json.loads(files.read_file(str(path / STREAM_FILE)).decode("utf-8"))
         return resumed_steps(meta.get("resumed_from") if isinstance(meta, dict) else None)
-    except (OSError, ValueError, ApiError) as exc:
+    except (OSError, ValueError, DomainError) as exc:
         log.warning("%s: no readable %s (%s); its stream rolls nothing back", path,
                     STREAM_FILE, exc)
         return None
@@ -159,7 +159,7 @@ def _read_segment(path: Path, files: Transport) -> Iterator[Report]:
             continue
         try:
             yield spooled_report(json.loads(line))
-        except (ValueError, ApiError) as exc:  # a torn last line, or a bad report
+        except (ValueError, DomainError) as exc:  # a torn last line, or a bad report
             log.warning("%s:%d: skipped an unreadable report: %s", path, number, exc)
 
 

@@ -38,7 +38,7 @@ from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.transitions import transition
 from hpcdet.states import STOPPING_TO_TERMINAL, State
 
-log = logging.getLogger("hpcdet.allocations")
+log = logging.getLogger(__name__)
 
 ASSIGNED, RUNNING, EXITED, CLOSED = "ASSIGNED", "RUNNING", "EXITED", "CLOSED"
 _ACTIVE = (ASSIGNED, RUNNING, EXITED)

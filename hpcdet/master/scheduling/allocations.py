@@ -55,7 +55,7 @@ from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.states import State
 
-log = logging.getLogger("hpcdet.allocations")
+log = logging.getLogger(__name__)
 
 PENDING, RUNNING, ENDED = "PENDING", "RUNNING", "ENDED"
 RELEASED = "released"

@@ -33,7 +33,7 @@ from hpcdet.master.models import Experiment, Job, Trial
 from hpcdet.master.scheduling.job_dirs import array_dir
 from hpcdet.master.settings.core import MasterSettings
 
-log = logging.getLogger("hpcdet.arrays")
+log = logging.getLogger(__name__)
 # Between an array's name and a task's index in the task's intent name.
 INDEX_SEPARATOR = "@"
 # The share of Slurm's MaxJobCount left to jobs that are not this master's.

@@ -36,7 +36,7 @@ from hpcdet.dispatcher.tasks import (
 )
 from hpcdet.errors import ConfigError, ValidationError
 from hpcdet.expconf import environment_variables
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.queue.job_queue import find_pool
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.scheduling.command_config import (
@@ -76,9 +76,9 @@ def plan_command(session: Session, settings: MasterSettings, backend: Backend,
         environment = _environment(settings, checked.config)
     except ConfigError as exc:
         details = [line.replace(".slots_per_trial", ".slots") for line in exc.errors]
-        raise ApiError(400, "invalid_config", exc.title, details=details) from exc
+        raise Invalid("invalid_config", exc.title, details=details) from exc
     except ValidationError as exc:
-        raise ApiError(400, "bad_request", str(exc)) from exc
+        raise Invalid("bad_request", str(exc)) from exc
     config = {**checked.config, "entrypoint": list(entrypoint)}
     script = command_script(entrypoint, work_dir=config.get("work_dir"),
                             has_context=context is not None)

@@ -30,7 +30,7 @@ from hpcdet.master.db import session_scope
 from hpcdet.master.models import as_utc, utcnow
 from hpcdet.master.queue.snapshots import load_snapshot, store_snapshot
 
-log = logging.getLogger("hpcdet.health")
+log = logging.getLogger(__name__)
 
 HEALTH = "health"
 # A database round trip (one SELECT 1 and the health write) slower than this is "slow".

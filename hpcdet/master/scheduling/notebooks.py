@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher import Backend
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.scheduling.commands import CommandPlan, plan_command
 from hpcdet.master.scheduling.task_submission import NOTEBOOK
 from hpcdet.master.scheduling.task_tokens import OwnerIdentity, owner_identity
@@ -36,16 +36,16 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 def parse_duration(raw: Any, where: str = "<config>.idle_timeout") -> int:
     """Seconds of a Determined duration ("30m", "1h30m", "90s"; a number is seconds)."""
     if isinstance(raw, bool):
-        raise ApiError(400, "invalid_config", "invalid notebook configuration",
-                       details=[f"{where}: must be a duration such as 30m, got {raw!r}"])
+        raise Invalid("invalid_config", "invalid notebook configuration",
+                      details=[f"{where}: must be a duration such as 30m, got {raw!r}"])
     if isinstance(raw, (int, float)) and raw > 0:
         return max(1, int(raw))
     text = raw.strip() if isinstance(raw, str) else ""
     parts = _DURATION.findall(text)
     if not text or "".join(n + u for n, u in parts) != text:
-        raise ApiError(400, "invalid_config", "invalid notebook configuration",
-                       details=[f"{where}: must be a duration such as 30m or 1h30m, "
-                                f"got {raw!r}"])
+        raise Invalid("invalid_config", "invalid notebook configuration",
+                      details=[f"{where}: must be a duration such as 30m or 1h30m, "
+                               f"got {raw!r}"])
     seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
     return max(1, int(seconds))
 
@@ -66,8 +66,8 @@ def plan_notebook(session: Session, settings: MasterSettings, backend: Backend,
     of the owner is issued for the kernel (the caller commits or rolls back)."""
     config = body.get("config") or {}
     if not isinstance(config, Mapping):
-        raise ApiError(400, "invalid_config", "invalid notebook configuration",
-                       details=["<config>: must be a mapping"])
+        raise Invalid("invalid_config", "invalid notebook configuration",
+                      details=["<config>: must be a mapping"])
     idle = (parse_duration(config["idle_timeout"]) if config.get("idle_timeout") is not None
             else None)
     planned = plan_command(session, settings, backend,

@@ -49,7 +49,7 @@ from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.transitions import transition
 from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
 
-log = logging.getLogger("hpcdet.reconciler")
+log = logging.getLogger(__name__)
 # Seconds a trial asked to stop may take to checkpoint and exit before its job is cancelled.
 DEFAULT_PREEMPTION_TIMEOUT = 3600.0
 # Threads preparing an array's job directories at once (on this host's file system).

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from hpcdet.dispatcher import Backend
 from hpcdet.dispatcher.transport import Transport
 from hpcdet.errors import SchedulerError
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Internal, Invalid
 from hpcdet.master.models import CommandTask, ShellKey
 from hpcdet.master.scheduling.command_config import ROOT
 from hpcdet.master.scheduling.commands import CommandPlan, plan_command
@@ -62,8 +62,8 @@ def parse_duration(raw: Any, where: str = f"{ROOT}.idle_timeout") -> float:
                       for number, unit in _DURATION.findall(text))
         if seconds > 0:
             return seconds
-    raise ApiError(400, "invalid_config", "invalid shell configuration",
-                   details=[f"{where}: must be a duration such as 30m, 1h or 90s, not {raw!r}"])
+    raise Invalid("invalid_config", "invalid shell configuration",
+                  details=[f"{where}: must be a duration such as 30m, 1h or 90s, not {raw!r}"])
 
 
 def service_path() -> str:
@@ -71,7 +71,7 @@ def service_path() -> str:
     master's Python, as the master's own copy: the job needs no importable hpcdet."""
     spec = importlib.util.find_spec(SERVICE_MODULE)
     if spec is None or spec.origin is None:
-        raise ApiError(500, "internal", f"{SERVICE_MODULE} is not installed with the master")
+        raise Internal("internal", f"{SERVICE_MODULE} is not installed with the master")
     return spec.origin
 
 
@@ -83,8 +83,8 @@ def plan_shell(session: Session, settings: MasterSettings, backend: Backend,
     if config is None:
         config = {}
     if not isinstance(config, Mapping):
-        raise ApiError(400, "invalid_config", "invalid shell configuration",
-                       details=[f"{ROOT}: must be a mapping"])
+        raise Invalid("invalid_config", "invalid shell configuration",
+                      details=[f"{ROOT}: must be a mapping"])
     config = dict(config)
     warnings = []
     if config.pop("entrypoint", None) is not None:

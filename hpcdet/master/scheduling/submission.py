@@ -21,7 +21,7 @@ from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job
 from hpcdet.dispatcher.transport import Transport
 from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid, TooLarge
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.queue.pools import Pool, pool_for_config
 from hpcdet.master.reports.log_policies import check_actions, check_patterns
@@ -82,10 +82,10 @@ def decode_context(encoded: str) -> bytes:
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ApiError(400, "bad_request", "context: not valid base64") from exc
+        raise Invalid("bad_request", "context: not valid base64") from exc
     size = context_size(data)
     if size > CONTEXT_LIMIT:
-        raise ApiError(413, "payload_too_large",
+        raise TooLarge("payload_too_large",
                        f"context holds {size} bytes of files, over the {CONTEXT_LIMIT} limit")
     return data
 

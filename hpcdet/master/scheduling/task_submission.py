@@ -44,7 +44,7 @@ from hpcdet.dispatcher.tasks import (
 from hpcdet.dispatcher.transport import Transport
 from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError, SchedulerError, ValidationError
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import DomainError, Invalid, Unavailable
 from hpcdet.master.models import CommandTask
 from hpcdet.master.queue.fair_share import ensure_account
 from hpcdet.master.queue.job_queue import find_pool
@@ -148,15 +148,15 @@ def _dialect(body: Mapping[str, Any], resource_manager: str) -> TaskDialect:
     except ValidationError as exc:
         raise _bad(f"scheduler: {exc}") from exc
     if scheduler != resource_manager:
-        raise ApiError(400, "wrong_scheduler",
-                       f"this master's resource manager is {resource_manager}, so it cannot "
-                       f"run a {dialect.client} task (written for {scheduler}); use "
-                       f"{task_dialect(resource_manager).client}")
+        raise Invalid("wrong_scheduler",
+                      f"this master's resource manager is {resource_manager}, so it cannot "
+                      f"run a {dialect.client} task (written for {scheduler}); use "
+                      f"{task_dialect(resource_manager).client}")
     return dialect
 
 
-def _bad(message: str) -> ApiError:
-    return ApiError(400, "bad_request", message)
+def _bad(message: str) -> Invalid:
+    return Invalid("bad_request", message)
 
 
 def _script(body: Mapping[str, Any], dialect: TaskDialect) -> str:
@@ -316,7 +316,7 @@ def _pool(session: Session, settings: MasterSettings, name: str | None,
     try:
         return find_pool(session, settings, name, aux=True, where=dialect.pool_option)
     except ConfigError as exc:
-        raise ApiError(400, "bad_request", exc.errors[0]) from exc
+        raise Invalid("bad_request", exc.errors[0]) from exc
 
 
 # ---- submitting ----------------------------------------------------------------------------
@@ -438,10 +438,10 @@ def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = N
         unpack_context(request.context, posixpath.join(spec.job_dir, CONTEXT_DIR), where)
 
 
-def sbatch_refused(exc: SchedulerError, command: str = "sbatch") -> ApiError:
-    """The submit command's own words: 400 when it refused the job, 503 when it could not
-    run (``sbatch_refused``/``qsub_refused``)."""
+def sbatch_refused(exc: SchedulerError, command: str = "sbatch") -> DomainError:
+    """The submit command's own words: Invalid when it refused the job, Unavailable when it
+    could not run (``sbatch_refused``/``qsub_refused``)."""
     message = (exc.stderr.strip() or exc.stdout.strip() or str(exc)).replace("\n", "; ")
     if exc.returncode in (NOT_FOUND, NOT_EXECUTABLE, TIMED_OUT):
-        return ApiError(503, "scheduler_unavailable", f"{command} could not run: {message}")
-    return ApiError(400, f"{command}_refused", f"{command} refused the job: {message}")
+        return Unavailable("scheduler_unavailable", f"{command} could not run: {message}")
+    return Invalid(f"{command}_refused", f"{command} refused the job: {message}")

@@ -26,7 +26,7 @@ from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import SchedulerError
 from hpcdet.jobfiles import UnsafeFileError
 from hpcdet.master.db import session_scope
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict, Invalid
 from hpcdet.master.models import CommandTask, utcnow
 from hpcdet.master.queue.job_queue import entries_of
 from hpcdet.master.queue.snapshots import QUEUE, load_snapshot
@@ -34,7 +34,7 @@ from hpcdet.master.scheduling.job_outcomes import Ending, job_ending
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 
-log = logging.getLogger("hpcdet.tasks")
+log = logging.getLogger(__name__)
 
 ACTIVE_STATES = (State.QUEUED.value, State.RUNNING.value, State.STOPPING_KILLED.value)
 # How a job that left Slurm's queue ends its task.
@@ -104,7 +104,7 @@ def request_kill(session: Session, task: CommandTask, actor: str) -> None:
     if state is State.STOPPING_KILLED:
         return
     if state.is_terminal:
-        raise ApiError(409, "conflict", f"task {task.id} already ended {task.state}")
+        raise Conflict("conflict", f"task {task.id} already ended {task.state}")
     transition(session, task, State.STOPPING_KILLED, cause="kill requested", actor=actor)
     task.cancel_requested = True
 
@@ -198,7 +198,7 @@ def read_log(task: CommandTask, stream: str, *, offset: int = 0,
     files = files or LOCAL
     name = LOG_STREAMS.get(stream)
     if name is None:
-        raise ApiError(400, "bad_request", f"stream: must be one of {', '.join(LOG_STREAMS)}")
+        raise Invalid("bad_request", f"stream: must be one of {', '.join(LOG_STREAMS)}")
     path = Path(task.job_dir) / name
     size = _size(path, files)
     if tail_lines is not None:
@@ -217,7 +217,7 @@ def _size(path: Path, files: Transport) -> int:
     try:
         return files.file_size(str(path)) or 0
     except UnsafeFileError as exc:
-        raise ApiError(409, "conflict", f"the task's log {exc.filename} {exc.strerror}") from None
+        raise Conflict("conflict", f"the task's log {exc.filename} {exc.strerror}") from None
 
 
 def _read_bytes(path: Path, offset: int, limit: int, files: Transport) -> bytes:

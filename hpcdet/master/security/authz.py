@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Forbidden, NotFound
 from hpcdet.master.models import UserGroupMember, WorkspaceGroupRole, WorkspaceMember
 from hpcdet.master.settings.core import MasterSettings
 
@@ -114,9 +114,9 @@ def require(session: Session, settings: MasterSettings, actor: str, obj: Any, wh
     if have is Access.NONE:
         raise not_found(what)
     if have < needed:
-        raise ApiError(403, "forbidden", f"user {actor!r} may read but not change {what}: "
-                       f"only its owner, an editor or admin of its workspace, or a cluster "
-                       "admin (master.yaml auth.admins) may")
+        raise Forbidden("forbidden", f"user {actor!r} may read but not change {what}: "
+                        f"only its owner, an editor or admin of its workspace, or a cluster "
+                        "admin (master.yaml auth.admins) may")
 
 
 def runs_as_self(settings: MasterSettings, actor: str, owner: str) -> bool:
@@ -138,15 +138,15 @@ def require_runs_as_self(settings: MasterSettings, actor: str, owner: str, doing
     """
     if runs_as_self(settings, actor, owner):
         return
-    raise ApiError(403, "forbidden", f"only its owner {owner!r} may {doing}: that chooses "
-                   f"what runs as {owner!r} on the cluster, and a run belongs to whoever "
-                   "submits it, so no one else may (not an editor or admin of its workspace, "
-                   f"not a cluster admin); {way_out}")
+    raise Forbidden("forbidden", f"only its owner {owner!r} may {doing}: that chooses "
+                    f"what runs as {owner!r} on the cluster, and a run belongs to whoever "
+                    "submits it, so no one else may (not an editor or admin of its workspace, "
+                    f"not a cluster admin); {way_out}")
 
 
-def not_found(what: str) -> ApiError:
+def not_found(what: str) -> NotFound:
     """The answer for an object the caller may not see: the same as for an unknown one."""
-    return ApiError(404, "not_found", f"{what} not found")
+    return NotFound("not_found", f"{what} not found")
 
 
 @dataclass(frozen=True)

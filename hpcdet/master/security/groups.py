@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid, NotFound
 from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import UserGroup, UserGroupMember, Workspace, WorkspaceGroupRole
 from hpcdet.master.security import authz
@@ -29,14 +29,14 @@ def group_named(session: Session, name: str) -> UserGroup:
     """Group ``name``, or 404."""
     group = session.scalar(select(UserGroup).where(UserGroup.name == name))
     if group is None:
-        raise ApiError(404, "not_found", f"user group {name!r} not found (det user-group "
+        raise NotFound("not_found", f"user group {name!r} not found (det user-group "
                        "list)")
     return group
 
 
 def _users(value: Any) -> list[str]:
     if not isinstance(value, list):
-        raise ApiError(400, "bad_request", "users: a list of user names")
+        raise Invalid("bad_request", "users: a list of user names")
     return list(dict.fromkeys(valid_user(v) for v in value))
 
 
@@ -108,7 +108,7 @@ def change_users(session: Session, settings: MasterSettings, actor: str, name: s
         UserGroupMember.group_id == group.id)))
     missing = [u for u in removing if u not in present]
     if missing:
-        raise ApiError(404, "not_found", f"not in user group {name!r}: {', '.join(missing)}")
+        raise NotFound("not_found", f"not in user group {name!r}: {', '.join(missing)}")
     session.add_all(UserGroupMember(group_id=group.id, user=u) for u in adding
                     if u not in present)
     if removing:
@@ -138,7 +138,7 @@ def set_group_role(session: Session, settings: MasterSettings, actor: str,
     workspace = workspace_for(session, settings, actor, workspace_name, needed="admin")
     group = group_named(session, group_name)
     if role not in ROLES:
-        raise ApiError(400, "bad_request", f"role: must be one of {', '.join(ROLES)}")
+        raise Invalid("bad_request", f"role: must be one of {', '.join(ROLES)}")
     held = session.get(WorkspaceGroupRole, (workspace.id, group.id))
     if held is None:
         session.add(WorkspaceGroupRole(workspace_id=workspace.id, group_id=group.id, role=role))
@@ -155,7 +155,7 @@ def remove_group_role(session: Session, settings: MasterSettings, actor: str,
     group = group_named(session, group_name)
     held = session.get(WorkspaceGroupRole, (workspace.id, group.id))
     if held is None:
-        raise ApiError(404, "not_found", f"user group {group_name!r} has no role in workspace "
+        raise NotFound("not_found", f"user group {group_name!r} has no role in workspace "
                        f"{workspace_name!r}")
     session.delete(held)
     session.flush()

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import literal, select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import NotFound
 from hpcdet.master.models import (
     User,
     UserGroup,
@@ -70,7 +70,7 @@ def roles_of(session: Session, settings: MasterSettings, actor: str,
     through a group: ``group`` names it) that ``actor`` sees (every one for a cluster admin
     or the user themselves). 404 for a name the master knows nothing of."""
     if not _known(session, settings, user):
-        raise ApiError(404, "not_found", f"user {user!r} not found: the master knows users "
+        raise NotFound("not_found", f"user {user!r} not found: the master knows users "
                        "who signed in, were registered (det user create), or hold a role")
     own = (select(Workspace.name, WorkspaceMember.role, literal(None).label("group"))
            .join(Workspace, Workspace.id == WorkspaceMember.workspace_id)

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict, Forbidden, Invalid, NotFound
 from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import User, utcnow
 from hpcdet.master.security import authz
@@ -46,21 +46,21 @@ def unix_user_exists(name: str) -> bool:
 def valid_user(value: Any) -> str:
     """A user (login) name, or 400."""
     if not isinstance(value, str) or not USER.fullmatch(value):
-        raise ApiError(400, "bad_request", "username: a user (login) name")
+        raise Invalid("bad_request", "username: a user (login) name")
     return value
 
 
 def require_cluster_admin(settings: MasterSettings, actor: str, doing: str) -> None:
     """403 unless ``actor`` is a cluster admin (``auth.admins``)."""
     if not authz.is_admin(settings, actor):
-        raise ApiError(403, "forbidden", f"only a cluster admin ({ADMINS_SETTING}) may "
-                       f"{doing}; user {actor!r} is not one")
+        raise Forbidden("forbidden", f"only a cluster admin ({ADMINS_SETTING}) may "
+                        f"{doing}; user {actor!r} is not one")
 
 
 def require_identified(settings: MasterSettings, doing: str) -> None:
     """409 on a master that cannot tell users apart (open, without ``require_user``)."""
     if not settings.identifies_users:
-        raise ApiError(409, "users_not_identified", f"cannot {doing}: this master does not "
+        raise Conflict("users_not_identified", f"cannot {doing}: this master does not "
                        "tell users apart (auth.mode: open without auth.require_user)")
 
 
@@ -69,10 +69,10 @@ def is_deactivated(session: Session, name: str) -> bool:
     return session.scalar(select(User.active).where(User.name == name)) is False
 
 
-def deactivated_error(name: str) -> ApiError:
+def deactivated_error(name: str) -> Forbidden:
     """The answer to every request of a deactivated user."""
-    return ApiError(403, "user_deactivated", f"user {name!r} is deactivated on this master; "
-                    "ask a cluster admin (det user activate)")
+    return Forbidden("user_deactivated", f"user {name!r} is deactivated on this master; "
+                     "ask a cluster admin (det user activate)")
 
 
 def user_json(settings: MasterSettings, user: User) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def find_user(session: Session, name: str) -> User:
     """User ``name``, or 404 saying how users become known."""
     user = session.get(User, name)
     if user is None:
-        raise ApiError(404, "not_found", f"user {name!r} not found: users are known once "
+        raise NotFound("not_found", f"user {name!r} not found: users are known once "
                        "they sign in (det user login) or a cluster admin registers them "
                        "(det user create)")
     return user
@@ -110,16 +110,16 @@ def create_user(session: Session, settings: MasterSettings, actor: str, body: di
     require_identified(settings, "register users")
     require_cluster_admin(settings, actor, "register users")
     if body.get("admin"):
-        raise ApiError(400, "bad_request", f"cluster admins are named in {ADMINS_SETTING} "
-                       "(the master reads it at start); register the user without admin")
+        raise Invalid("bad_request", f"cluster admins are named in {ADMINS_SETTING} "
+                      "(the master reads it at start); register the user without admin")
     if body.get("password") is not None:
-        raise ApiError(400, "bad_request", f"no passwords here: {FROM_THE_CLUSTER}")
+        raise Invalid("bad_request", f"no passwords here: {FROM_THE_CLUSTER}")
     name = valid_user(body.get("username"))
     if not (exists or unix_user_exists)(name):
-        raise ApiError(400, "no_such_unix_user", f"the master's host has no Unix user "
-                       f"{name!r} (getent passwd {name}): {FROM_THE_CLUSTER}")
+        raise Invalid("no_such_unix_user", f"the master's host has no Unix user "
+                      f"{name!r} (getent passwd {name}): {FROM_THE_CLUSTER}")
     if session.get(User, name) is not None:
-        raise ApiError(409, "conflict", f"user {name!r} is already known to the master")
+        raise Conflict("conflict", f"user {name!r} is already known to the master")
     now = utcnow()
     user = User(name=name, first_seen=now, last_seen=now, active=True, display_name="")
     session.add(user)
@@ -139,9 +139,9 @@ def set_active(session: Session, settings: MasterSettings, actor: str, name: str
     require_cluster_admin(settings, actor, doing)
     valid_user(name)
     if not active and name == actor:
-        raise ApiError(409, "conflict", "you cannot deactivate yourself")
+        raise Conflict("conflict", "you cannot deactivate yourself")
     if not active and name in settings.admins:
-        raise ApiError(409, "conflict", f"{name!r} is a cluster admin: take them out of "
+        raise Conflict("conflict", f"{name!r} is a cluster admin: take them out of "
                        f"{ADMINS_SETTING} (and restart the master) first")
     user = session.get(User, name)
     if user is None:
@@ -158,11 +158,11 @@ def edit_user(session: Session, settings: MasterSettings, actor: str, name: str,
     """Set ``display_name`` (the user or a cluster admin) or ``active`` (cluster admins)."""
     unknown = sorted(set(body) - {"display_name", "active"})
     if unknown or not body:
-        raise ApiError(400, "bad_request", "the body sets display_name and/or active"
-                       + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+        raise Invalid("bad_request", "the body sets display_name and/or active"
+                      + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
     if "active" in body:
         if not isinstance(body["active"], bool):
-            raise ApiError(400, "bad_request", "active: true or false")
+            raise Invalid("bad_request", "active: true or false")
         set_active(session, settings, actor, name, body["active"])
     user = find_user(session, valid_user(name))
     if "display_name" in body:
@@ -171,8 +171,8 @@ def edit_user(session: Session, settings: MasterSettings, actor: str, name: str,
         value = body["display_name"]
         if not isinstance(value, str) or len(value) > MAX_DISPLAY_NAME \
                 or not value.isprintable():
-            raise ApiError(400, "bad_request", f"display_name: at most {MAX_DISPLAY_NAME} "
-                           "printable characters")
+            raise Invalid("bad_request", f"display_name: at most {MAX_DISPLAY_NAME} "
+                          "printable characters")
         user.display_name = value
     session.flush()
     return user

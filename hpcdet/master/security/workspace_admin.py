@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict, Invalid
 from hpcdet.master.models import (
     CommandTask,
     Experiment,
@@ -61,7 +61,7 @@ def rename_workspace(session: Session, settings: MasterSettings, actor: str, nam
     """Rename workspace ``name`` to ``body["name"]`` (its admins only); 409 if taken."""
     workspace = workspace_for(session, settings, actor, name, needed="admin")
     if set(body) != {"name"}:
-        raise ApiError(400, "bad_request", 'the body is {"name": NEW_NAME}')
+        raise Invalid("bad_request", 'the body is {"name": NEW_NAME}')
     workspace.name = valid_name(body["name"], "name")
     flush_or_conflict(session, f"workspace {workspace.name!r} already exists")
     return workspace
@@ -73,7 +73,7 @@ def set_workspace_archived(session: Session, settings: MasterSettings, actor: st
     workspace = workspace_for(session, settings, actor, name, needed="admin")
     if workspace.archived == archived:
         state = "archived" if archived else "not archived"
-        raise ApiError(409, "conflict", f"workspace {name!r} is already {state}")
+        raise Conflict("conflict", f"workspace {name!r} is already {state}")
     workspace.archived = archived
     session.flush()
     return workspace
@@ -101,7 +101,7 @@ def delete_workspace(session: Session, settings: MasterSettings, actor: str,
     if held:
         what = ", ".join(_plural(count, noun) for count, noun, _ in held)
         ways = "; ".join(f"{noun}s: {way_out}" for _, noun, way_out in held)
-        raise ApiError(409, "not_empty", f"workspace {name!r} still holds {what}: move or "
+        raise Conflict("not_empty", f"workspace {name!r} still holds {what}: move or "
                        f"delete them first ({ways}); hpcdet does not delete them with it")
     projects = session.scalar(select(func.count()).select_from(Project).where(
         Project.workspace_id == workspace.id)) or 0
@@ -130,11 +130,11 @@ def edit_project(session: Session, settings: MasterSettings, actor: str, workspa
     workspace, project = _project(session, settings, actor, workspace_name, name)
     unknown = sorted(set(changes) - {"name", "description"})
     if unknown or not changes:
-        raise ApiError(400, "bad_request", "the body sets name and/or description"
-                       + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+        raise Invalid("bad_request", "the body sets name and/or description"
+                      + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
     if "description" in changes:
         if not isinstance(changes["description"], str):
-            raise ApiError(400, "bad_request", "description: must be text")
+            raise Invalid("bad_request", "description: must be text")
         project.description = changes["description"]
     if "name" in changes:
         project.name = valid_name(changes["name"], "name")
@@ -150,7 +150,7 @@ def set_project_archived(session: Session, settings: MasterSettings, actor: str,
     workspace, project = _project(session, settings, actor, workspace_name, name)
     if project.archived == archived:
         state = "archived" if archived else "not archived"
-        raise ApiError(409, "conflict", f"project {name!r} of workspace {workspace_name!r} "
+        raise Conflict("conflict", f"project {name!r} of workspace {workspace_name!r} "
                        f"is already {state}")
     project.archived = archived
     session.flush()
@@ -164,7 +164,7 @@ def delete_project(session: Session, settings: MasterSettings, actor: str,
     count = session.scalar(select(func.count()).select_from(Experiment).where(
         Experiment.project_id == project.id)) or 0
     if count:
-        raise ApiError(409, "not_empty", f"project {name!r} of workspace {workspace_name!r} "
+        raise Conflict("not_empty", f"project {name!r} of workspace {workspace_name!r} "
                        f"still holds {_plural(count, 'experiment')}: move them out (det "
                        "experiment move ID WORKSPACE PROJECT) or delete them (det "
                        "experiment delete ID) first; hpcdet does not delete them with it")

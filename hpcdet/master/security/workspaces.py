@@ -3,7 +3,7 @@
 Any user may create a workspace and becomes its ``admin``. A workspace's admins (and the
 cluster admins) manage its members; its editors (and admins) create projects and put
 experiments, tasks and templates in it. A workspace is seen only by its members and the
-cluster admins; to anyone else it does not exist (404).
+cluster admins; to anyone else it does not exist (NotFound).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Conflict, Forbidden, Invalid
 from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.models import (
     Experiment,
@@ -34,22 +34,22 @@ USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@+-]{0,127}")
 
 
 def valid_name(value: Any, what: str) -> str:
-    """A workspace or project name, or 400 naming what is allowed."""
+    """A workspace or project name, or Invalid naming what is allowed."""
     if not isinstance(value, str) or not NAME.fullmatch(value):
-        raise ApiError(400, "bad_request", f"{what}: 1 to 128 letters, digits, '.', '_' or "
-                       "'-', starting with a letter or digit")
+        raise Invalid("bad_request", f"{what}: 1 to 128 letters, digits, '.', '_' or "
+                      "'-', starting with a letter or digit")
     return value
 
 
 def _valid_user(value: Any) -> str:
     if not isinstance(value, str) or not USER.fullmatch(value):
-        raise ApiError(400, "bad_request", "user: a user (login) name")
+        raise Invalid("bad_request", "user: a user (login) name")
     return value
 
 
 def _valid_role(value: Any) -> str:
     if value not in ROLES:
-        raise ApiError(400, "bad_request", f"role: must be one of {', '.join(ROLES)}")
+        raise Invalid("bad_request", f"role: must be one of {', '.join(ROLES)}")
     return str(value)
 
 
@@ -58,8 +58,9 @@ def _valid_role(value: Any) -> str:
 
 def workspace_for(session: Session, settings: MasterSettings, actor: str, name: str,
                   needed: str | None = None) -> Workspace:
-    """The workspace called ``name`` if ``actor`` sees it (404 otherwise, as if unknown);
-    with ``needed`` (``editor`` or ``admin``), 403 unless ``actor`` has that role."""
+    """The workspace called ``name`` if ``actor`` sees it (NotFound otherwise, as if
+    unknown); with ``needed`` (``editor`` or ``admin``), Forbidden unless ``actor`` has that
+    role."""
     workspace = session.scalar(select(Workspace).where(Workspace.name == name))
     if workspace is None:
         raise authz.not_found(f"workspace {name!r}")
@@ -69,13 +70,13 @@ def workspace_for(session: Session, settings: MasterSettings, actor: str, name: 
     if role is None:
         raise authz.not_found(f"workspace {name!r}")
     if needed is not None and ROLES.index(role) < ROLES.index(needed):
-        raise ApiError(403, "forbidden", f"user {actor!r} is a {role} of workspace {name!r}; "
-                       f"this needs the {needed} role (det workspace add-member)")
+        raise Forbidden("forbidden", f"user {actor!r} is a {role} of workspace {name!r}; "
+                        f"this needs the {needed} role (det workspace add-member)")
     return workspace
 
 
 def project_in(session: Session, workspace: Workspace, name: str) -> Project:
-    """The workspace's project called ``name``, or 404."""
+    """The workspace's project called ``name``, or NotFound."""
     project = session.scalar(select(Project).where(Project.workspace_id == workspace.id,
                                                    Project.name == name))
     if project is None:
@@ -89,7 +90,7 @@ def placement_for(session: Session, settings: MasterSettings, actor: str, worksp
     needed); ``(None, None)`` when no workspace is named."""
     if workspace is None:
         if project is not None:
-            raise ApiError(400, "bad_request", "project: name its workspace too")
+            raise Invalid("bad_request", "project: name its workspace too")
         return None, None
     found = workspace_for(session, settings, actor, valid_name(workspace, "workspace"),
                           needed="editor")
@@ -102,16 +103,16 @@ def placement_for(session: Session, settings: MasterSettings, actor: str, worksp
 
 
 def refuse_archived(workspace: Workspace) -> None:
-    """409 when ``workspace`` is archived: nothing new goes into it."""
+    """Conflict when ``workspace`` is archived: nothing new goes into it."""
     if workspace.archived:
-        raise ApiError(409, "archived", f"workspace {workspace.name!r} is archived: nothing "
+        raise Conflict("archived", f"workspace {workspace.name!r} is archived: nothing "
                        f"new goes into it (det workspace unarchive {workspace.name})")
 
 
 def refuse_archived_project(workspace: Workspace, project: Project) -> None:
-    """409 when ``project`` is archived: no new experiments go into it."""
+    """Conflict when ``project`` is archived: no new experiments go into it."""
     if project.archived:
-        raise ApiError(409, "archived", f"project {project.name!r} of workspace "
+        raise Conflict("archived", f"project {project.name!r} of workspace "
                        f"{workspace.name!r} is archived: no new experiments go into it "
                        f"(det project unarchive {workspace.name} {project.name})")
 
@@ -120,7 +121,7 @@ def refuse_archived_project(workspace: Workspace, project: Project) -> None:
 
 
 def create_workspace(session: Session, actor: str, name: Any) -> Workspace:
-    """A new workspace, with ``actor`` its admin; 409 if the name is taken."""
+    """A new workspace, with ``actor`` its admin; Conflict if the name is taken."""
     workspace = Workspace(name=valid_name(name, "name"), created_by=actor)
     session.add(workspace)
     flush_or_conflict(session, f"workspace {workspace.name!r} already exists")
@@ -186,11 +187,11 @@ def set_member(session: Session, settings: MasterSettings, actor: str, name: str
 
 def _keep_an_admin(session: Session, workspace: Workspace, member: WorkspaceMember,
                    change: str) -> None:
-    """409 when ``member`` is the workspace's last admin: it would be left unmanaged."""
+    """Conflict when ``member`` is the workspace's last admin: it would be left unmanaged."""
     admins = session.scalar(select(func.count()).where(
         WorkspaceMember.workspace_id == workspace.id, WorkspaceMember.role == "admin"))
     if member.role == "admin" and admins == 1:
-        raise ApiError(409, "conflict", f"cannot {change}: {member.user!r} is the last admin "
+        raise Conflict("conflict", f"cannot {change}: {member.user!r} is the last admin "
                        f"of workspace {workspace.name!r}; make another member admin first")
 
 
@@ -212,11 +213,12 @@ def remove_member(session: Session, settings: MasterSettings, actor: str, name: 
 
 def create_project(session: Session, settings: MasterSettings, actor: str, workspace_name: str,
                    name: Any, description: Any) -> Project:
-    """A new project in the workspace (editor role needed); 409 if the name is taken there."""
+    """A new project in the workspace (editor role needed); Conflict if the name is
+    taken there."""
     workspace = workspace_for(session, settings, actor, workspace_name, needed="editor")
     refuse_archived(workspace)
     if description is not None and not isinstance(description, str):
-        raise ApiError(400, "bad_request", "description: must be text")
+        raise Invalid("bad_request", "description: must be text")
     project = Project(workspace_id=workspace.id, name=valid_name(name, "name"),
                       description=description or "", created_by=actor)
     session.add(project)
@@ -249,7 +251,7 @@ def flush_or_conflict(session: Session, message: str) -> None:
         session.flush()
     except IntegrityError:
         session.rollback()
-        raise ApiError(409, "conflict", message) from None
+        raise Conflict("conflict", message) from None
 
 
 __all__ = ["Access", "create_project", "create_workspace", "flush_or_conflict", "list_projects",

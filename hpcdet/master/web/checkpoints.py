@@ -18,7 +18,8 @@ from sqlalchemy import select
 
 from hpcdet.master.api.checkpoints import checkpoint_tar, storage_dir
 from hpcdet.master.api.common import db
-from hpcdet.master.errors import ApiError
+from hpcdet.master.api.refusals import http_status
+from hpcdet.master.errors import DomainError
 from hpcdet.master.experiments import checkpoint_marks
 from hpcdet.master.models import Checkpoint, Experiment, Trial
 from hpcdet.master.reports.checkpoint_gc import ACTIVE
@@ -44,8 +45,8 @@ def checkpoint_download(uuid: str) -> Any:
         return _failed(uuid, 404, f"checkpoint {uuid} not found")
     try:
         return checkpoint_tar(found, exp)
-    except ApiError as exc:  # deleted (410), files missing (404), outside the roots (403)
-        return _failed(uuid, exc.status, exc.message)
+    except DomainError as exc:  # deleted (410), files missing (404), outside the roots (403)
+        return _failed(uuid, http_status(exc), exc.message)
 
 
 def _failed(uuid: str, status: int, message: str) -> tuple[str, int]:

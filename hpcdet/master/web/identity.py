@@ -24,7 +24,7 @@ from werkzeug.wrappers import Response
 
 from hpcdet.master.api.auth import CSRF_FIELD, SESSION_COOKIE, web_session_user
 from hpcdet.master.api.common import db, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import DomainError
 from hpcdet.master.security import authz, tokens
 from hpcdet.master.security.permissions import ANONYMOUS, may_modify
 from hpcdet.master.web import bp
@@ -69,7 +69,7 @@ def _session_user() -> str | None:
         return None
     try:
         return web_session_user(cookie, check_csrf=False)
-    except ApiError:
+    except DomainError:
         return None
 
 

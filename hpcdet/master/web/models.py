@@ -15,7 +15,7 @@ from typing import Any
 from flask import render_template, request
 
 from hpcdet.master.api.common import db, settings
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import DomainError
 from hpcdet.master.registry import service
 from hpcdet.master.registry.service import Caller, ModelQuery
 from hpcdet.master.web import bp
@@ -38,7 +38,7 @@ def models() -> tuple[str, int]:
     if uuid:
         try:
             found = service.visible_checkpoint(caller, uuid)
-        except ApiError as exc:
+        except DomainError as exc:
             error, status = exc.message, 404
         else:
             checkpoint = {"uuid": found.uuid, "steps_completed": found.steps_completed,
@@ -55,7 +55,7 @@ def model(identifier: str) -> tuple[str, int]:
     caller = _caller()
     try:
         found = service.find_model(caller, identifier)
-    except ApiError as exc:
+    except DomainError as exc:
         return render_template("model.html", page="models", model=None, name=identifier,
                                error=exc.message, **_helpers()), 404
     versions = service.versions_json(db(), found, service.list_versions(caller, found,

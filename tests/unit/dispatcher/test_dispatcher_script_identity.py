@@ -15,7 +15,8 @@ from hpcdet.dispatcher.slurm import sbatch_command
 from hpcdet.dispatcher.slurm.sbatch_options import script_settings
 from hpcdet.dispatcher.tasks import task_dialect
 from hpcdet.errors import ValidationError
-from hpcdet.master.errors import ApiError
+from hpcdet.master.api.refusals import http_status
+from hpcdet.master.errors import Invalid
 from hpcdet.master.scheduling.task_submission import parse_request
 
 SBATCH_IDENTITY = [
@@ -41,9 +42,9 @@ def test_the_master_refuses_a_slurm_script_that_changes_identity(tmp_path: Path,
     script = f"#!/bin/bash\n{directives}\ntrue\n"
     with pytest.raises(ValidationError, match="det sbatch cannot honour --(uid|gid|get-user)"):
         task_dialect("slurm").check_script(script)
-    with pytest.raises(ApiError, match="script: det sbatch cannot honour") as info:
+    with pytest.raises(Invalid, match="script: det sbatch cannot honour") as info:
         parse_request(_body(tmp_path, "slurm", script), "slurm")
-    assert info.value.status == 400
+    assert http_status(info.value) == 400
 
 
 @pytest.mark.parametrize("directives", PBS_IDENTITY)
@@ -52,9 +53,9 @@ def test_the_master_refuses_a_pbs_script_that_changes_identity(tmp_path: Path,
     script = f"#!/bin/bash\n{directives}\ntrue\n"
     with pytest.raises(ValidationError, match="det qsub cannot honour -(u|W)"):
         task_dialect("pbs").check_script(script)
-    with pytest.raises(ApiError, match="script: det qsub cannot honour") as info:
+    with pytest.raises(Invalid, match="script: det qsub cannot honour") as info:
         parse_request(_body(tmp_path, "pbs", script), "pbs")
-    assert info.value.status == 400
+    assert http_status(info.value) == 400
 
 
 @pytest.mark.parametrize("directive", ["-W Group_List=wheel", "-W User_List=root"])

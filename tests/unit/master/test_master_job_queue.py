@@ -414,7 +414,7 @@ def test_an_unreachable_slurm_is_a_503_before_and_a_note_after(
 def test_no_job_can_go_behind_the_lowest_priority() -> None:
     from hpcdet.dispatcher.queue import QueueEntry
     from hpcdet.dispatcher.slurm.backend import SlurmBackend
-    from hpcdet.master.errors import ApiError
+    from hpcdet.master.errors import Conflict
     from hpcdet.master.queue.job_updates import job_nice_for_position
 
     slurm = SlurmBackend()
@@ -425,7 +425,7 @@ def test_no_job_can_go_behind_the_lowest_priority() -> None:
 
     assert job_nice_for_position(slurm, entry("1", 100, 10), entry("2", 50), ahead=True) == 58
     assert job_nice_for_position(slurm, entry("1", 100, 10), entry("2", 50), ahead=False) == 62
-    with pytest.raises(ApiError, match="job 2 has Slurm priority 2: a job behind it would"):
+    with pytest.raises(Conflict, match="job 2 has Slurm priority 2: a job behind it would"):
         job_nice_for_position(slurm, entry("1", 100), entry("2", 2), ahead=False)
 
 

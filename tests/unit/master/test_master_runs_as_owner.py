@@ -32,9 +32,10 @@ from sqlalchemy import select
 from hpcdet.dispatcher import JobPhase
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.master.api.auth import SESSION_COOKIE
+from hpcdet.master.api.refusals import http_status
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import DomainError
 from hpcdet.master.models import (
     Checkpoint,
     CommandTask,
@@ -409,17 +410,17 @@ def test_only_the_owner_opens_her_notebook(client: FlaskClient, owner_app: Flask
     create(client)  # her workspace has an experiment: the notebook goes in the same one
     task_id = running_notebook(owner_app, OWNER)
     refusal = opening(owner_app, task_id, user)
-    assert refusal.status == 403
+    assert http_status(refusal) == 403
     assert f"only its owner {OWNER!r} may open the notebook of task {task_id}" in \
         refusal.message
     assert "start a notebook of your own (det notebook start)" in refusal.message
     # Past the rule, alice is told only that her notebook is not up yet.
-    assert opening(owner_app, task_id, OWNER).status == 503
+    assert http_status(opening(owner_app, task_id, OWNER)) == 503
 
 
-def opening(app: Flask, task_id: int, user: str) -> ApiError:
+def opening(app: Flask, task_id: int, user: str) -> DomainError:
     """Why the proxy does not open the task's service for ``user``."""
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(DomainError) as caught:
         authorize(app, task_id, list(as_user(app, user).items()))
     return caught.value
 

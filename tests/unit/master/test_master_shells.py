@@ -23,7 +23,7 @@ from flask.testing import FlaskClient
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
-from hpcdet.master.errors import ApiError
+from hpcdet.master.errors import Invalid
 from hpcdet.master.models import ShellKey
 from hpcdet.master.queue.job_queue import COMMAND, Ownership, job_type
 from hpcdet.master.scheduling.reconciler import Reconciler
@@ -176,7 +176,7 @@ def test_idle_timeout_is_determineds_duration(raw: Any, seconds: float) -> None:
 
 @pytest.mark.parametrize("raw", ["", "m", "10", "10 m", "-5m", 0, True, "5m; rm"])
 def test_bad_idle_timeouts(raw: Any) -> None:
-    with pytest.raises(ApiError):
+    with pytest.raises(Invalid):
         parse_duration(raw)
 
 

@@ -179,7 +179,7 @@ def tracker(app: Flask, clock: list[float]) -> HealthTracker:
 
 def test_a_failing_scheduler_is_recorded_at_once_and_logged_once_with_its_traceback(
         app: Flask, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="hpcdet.health")
+    caplog.set_level(logging.INFO, logger="hpcdet.master.scheduling.health")
     clock = [0.0]
     health = tracker(app, clock)
     error = SchedulerError(["squeue"], 1, "", "squeue: error: cannot stat file\n"
@@ -214,7 +214,7 @@ def test_an_unreachable_login_node_is_recorded_but_not_logged_again_by_the_track
         app: Flask, caplog: pytest.LogCaptureFixture) -> None:
     # The reconciler says "the cluster is unreachable" in one line itself (no traceback: a
     # login node away, or a refused host key, is not a bug in the master).
-    caplog.set_level(logging.INFO, logger="hpcdet.health")
+    caplog.set_level(logging.INFO, logger="hpcdet.master.scheduling.health")
     health = tracker(app, [0.0])
     refused = OSError("the SSH host key of [127.0.0.1]:2222 changed: refusing to connect")
     health.scheduler_failed("the cluster is unreachable", refused, caller_logged=True)
