@@ -15,6 +15,7 @@ import click
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliState, pass_state
 from hpcdet.cli.output import format_time, print_json, render_table
+from hpcdet.cli.user_admin import ADMIN_COMMANDS
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True,
                            help="Print the master's answer as JSON, for scripts.")
@@ -188,6 +189,7 @@ def revoke_token(state: CliState, token_id: int) -> None:
 
 
 # Determined's administration commands (det user create, activate, ...): hpcdet.cli.user_admin.
-from hpcdet.cli import user_admin  # noqa: E402,F401
+for _command in ADMIN_COMMANDS:
+    user.add_command(_command)
 
 __all__ = ["token", "user"]

@@ -16,7 +16,6 @@ import click
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import print_json
-from hpcdet.cli.user import user
 
 FROM_THE_CLUSTER = ("hpcdet's users are the cluster's Unix users, proven with MUNGE: their "
                     "names and passwords belong to the cluster (passwd, your site's identity "
@@ -36,7 +35,7 @@ def _refuse(what: str) -> CliError:
     return CliError(f"{what}: {FROM_THE_CLUSTER}")
 
 
-@user.command("create")
+@click.command("create")
 @click.argument("username")
 @click.option("--admin", is_flag=True, help="Refused: " + ADMIN_SETTING.split(":")[0] + ".")
 @click.option("--password", help="Refused: no passwords here (MUNGE proves the Unix user).")
@@ -60,7 +59,7 @@ def create_user(state: CliState, username: str, admin: bool, password: str | Non
         click.echo(f"Registered user {answer['user']['username']}")
 
 
-@user.command("activate")
+@click.command("activate")
 @click.argument("username")
 @pass_state
 def activate_user(state: CliState, username: str) -> None:
@@ -69,7 +68,7 @@ def activate_user(state: CliState, username: str) -> None:
     click.echo(f"Activated user {username}")
 
 
-@user.command("deactivate")
+@click.command("deactivate")
 @click.argument("username")
 @pass_state
 def deactivate_user(state: CliState, username: str) -> None:
@@ -78,7 +77,7 @@ def deactivate_user(state: CliState, username: str) -> None:
     click.echo(f"Deactivated user {username}")
 
 
-@user.command("edit")
+@click.command("edit")
 @click.argument("target_user")
 @click.option("--display-name", help="A new display name (yours, or anyone's for a cluster "
                                      "admin).")
@@ -115,14 +114,14 @@ def edit_user(state: CliState, target_user: str, display_name: str | None,
         click.echo(f"Updated user {target_user}")
 
 
-@user.command("change-password")
+@click.command("change-password")
 @click.argument("target_user", required=False)
 def change_password(target_user: str | None) -> None:
     """Refused: hpcdet has no passwords (MUNGE proves your Unix user)."""
     raise _refuse("hpcdet has no passwords to change (use passwd, or your site's way)")
 
 
-@user.command("rename")
+@click.command("rename")
 @click.argument("target_user")
 @click.argument("new_username")
 def rename(target_user: str, new_username: str) -> None:
@@ -130,7 +129,7 @@ def rename(target_user: str, new_username: str) -> None:
     raise _refuse("hpcdet cannot rename users")
 
 
-@user.command("link-with-agent-user")
+@click.command("link-with-agent-user")
 @click.argument("det_username")
 @click.option("--agent-uid", type=int, help="Refused.")
 @click.option("--agent-user", help="Refused.")
@@ -145,3 +144,9 @@ def link_with_agent_user(det_username: str, agent_uid: int | None, agent_user: s
 
 
 __all__ = ["activate_user", "create_user", "deactivate_user", "edit_user"]
+
+
+# What hpcdet.cli.user adds to ``det user`` (this module does not import the group: it is
+# imported by it).
+ADMIN_COMMANDS = (create_user, activate_user, deactivate_user, edit_user, change_password,
+                  rename, link_with_agent_user)

@@ -14,7 +14,7 @@ import datetime as dt
 from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from hpcdet.master.models import Base, utcnow
+from hpcdet.master.model_base import Base, utcnow
 
 
 class Allocation(Base):

@@ -9,12 +9,10 @@ from werkzeug.routing import IntegerConverter, Map
 
 from hpcdet.dispatcher import Backend
 from hpcdet.master.api import body_limits, nul_guard
-from hpcdet.master.db import make_engine, make_session_factory
+from hpcdet.master.db import MAX_DB_INT, make_engine, make_session_factory
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.scheduling.backend import make_backend
 from hpcdet.master.settings.core import MasterSettings, load_settings
-
-MAX_DB_INT = 2**63 - 1
 
 
 def create_app(settings: MasterSettings | None = None, *, backend: Backend | None = None) -> Flask:

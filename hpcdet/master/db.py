@@ -15,6 +15,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+# The largest id a BIGINT column holds (both databases): a larger one in a URL is no row.
+MAX_DB_INT = 2**63 - 1
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 

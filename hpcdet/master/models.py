@@ -10,7 +10,6 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
     BigInteger,
     Boolean,
     DateTime,
@@ -19,39 +18,13 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
-    MetaData,
     String,
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-# Named constraints let Alembic address (and later drop) them the same way on both databases.
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-JSONType = JSON().with_variant(postgresql.JSONB(), "postgresql")
-# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets a 64-bit key.
-BigId = BigInteger().with_variant(Integer(), "sqlite")
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
-
-
-def as_utc(moment: dt.datetime) -> dt.datetime:
-    """``moment`` as an aware UTC time (SQLite hands timestamps back without a zone)."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {dict[str, Any]: JSONType, list[Any]: JSONType}
+from hpcdet.master.model_base import Base, BigId, JSONType, as_utc, utcnow
 
 
 class Experiment(Base):

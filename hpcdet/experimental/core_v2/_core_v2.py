@@ -12,8 +12,10 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import sys
 import warnings
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from hpcdet import core
@@ -21,7 +23,6 @@ from hpcdet.client import MasterClient
 from hpcdet.core import _context as core_context
 from hpcdet.core._distributed import DistributedContext
 from hpcdet.core._preempt import clear_preemption, poll_interval_from_environ
-from hpcdet.experimental import core_v2
 from hpcdet.experimental.core_v2 import _unmanaged
 from hpcdet.job.trial_info import trial_info_path
 
@@ -71,6 +72,13 @@ class UnmanagedConfig(Config):
         super().__init__(**kwargs)
 
 
+
+def _singletons() -> ModuleType:
+    """The package whose attributes are Determined's singletons (``core_v2.train``, ...):
+    found, not imported, since the package imports this module."""
+    return sys.modules[__name__.rpartition(".")[0]]
+
+
 def init_context(
     *,
     config: Config | None = None,
@@ -109,7 +117,7 @@ def init(
     _context, _master_url = _open(_merged(config, defaults, unmanaged), client, distributed,
                                   checkpoint_storage, preempt_mode, tensorboard_mode)
     for name in ("train", "checkpoint", "distributed", "preempt", "searcher", "info"):
-        setattr(core_v2, name, getattr(_context, name))
+        setattr(_singletons(), name, getattr(_context, name))
     if not _atexit_registered:
         atexit.register(close)
         _atexit_registered = True
@@ -120,14 +128,14 @@ def close() -> None:
     global _context
     context, _context = _context, None
     for name in ("train", "checkpoint", "distributed", "preempt", "searcher", "info"):
-        setattr(core_v2, name, None)
+        setattr(_singletons(), name, None)
     if context is not None:
         context.close()
 
 
 def url_reverse_webui_exp_view() -> str:
     """The web page of the running experiment."""
-    info = core_v2.info
+    info: core.Info | None = _singletons().info
     if info is None or info.experiment_id is None or _master_url is None:
         raise RuntimeError("core_v2.init() has not started an experiment in a master")
     return f"{_master_url}/experiments/{info.experiment_id}"

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from flask import Blueprint
-
-bp = Blueprint("api", __name__, url_prefix="/api/v1")
-
 # Route modules register themselves on ``bp`` when imported.
-from hpcdet.master.api import (  # noqa: E402,F401
+from hpcdet.master.api import (  # noqa: F401
     allocations,
     checkpoints,
     commands,
@@ -35,3 +31,4 @@ from hpcdet.master.api import (  # noqa: E402,F401
     users,
     workspaces,
 )
+from hpcdet.master.api.blueprint import bp as bp  # what app.py registers

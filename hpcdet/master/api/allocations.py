@@ -22,9 +22,9 @@ from flask import current_app
 from sqlalchemy import select
 
 from hpcdet.master.allocation_models import Allocation, AllocationStep
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import bearer_token
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import Invalid, Unauthenticated
 from hpcdet.master.models import utcnow

@@ -12,9 +12,9 @@ from flask import Response, request
 from sqlalchemy import select
 
 from hpcdet.jobfiles import is_real_dir, open_regular
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import Forbidden, Gone, Invalid, NotFound, UpstreamFailed
 from hpcdet.master.experiments import serialize

@@ -20,9 +20,9 @@ import yaml
 from flask import Response, current_app, request
 from sqlalchemy import func, select
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, experiment_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.checkpoints import storage_dir
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import Invalid

@@ -16,8 +16,8 @@ from flask import request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg
 from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments.asha_rungs import RungReached, rungs_by_trial

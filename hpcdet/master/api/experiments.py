@@ -8,15 +8,17 @@ from typing import Any
 from flask import current_app, request
 from sqlalchemy import ColumnElement, func, select
 
-from hpcdet.master.api import bp, experiment_edits
+from hpcdet.master.api import experiment_edits
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, get_or_404, int_arg, json_body, settings, with_reason_words
+from hpcdet.master.api.rows import history, jobs_by_trial
 from hpcdet.master.api.templates import template_for_experiment
 from hpcdet.master.api.unmanaged import create_unmanaged
 from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments import experiment_list, serialize, trial_pages
-from hpcdet.master.models import Experiment, StateChange, TrialLog
+from hpcdet.master.models import Experiment, TrialLog
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.scheduling.submission import accept
 from hpcdet.master.security.authz import visible
@@ -135,7 +137,6 @@ def trials_answer(exp: Experiment, order: trial_pages.TrialOrder, *, offset: int
                   limit: int) -> dict[str, Any]:
     """``{"trials", "pagination"}``: one page of the experiment's trials, each with its
     jobs; those in ERROR also with ``last_log_lines``, their last lines (any rank)."""
-    from hpcdet.master.api.trials import jobs_by_trial
 
     page = trial_pages.trial_page(db(), exp.id, SearcherMetric.of(exp.config), order,
                                   offset=offset, limit=limit)
@@ -168,13 +169,6 @@ def last_log_lines(trial_ids: list[int], count: int = LOG_TAIL_LINES) -> dict[in
     for row in rows:
         out[row.trial_id].append(row)
     return out
-
-
-def history(kind: str, entity_id: int) -> list[dict[str, Any]]:
-    rows = db().scalars(select(StateChange).where(StateChange.entity_kind == kind,
-                                                  StateChange.entity_id == entity_id)
-                        .order_by(StateChange.id)).all()
-    return [serialize.state_change(c) for c in rows]
 
 
 @bp.get("/experiments/<int:exp_id>/trials")

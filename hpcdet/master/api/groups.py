@@ -13,8 +13,8 @@ from typing import Any
 
 from flask import request
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import Invalid
 from hpcdet.master.security import groups, workspaces

@@ -20,8 +20,8 @@ from typing import Any
 from sqlalchemy import select
 
 from hpcdet.job.early_exit import EarlyExitReason
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import require_token, require_trial_token
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, get_or_404, json_body
 from hpcdet.master.errors import Invalid, NotFound
 from hpcdet.master.models import Experiment, Trial

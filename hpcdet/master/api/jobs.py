@@ -11,8 +11,8 @@ from typing import Any
 from flask import current_app, request
 
 from hpcdet.dispatcher import Backend
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings, with_reason_words
 from hpcdet.master.api.refusals import http_status
 from hpcdet.master.errors import Invalid

@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, experiment_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db
 from hpcdet.master.errors import NotFound
 from hpcdet.master.experiments import lifecycle, serialize

@@ -8,8 +8,8 @@ from typing import Any
 from flask import request
 from sqlalchemy import Select, func, select
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import trial_for
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg
 from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments import serialize

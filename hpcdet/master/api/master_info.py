@@ -11,8 +11,8 @@ from flask import Response, current_app, request
 
 from hpcdet import __version__
 from hpcdet.master import master_log
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, settings
 from hpcdet.master.errors import DomainError, Forbidden
 from hpcdet.master.scheduling.health import (

@@ -17,8 +17,8 @@ from flask import request
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import trial_for
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg
 from hpcdet.master.errors import Invalid
 from hpcdet.master.reports.downsample import (

@@ -32,6 +32,7 @@ from flask import Flask
 
 from hpcdet.master.api.body_limits import limit_for
 from hpcdet.master.api.errors import error_body
+from hpcdet.master.db import MAX_DB_INT
 from hpcdet.master.errors import DomainError
 from hpcdet.master.reports.ingest import MetricWriter, StaleRunError
 from hpcdet.master.reports.reports import STALE_RUN, metrics_batch
@@ -46,7 +47,6 @@ AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 ENDPOINT = "api.report_metrics"
 _PATH = re.compile(r"/api/v1/trials/([0-9]{1,19})/metrics\Z")
-MAX_DB_INT = 2**63 - 1
 _BODY_KEYS = frozenset({"group", "reports", "stream", "seq", "resumed_from"})
 _REPORT_KEYS = frozenset({"steps_completed", "metrics"})
 _SCALARS = (str, int, float, bool, type(None))

@@ -11,8 +11,8 @@ from typing import Any
 
 from flask import request
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import Invalid
 from hpcdet.master.registry import service

@@ -12,8 +12,8 @@ from typing import Any
 from flask import current_app
 
 from hpcdet.dispatcher import Backend
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.commands import submit_planned
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.models import CommandTask

@@ -493,34 +493,3 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     **IDENTITY_OPERATIONS,
     **WORKSPACE_OPERATIONS,
 }
-
-# Declared in a module of their own; imported last, as it uses the helpers above.
-from hpcdet.master.api.openapi_cli_tree import CLI_TREE_OPERATIONS  # noqa: E402
-
-OPERATIONS.update(CLI_TREE_OPERATIONS)
-
-# The model registry declares its own routes (imported last: it uses the helpers above).
-from hpcdet.master.api.openapi_models import MODEL_COMPONENTS, MODEL_OPERATIONS  # noqa: E402
-
-COMPONENTS.update(MODEL_COMPONENTS)
-OPERATIONS.update(MODEL_OPERATIONS)
-
-# Allocation mode declares its own routes (imported last: it uses the helpers above).
-from hpcdet.master.api.openapi_allocations import (  # noqa: E402
-    ALLOCATION_COMPONENTS,
-    ALLOCATION_OPERATIONS,
-)
-
-COMPONENTS.update(ALLOCATION_COMPONENTS)
-OPERATIONS.update(ALLOCATION_OPERATIONS)
-
-# Workspace/project edit, archive and delete, user administration, roles (imported last).
-from hpcdet.master.api.openapi_admin import ADMIN_COMPONENTS, ADMIN_OPERATIONS  # noqa: E402
-
-COMPONENTS.update(ADMIN_COMPONENTS)
-OPERATIONS.update(ADMIN_OPERATIONS)
-
-# Unmanaged experiments (core_v2) declare their own routes (imported last).
-from hpcdet.master.api.openapi_unmanaged import UNMANAGED_OPERATIONS  # noqa: E402
-
-OPERATIONS.update(UNMANAGED_OPERATIONS)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.experiments.serialize import _time as iso_time
 from hpcdet.master.queue.job_queue import entries_of

@@ -11,9 +11,9 @@ from typing import Any
 from flask import current_app
 
 from hpcdet.dispatcher import Backend
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import task_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.api.tasks import submit_tracked
 from hpcdet.master.errors import Forbidden, NotFound

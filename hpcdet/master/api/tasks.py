@@ -14,11 +14,11 @@ from flask import current_app, request
 from sqlalchemy import func, select
 
 from hpcdet.dispatcher import Backend
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, task_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, json_body, settings, with_reason_words
-from hpcdet.master.api.experiments import history
+from hpcdet.master.api.rows import history
 from hpcdet.master.models import CommandTask
 from hpcdet.master.scheduling import task_submission, tasks
 from hpcdet.master.security import authz

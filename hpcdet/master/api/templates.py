@@ -19,9 +19,9 @@ from sqlalchemy.exc import IntegrityError
 
 from hpcdet import expconf
 from hpcdet.errors import ConfigError
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import template_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import Conflict, Invalid
 from hpcdet.master.experiments.serialize import _time as iso_time

@@ -7,21 +7,21 @@ spooled reports the master collects from job directories
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
 from flask import current_app, request
 from sqlalchemy import select
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import CHANGE, trial_for
 from hpcdet.master.api.auth import bearer_token, current_user, require_token
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.checkpoints import storage_dir
 from hpcdet.master.api.common import db, int_arg, json_body, with_reason_words
+from hpcdet.master.api.rows import history, jobs_by_trial
 from hpcdet.master.errors import Conflict, Invalid, NotFound
 from hpcdet.master.experiments import checkpoint_marks, lifecycle, serialize
-from hpcdet.master.models import Checkpoint, Experiment, Job, Metric, Trial
+from hpcdet.master.models import Checkpoint, Experiment, Metric, Trial
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.reports.reports import (
     apply_reports,
@@ -32,14 +32,6 @@ from hpcdet.master.reports.reports import (
 from hpcdet.master.security.tokens import token_matches
 
 
-def jobs_by_trial(trial_ids: list[int]) -> dict[int, list[Job]]:
-    out: dict[int, list[Job]] = defaultdict(list)
-    if trial_ids:
-        for j in db().scalars(select(Job).where(Job.trial_id.in_(trial_ids)).order_by(Job.id)):
-            out[j.trial_id].append(j)
-    return out
-
-
 @bp.get("/trials/<int:trial_id>")
 def describe_trial(trial_id: int) -> Any:
     """A trial with its state history, Slurm jobs and checkpoints."""
@@ -48,7 +40,6 @@ def describe_trial(trial_id: int) -> Any:
 
 def trial_detail(trial: Trial) -> dict[str, Any]:
     """``{"trial": Trial + history + jobs, "checkpoints": [...]}`` (also the trial page's data)."""
-    from hpcdet.master.api.experiments import history
     jobs = jobs_by_trial([trial.id]).get(trial.id, [])
     body = with_reason_words(serialize.trial(trial, jobs), "pending_reason", "pending_words")
     body["history"] = history("trial", trial.id)

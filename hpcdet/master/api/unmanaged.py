@@ -18,9 +18,9 @@ from flask import current_app
 
 from hpcdet.dispatcher import Backend
 from hpcdet.errors import ValidationError
-from hpcdet.master.api import bp
 from hpcdet.master.api.access import experiment_for
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.api.trials import metric_writer, require_trial_token
 from hpcdet.master.errors import Invalid

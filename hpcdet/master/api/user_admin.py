@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.security import roles, users
 

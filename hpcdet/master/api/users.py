@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 from flask import request
 
 from hpcdet import munge
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import bearer_token, calling_token, current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import Forbidden, Invalid, NotFound, Unauthenticated, Unavailable
 from hpcdet.master.experiments.serialize import _time as iso_time

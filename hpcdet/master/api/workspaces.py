@@ -15,8 +15,8 @@ from typing import Any
 
 from flask import request
 
-from hpcdet.master.api import bp
 from hpcdet.master.api.auth import current_user
+from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.security import workspace_admin, workspaces
 

@@ -37,7 +37,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -48,6 +47,7 @@ from hpcdet.master.reports.ingest_sql import Execution, StreamKey
 from hpcdet.master.reports.ingest_sql import Postgres as _Postgres
 from hpcdet.master.reports.ingest_sql import Row as _Row
 from hpcdet.master.reports.ingest_sql import Sqlite as _Sqlite
+from hpcdet.master.reports.report_effects import Report
 
 __all__ = ["Applied", "Execution", "MetricWriter", "Report", "ReportBatch", "StaleRunError",
            "Stream", "StreamKey"]
@@ -71,17 +71,6 @@ class Stream:
     key: StreamKey
     resumed_steps: int | None = 0  # None: unknown, so the stream rolls nothing back
     resume_points: Mapping[Execution, int] | None = None
-
-
-@dataclass(frozen=True)
-class Report:
-    """One report: ``metrics`` of ``group`` at a step, or (group ``checkpoint``) a checkpoint."""
-
-    group: str
-    steps_completed: int
-    metrics: Mapping[str, float] = field(default_factory=dict)
-    checkpoint: Mapping[str, Any] | None = None  # {"uuid", "metadata", "resources"}
-    seq: int | None = None
 
 
 @dataclass(frozen=True)

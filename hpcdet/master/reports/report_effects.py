@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from sqlalchemy import Table, and_, insert, or_, select, update
 from sqlalchemy.engine import Connection
@@ -23,8 +23,17 @@ from sqlalchemy.engine import Connection
 from hpcdet.master.models import Checkpoint, Experiment, Metric, SearcherEvent, Trial, utcnow
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 
-if TYPE_CHECKING:
-    from hpcdet.master.reports.ingest import Report
+
+@dataclass(frozen=True)
+class Report:
+    """One report: ``metrics`` of ``group`` at a step, or (group ``checkpoint``) a checkpoint."""
+
+    group: str
+    steps_completed: int
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    checkpoint: Mapping[str, Any] | None = None  # {"uuid", "metadata", "resources"}
+    seq: int | None = None
+
 
 METRIC_GROUPS = ("training", "validation", "profiling")
 CHECKPOINT = "checkpoint"

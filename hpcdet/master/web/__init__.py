@@ -7,12 +7,8 @@ master (clusters often have no internet access).
 
 from __future__ import annotations
 
-from flask import Blueprint
-
-bp = Blueprint("web", __name__)
-
 # The page modules register their routes on ``bp``; imported for that effect.
-from hpcdet.master.web import (  # noqa: E402
+from hpcdet.master.web import (
     checkpoints,
     cluster,
     experiment,
@@ -28,6 +24,7 @@ from hpcdet.master.web import (  # noqa: E402
     trial,
     trial_logs,
 )
+from hpcdet.master.web.blueprint import bp
 
 # The state and time words every template uses (formatting.py: the "pages" area's block).
 for _name in ("state_word", "state_badge", "time_tag", "or_dash"):

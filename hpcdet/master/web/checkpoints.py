@@ -24,7 +24,7 @@ from hpcdet.master.experiments import checkpoint_marks
 from hpcdet.master.models import Checkpoint, Experiment, Trial
 from hpcdet.master.reports.checkpoint_gc import ACTIVE
 from hpcdet.master.reports.searcher_metric import SearcherMetric
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import number_text, time_text
 from hpcdet.master.web.identity import page_sees
 

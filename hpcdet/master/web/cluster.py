@@ -17,7 +17,7 @@ from hpcdet.master.queue.job_queue import job_list
 from hpcdet.master.queue.pools import pools_from_snapshot
 from hpcdet.master.queue.snapshots import POOLS, load_snapshot
 from hpcdet.master.queue.usage import node_rows, pool_usage
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import poll_seconds, taken_text
 from hpcdet.master.web.identity import page_user
 from hpcdet.master.web.queue import job_type_word

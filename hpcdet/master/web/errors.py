@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from flask import Response, render_template, request
 
-from hpcdet.master.app import MAX_DB_INT
+from hpcdet.master.db import MAX_DB_INT
 
 TITLES = {400: "Bad request", 401: "Sign-in needed", 403: "Not allowed", 404: "Not found",
           405: "Method not allowed", 409: "Conflict", 413: "Too large", 500: "Internal error",

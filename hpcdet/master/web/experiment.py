@@ -25,7 +25,8 @@ from hpcdet.master.models import Experiment
 from hpcdet.master.queue.pools import pool_for_config
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.security.shown_config import owner_view, shown_config
-from hpcdet.master.web import bp, checkpoints, experiment_trials
+from hpcdet.master.web import checkpoints, experiment_trials
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.experiment_trials import TrialsArgs, trials_args
 from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
 from hpcdet.master.web.identity import page_sees, page_user

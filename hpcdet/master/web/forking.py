@@ -29,7 +29,7 @@ from hpcdet.master.api.common import db, settings
 from hpcdet.master.models import Experiment, Trial
 from hpcdet.master.security import authz
 from hpcdet.master.security.shown_config import owner_view, shown_config
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.identity import page_sees, page_user
 from hpcdet.states import State
 

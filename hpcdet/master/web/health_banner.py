@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpcdet.master.api.master_info import app_health
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 
 
 @bp.app_context_processor

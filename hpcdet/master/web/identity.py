@@ -27,7 +27,7 @@ from hpcdet.master.api.common import db, settings
 from hpcdet.master.errors import DomainError
 from hpcdet.master.security import authz, tokens
 from hpcdet.master.security.permissions import ANONYMOUS, may_modify
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 
 COOKIE = "hpcdet_user"
 # Login-name characters only: the value goes into a cookie and a header unquoted.

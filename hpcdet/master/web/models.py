@@ -18,7 +18,7 @@ from hpcdet.master.api.common import db, settings
 from hpcdet.master.errors import DomainError
 from hpcdet.master.registry import service
 from hpcdet.master.registry.service import Caller, ModelQuery
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import number_text, time_text
 from hpcdet.master.web.identity import page_user
 

@@ -30,7 +30,7 @@ from hpcdet.master.queue.pools import Pool
 from hpcdet.master.queue.snapshots import POOLS, QUEUE, load_snapshot
 from hpcdet.master.queue.usage import pool_usage
 from hpcdet.master.security import authz
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import poll_seconds, taken_text
 from hpcdet.master.web.identity import page_user, web_user
 

@@ -28,7 +28,7 @@ from werkzeug.wrappers import Response
 from hpcdet.master.api.auth import CSRF_FIELD, SESSION_COOKIE
 from hpcdet.master.api.common import settings
 from hpcdet.master.security import tokens
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.identity import munge_mode, web_user
 
 # Fetch Metadata values of a navigation that did not come from another site.

@@ -19,7 +19,7 @@ from flask import render_template, request
 
 from hpcdet.master.api.tasks import task_listing
 from hpcdet.master.scheduling.tasks import ACTIVE_STATES
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import poll_seconds, time_text
 from hpcdet.master.web.identity import page_user
 

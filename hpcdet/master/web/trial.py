@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from flask import render_template, request, url_for
+from flask import render_template, url_for
 from sqlalchemy import func, select
 
 from hpcdet.master.api.common import db, settings
@@ -29,7 +29,8 @@ from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Experiment, Metric, Trial, TrialLog
 from hpcdet.master.reports.downsample import COUNTERS
 from hpcdet.master.reports.searcher_metric import SearcherMetric
-from hpcdet.master.web import bp, checkpoints, forking, trial_logs
+from hpcdet.master.web import checkpoints, forking, trial_logs
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import number_text, poll_seconds, time_text
 from hpcdet.master.web.identity import page_sees
 
@@ -51,7 +52,6 @@ PROFILER_FAMILIES = (
     ("disk", "Disk", "bytes/s", re.compile(r"^system\.disk_\w+_bytes_per_s(@.*)?$")),
     ("timings", "Stage timings, mean per window", "ms", re.compile(r"^timing\..+\.mean_ms(@.*)?$")),
 )
-MAX_RANK_DIGITS = 5  # a rank filter beyond this is no rank (and would overflow an INTEGER)
 
 
 @bp.get("/trials/<int:trial_id>")
@@ -78,7 +78,7 @@ def page_data(found: Trial, experiment: Experiment) -> dict[str, Any]:
     series = {group: series_answer(db(), found.id, group,
                                    [name] if (name := selected[group]) else [], DEFAULT_POINTS)
               for group in CHART_GROUPS}
-    chosen = log_filter()
+    chosen = trial_logs.log_filter()
     logs = tail_logs(found.id, chosen)
     return {
         "answer": answer, "t": answer["trial"], "experiment": experiment, "metrics": metrics,
@@ -127,17 +127,6 @@ def profiler_charts(names: list[str]) -> list[dict[str, Any]]:
         if found:
             charts.append({"key": key, "title": title, "unit": unit, "names": found})
     return charts
-
-
-def log_filter() -> dict[str, Any]:
-    """``?rank=``, ``?stream=`` and ``?q=`` (search text); a value that is neither a rank
-    nor a stream means all."""
-    rank = request.args.get("rank", "")
-    stream = request.args.get("stream", "")
-    digits = rank.isascii() and rank.isdigit() and len(rank) <= MAX_RANK_DIGITS
-    return {"rank": int(rank) if digits else None,
-            "stream": stream if stream in STREAMS else None,
-            "q": trial_logs.search_text(request.args.get("q"))}
 
 
 def tail_logs(trial_id: int, chosen: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -16,14 +16,17 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from flask import Response, render_template, stream_with_context
+from flask import Response, render_template, request, stream_with_context
 from sqlalchemy import Select, func, select
 
 from hpcdet.master.api.common import db
+from hpcdet.master.api.logs import STREAMS
 from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Experiment, Trial, TrialLog
-from hpcdet.master.web import bp
+from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.identity import page_sees
+
+MAX_RANK_DIGITS = 5  # a rank filter beyond this is no rank (and would overflow an INTEGER)
 
 MAX_QUERY = 200  # longer search text is cut (a line is rarely searched by more)
 BATCH = 5000
@@ -71,11 +74,20 @@ def line_text(entry: Mapping[str, Any]) -> str:
     return f"{entry.get('at') or ''} {prefix} {entry.get('line', '')}\n"
 
 
+def log_filter() -> dict[str, Any]:
+    """The trial page's log filter: ``?rank=``, ``?stream=`` and ``?q=`` (search text); a
+    value that is neither a rank nor a stream means all."""
+    rank = request.args.get("rank", "")
+    stream = request.args.get("stream", "")
+    digits = rank.isascii() and rank.isdigit() and len(rank) <= MAX_RANK_DIGITS
+    return {"rank": int(rank) if digits else None,
+            "stream": stream if stream in STREAMS else None,
+            "q": search_text(request.args.get("q"))}
+
+
 @bp.get("/trials/<int:trial_id>/logs.txt")
 def trial_logs_text(trial_id: int) -> Any:
     """The trial's whole log (as filtered by ``rank``, ``stream``, ``q``) as plain text."""
-    from hpcdet.master.web.trial import log_filter  # the page's own reading of the filter
-
     found = db().get(Trial, trial_id)
     exp = None if found is None else db().get(Experiment, found.experiment_id)
     if found is None or exp is None or not page_sees(exp.owner, exp.workspace_id):

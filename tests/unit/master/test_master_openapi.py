@@ -16,12 +16,12 @@ from flask.testing import FlaskClient
 from hpcdet import munge
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.api.openapi import (
+    COMPONENTS,
     api_routes,
     declared_rule,
     stale_declarations,
     undescribed_routes,
 )
-from hpcdet.master.api.openapi_schemas import COMPONENTS
 from hpcdet.master.app import create_app
 from hpcdet.master.settings.core import MasterSettings
 
