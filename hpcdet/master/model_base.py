@@ -35,6 +35,11 @@ def as_utc(moment: dt.datetime) -> dt.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
+def iso_time(moment: dt.datetime | None) -> str | None:
+    """``moment`` as ISO 8601 in UTC, as answers and pages show times; None stays None."""
+    return None if moment is None else as_utc(moment).isoformat()
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {dict[str, Any]: JSONType, list[Any]: JSONType}

@@ -17,15 +17,15 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import Forbidden, Gone, Invalid, NotFound, UpstreamFailed
-from hpcdet.master.experiments import serialize
 from hpcdet.master.experiments.deleting import MAX_UUIDS
 from hpcdet.master.experiments.deleting import delete_checkpoints as remove
 from hpcdet.master.models import Checkpoint, Experiment, Trial
+from hpcdet.master.reports import serialize
 from hpcdet.master.reports.checkpoint_gc import ACTIVE, DELETED, STORAGE_TYPES
 from hpcdet.master.reports.searcher_metric import SearcherMetric
-from hpcdet.master.scheduling.jobspec import checkpoint_dir
 from hpcdet.master.security import authz
 from hpcdet.master.security.storage_roots import StorageError, checkpoint_path
+from hpcdet.master.settings.experiment_config import checkpoint_dir
 from hpcdet.storage import ObjectStore, object_store_for
 from hpcdet.storage import StorageError as ManagerError
 

@@ -26,8 +26,9 @@ from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.checkpoints import storage_dir
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import Invalid
-from hpcdet.master.experiments import continuing, deleting, editing, gc_policy, serialize
+from hpcdet.master.experiments import continuing, deleting, editing, gc_policy
 from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.reports import serialize
 from hpcdet.master.scheduling.submission import accept, parse_config
 from hpcdet.master.security import authz
 from hpcdet.master.security.shown_config import masked_variables, owner_view

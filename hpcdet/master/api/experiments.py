@@ -17,8 +17,9 @@ from hpcdet.master.api.rows import history, jobs_by_trial
 from hpcdet.master.api.templates import template_for_experiment
 from hpcdet.master.api.unmanaged import create_unmanaged
 from hpcdet.master.errors import Invalid
-from hpcdet.master.experiments import experiment_list, serialize, trial_pages
+from hpcdet.master.experiments import experiment_list, trial_pages
 from hpcdet.master.models import Experiment, TrialLog
+from hpcdet.master.reports import serialize
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.scheduling.submission import accept
 from hpcdet.master.security.authz import visible

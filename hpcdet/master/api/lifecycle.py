@@ -13,8 +13,9 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db
 from hpcdet.master.errors import NotFound
-from hpcdet.master.experiments import lifecycle, serialize
+from hpcdet.master.experiments import lifecycle
 from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.reports import serialize
 
 _ACTIONS: dict[str, Callable[[Session, Experiment, str], None]] = {
     "pause": lifecycle.pause,

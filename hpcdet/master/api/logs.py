@@ -12,8 +12,8 @@ from hpcdet.master.api.access import trial_for
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg
 from hpcdet.master.errors import Invalid
-from hpcdet.master.experiments import serialize
 from hpcdet.master.models import TrialLog
+from hpcdet.master.reports import serialize
 
 STREAMS = ("stdout", "stderr", "master")
 MAX_LINES = 100_000

@@ -13,7 +13,7 @@ from typing import Any
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, settings
-from hpcdet.master.experiments.serialize import _time as iso_time
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.queue.job_queue import entries_of
 from hpcdet.master.queue.pools import pools_from_snapshot
 from hpcdet.master.queue.snapshots import POOLS, QUEUE, load_snapshot

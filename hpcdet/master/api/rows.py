@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import select
 
 from hpcdet.master.api.common import db
-from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Job, StateChange
+from hpcdet.master.reports import serialize
 
 
 def history(kind: str, entity_id: int) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.errors import Conflict, Invalid
-from hpcdet.master.experiments.serialize import _time as iso_time
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import Template, utcnow
 from hpcdet.master.scheduling.submission import check_sbatch_args, parse_config
 from hpcdet.master.security import authz

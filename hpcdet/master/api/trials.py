@@ -20,8 +20,10 @@ from hpcdet.master.api.checkpoints import storage_dir
 from hpcdet.master.api.common import db, int_arg, json_body, with_reason_words
 from hpcdet.master.api.rows import history, jobs_by_trial
 from hpcdet.master.errors import Conflict, Invalid, NotFound
-from hpcdet.master.experiments import checkpoint_marks, lifecycle, serialize
+from hpcdet.master.experiments import checkpoint_marks, lifecycle
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import Checkpoint, Experiment, Metric, Trial
+from hpcdet.master.reports import serialize
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.reports.reports import (
     apply_reports,
@@ -97,7 +99,7 @@ def metric_reports(trial_id: int, groups: Collection[str] | None = None,
         if entry is None:
             entry = steps[(group, step)] = {"group": group, "steps_completed": step,
                                             "metrics": {},
-                                            "reported_at": serialize._time(reported_at)}
+                                            "reported_at": iso_time(reported_at)}
         entry["metrics"][name] = value
     return list(steps.values())
 

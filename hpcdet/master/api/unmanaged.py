@@ -24,8 +24,9 @@ from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings
 from hpcdet.master.api.trials import metric_writer, require_trial_token
 from hpcdet.master.errors import Invalid
-from hpcdet.master.experiments import serialize, unmanaged
+from hpcdet.master.experiments import unmanaged
 from hpcdet.master.models import Trial
+from hpcdet.master.reports import serialize
 from hpcdet.master.scheduling.submission import parse_config
 from hpcdet.master.security.authz import require_runs_as_self
 from hpcdet.master.security.workspaces import placement_for

@@ -21,7 +21,7 @@ from hpcdet.master.api.auth import bearer_token, calling_token, current_user
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import Forbidden, Invalid, NotFound, Unauthenticated, Unavailable
-from hpcdet.master.experiments.serialize import _time as iso_time
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import AuthToken, as_utc, utcnow
 from hpcdet.master.scheduling.task_tokens import TASK_TOKEN_PREFIX
 from hpcdet.master.security import tokens, users

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Checkpoint
+from hpcdet.master.reports import serialize
 from hpcdet.master.reports.checkpoint_gc import ACTIVE
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 

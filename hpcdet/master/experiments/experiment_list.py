@@ -18,8 +18,8 @@ from sqlalchemy import ColumnElement, Float, cast, exists, func, select, type_co
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session, defer
 
-from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Experiment, Trial
+from hpcdet.master.reports import serialize
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.states import EXPERIMENT_TRANSITIONS, State
 

@@ -27,8 +27,8 @@ from hpcdet.dispatcher.base import UnsupportedError
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.errors import SchedulerError
 from hpcdet.master.models import CommandTask, Experiment
-from hpcdet.master.scheduling.placement import DEFAULT_WORKSPACE
-from hpcdet.master.scheduling.placement import account_name as _prefixed_name
+from hpcdet.master.queue.placement import DEFAULT_WORKSPACE
+from hpcdet.master.queue.placement import account_name as _prefixed_name
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.settings.pools import FairShareSettings
 

@@ -39,9 +39,9 @@ from hpcdet.master.allocation_models import Allocation
 from hpcdet.master.errors import Unsupported
 from hpcdet.master.models import Experiment, Job, Trial, as_utc
 from hpcdet.master.queue.array_rows import array_trials
+from hpcdet.master.queue.placement import DEFAULT_PRIORITY
 from hpcdet.master.queue.pools import Pool, pools_from_snapshot, resolve_pool, settings_pool
 from hpcdet.master.queue.snapshots import POOLS, QUEUE, load_snapshot, store_snapshot
-from hpcdet.master.scheduling.placement import DEFAULT_PRIORITY
 from hpcdet.master.security import authz
 from hpcdet.master.settings.core import MasterSettings
 

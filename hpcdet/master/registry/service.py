@@ -22,8 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import Conflict
-from hpcdet.master.experiments.serialize import _time as iso_time
-from hpcdet.master.experiments.serialize import checkpoint as checkpoint_json
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import (
     Checkpoint,
     Experiment,
@@ -34,6 +33,7 @@ from hpcdet.master.models import (
     utcnow,
 )
 from hpcdet.master.registry import inputs
+from hpcdet.master.reports.serialize import checkpoint as checkpoint_json
 from hpcdet.master.security import authz
 from hpcdet.master.security.authz import Access
 from hpcdet.master.security.workspaces import placement_for

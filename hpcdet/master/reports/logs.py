@@ -34,8 +34,9 @@ from hpcdet.hostlist import expand_nodelist
 from hpcdet.jobfiles import UnsafeFileError
 from hpcdet.master.master_log import warn_once
 from hpcdet.master.models import Job, Trial, TrialLog, utcnow
+from hpcdet.master.queue.slots import slot_layout
 from hpcdet.master.reports.log_policies import apply_hit, find_hits, policies_of
-from hpcdet.master.scheduling.jobspec import batch_section, slot_layout
+from hpcdet.master.settings.experiment_config import batch_section
 
 log = logging.getLogger(__name__)
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$", re.DOTALL)

@@ -32,9 +32,9 @@ from hpcdet.master.scheduling import job_outcomes
 from hpcdet.master.scheduling.job_outcomes import DEFAULT_MAX_RESTARTS, Outcome
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
 from hpcdet.master.scheduling.submission import trial_info
-from hpcdet.master.security.tls import job_cert_pem
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.tls import job_cert_pem
 from hpcdet.master.transitions import transition
 from hpcdet.states import STOPPING_TO_TERMINAL, State
 

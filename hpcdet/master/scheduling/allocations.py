@@ -50,9 +50,9 @@ from hpcdet.master.scheduling.allocation_config import (
     allocation_request,
     allocation_spec,
 )
-from hpcdet.master.security.tls import job_cert_pem
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.tls import job_cert_pem
 from hpcdet.states import State
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ the master writes (:func:`hpcdet.dispatcher.command_script.command_script`) and 
 native options it derives from the config: the pool (``resources.resource_pool``), the
 slots as the pool's resources (one task per slot, a GPU per slot in a GPU pool, the same
 :func:`~hpcdet.master.scheduling.jobspec.slot_mapping` as a trial's), the priority band's
-partition, QOS and nice (:func:`~hpcdet.master.scheduling.placement.place`), and the
+partition, QOS and nice (:func:`~hpcdet.master.queue.placement.place`), and the
 config's ``sbatch_args``/``pbsbatch_args``. From there it is submitted, polled, killed,
 re-adopted and its logs read exactly as a ``det sbatch`` task (:mod:`.task_submission`,
 :mod:`.tasks`). See docs/commands.md.
@@ -38,16 +38,17 @@ from hpcdet.errors import ConfigError, ValidationError
 from hpcdet.expconf import environment_variables
 from hpcdet.master.errors import Invalid
 from hpcdet.master.queue.job_queue import find_pool
+from hpcdet.master.queue.placement import JobOwner, Placement, place
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.scheduling.command_config import (
     CheckedConfig,
     check_command_config,
     check_entrypoint,
 )
-from hpcdet.master.scheduling.jobspec import batch_args, slot_mapping
-from hpcdet.master.scheduling.placement import JobOwner, Placement, place
+from hpcdet.master.scheduling.jobspec import slot_mapping
 from hpcdet.master.scheduling.task_submission import COMMAND, TaskPlan, TaskRequest, plan_task
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.experiment_config import batch_args
 
 MAX_CONTEXT_BYTES = 95 * 1024 * 1024
 # The command's PATH unless its config sets one: the master's Python first (it has hpcdet,

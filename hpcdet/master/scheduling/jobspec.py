@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcdet.client_tls import CERT_FILE_VAR
-from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec, registry
+from hpcdet.dispatcher import BindMount, ContainerSpec, JobSpec
 from hpcdet.dispatcher.batch_args import split_cpus_per_rank, without_gpu_options
 from hpcdet.dispatcher.containers import holds
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE
@@ -18,14 +18,16 @@ from hpcdet.dispatcher.tags import trial_tag
 from hpcdet.dispatcher.transport import Transport
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import environment_variables
+from hpcdet.master.queue.placement import place_config
 from hpcdet.master.queue.pools import GPU_SLOT_TYPES, Pool, cpu_only, settings_pool
+from hpcdet.master.queue.slots import slot_layout
 from hpcdet.master.scheduling.container_checks import (
     check_bind_mounts,
     check_charliecloud,
     check_image,
 )
-from hpcdet.master.scheduling.placement import JobOwner, Placement, place
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.experiment_config import batch_args, batch_section, checkpoint_dir
 
 # CPUs each rank (slot) gets in the srun step; the allocation holds them all per node.
 CPUS_PER_RANK = 1
@@ -53,57 +55,6 @@ class TrialRun:
         """Unique per run: a restarted master finds a job it submitted by this name."""
         name = f"det-{self.experiment_id}-{self.trial_id}-{self.run_id}"
         return f"{name}-{self.tag}" if self.tag else name
-
-
-def batch_section(config: Mapping[str, Any], scheduler: str) -> tuple[str, Mapping[str, Any]]:
-    """The experiment's scheduler section (Determined's ``slurm:`` or ``pbs:``) and its name."""
-    name = registry.scheduler(scheduler).config_section
-    return name, config.get(name) or {}
-
-
-def batch_args(config: Mapping[str, Any], scheduler: str) -> tuple[str, tuple[str, ...]]:
-    """The config path and value of the user's extra batch options: ``slurm.sbatch_args``
-    or ``pbs.pbsbatch_args``."""
-    plugin = registry.scheduler(scheduler)
-    section = config.get(plugin.config_section) or {}
-    return plugin.args_path(), tuple(section.get(plugin.args_key) or ())
-
-
-def slot_layout(config: Mapping[str, Any], pool: Pool | None = None,
-                scheduler: str = "slurm") -> tuple[int, int]:
-    """(nodes, ranks per node) from ``resources.slots_per_trial`` and ``slots_per_node``
-    (``slurm.slots_per_node`` or ``pbs.slots_per_node``).
-
-    Without ``slots_per_node``, a GPU pool puts as many slots on a node as its nodes have
-    GPUs (all on one node if that is unknown), and a CPU pool puts them all on one node.
-    The slots must then split evenly over the nodes. One rank per slot; 0 slots (a
-    CPU-only trial, :func:`~hpcdet.master.queue.pools.cpu_only`) is one rank on one node.
-    """
-    if cpu_only(config):
-        return 1, 1
-    slots = int(config.get("resources", {}).get("slots_per_trial", 1))
-    name, section = batch_section(config, scheduler)
-    explicit = section.get("slots_per_node")
-    if explicit:
-        per_node = int(explicit)
-        if slots % per_node:
-            raise ConfigError([f"<config>.resources.slots_per_trial: {slots} is not a multiple "
-                               f"of {name}.slots_per_node ({per_node})"])
-        return slots // per_node, per_node
-    per_node = slots
-    if pool is not None and pool.uses_gpus and pool.gpus_per_node > 0:
-        per_node = min(slots, pool.gpus_per_node)
-    if slots % per_node:
-        raise ConfigError([_uneven_slots(slots, per_node, pool, name)])
-    return slots // per_node, per_node
-
-
-def _uneven_slots(slots: int, per_node: int, pool: Pool | None, section: str) -> str:
-    fits = max(n for n in range(1, per_node + 1) if slots % n == 0)
-    where = f" in resource pool {pool.name}" if pool is not None else ""
-    return (f"<config>.resources.slots_per_trial: {slots} GPUs do not split evenly over nodes "
-            f"with {per_node} GPUs{where}; set {section}.slots_per_node (e.g. {fits}) or ask "
-            f"for a multiple of {per_node}")
 
 
 @dataclass(frozen=True)
@@ -138,25 +89,6 @@ def slot_mapping(settings: MasterSettings, config: Mapping[str, Any], pool: Pool
                            "'.', '_', '-')"])
     return SlotMapping(nodes, per_node, cpus_per_rank, per_node,
                        None if gpu_type is None else str(gpu_type))
-
-
-# Under the trial's job directory: where a trial with object storage writes a checkpoint
-# before uploading it (and keeps each one's metadata.json).
-OBJECT_STORE_STAGING = "checkpoints"
-
-
-def checkpoint_dir(config: Mapping[str, Any], job_dir: str | None = None) -> str:
-    """The host directory checkpoints are written to (for an object store such as s3: the
-    staging directory in ``job_dir``, the trial's job directory)."""
-    storage = config["checkpoint_storage"]
-    if storage.get("type") not in ("shared_fs", "directory"):
-        if job_dir is None:
-            raise ValueError("an object store's staging directory needs the job directory")
-        return str(Path(job_dir) / OBJECT_STORE_STAGING)
-    if storage.get("type") == "directory":
-        return str(storage["container_path"])
-    host = Path(storage["host_path"])
-    return str(host / storage["storage_path"]) if storage.get("storage_path") else str(host)
 
 
 def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: TrialRun,
@@ -209,16 +141,6 @@ def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: Tri
         owner=run.owner if settings.runas.owner_mode else None,
         launcher=batch_section(config, rm.type)[1].get("launcher") or "default",
     )
-
-
-def place_config(settings: MasterSettings, pool: Pool, config: Mapping[str, Any],
-                 owner: str) -> Placement:
-    """Where an experiment's jobs go in Slurm's queue (:mod:`.placement`)."""
-    resources = config.get("resources") or {}
-    job_owner = JobOwner(owner, workspace=config.get("workspace"), project=config.get("project"),
-                         labels=tuple(config.get("labels") or ()))
-    return place(settings, pool, job_owner, priority=resources.get("priority"),
-                 weight=float(resources.get("weight") or 1.0))
 
 
 def _harness_command(run_type: str) -> tuple[str, ...]:

@@ -30,22 +30,22 @@ from hpcdet.master.experiments.searching import SearchDriver, SearchReport
 from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
 from hpcdet.master.proxy.pinning import protected_ports
 from hpcdet.master.proxy.registration import register_services
-from hpcdet.master.queue.cluster_view import ClusterView
 from hpcdet.master.queue.pools import Pool, pool_for_config
 from hpcdet.master.reports.checkpoint_gc import CheckpointCollector
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.reports.logs import add_system_line, ingest_job_logs
 from hpcdet.master.reports.spool_ingest import ingest_spooled_reports
 from hpcdet.master.scheduling import allocations, arrays, job_outcomes, tasks
+from hpcdet.master.scheduling.cluster_view import ClusterView
 from hpcdet.master.scheduling.health import HealthTracker
 from hpcdet.master.scheduling.job_outcomes import DEFAULT_MAX_RESTARTS
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
 from hpcdet.master.scheduling.submission import trial_info
 from hpcdet.master.scheduling.task_tokens import forget_ended_shell_keys
 from hpcdet.master.security.storage_roots import check_run_storage
-from hpcdet.master.security.tls import job_cert_pem
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.tls import job_cert_pem
 from hpcdet.master.transitions import transition
 from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
 

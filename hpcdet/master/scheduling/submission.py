@@ -24,19 +24,15 @@ from hpcdet.errors import ConfigError
 from hpcdet.master.errors import Invalid, TooLarge
 from hpcdet.master.models import Experiment, Template
 from hpcdet.master.queue.pools import Pool, pool_for_config
+from hpcdet.master.queue.slots import slot_layout
 from hpcdet.master.reports.log_policies import check_actions, check_patterns
 from hpcdet.master.scheduling.allocation_config import check_allocation, dry_run_allocation
-from hpcdet.master.scheduling.jobspec import (
-    TrialRun,
-    batch_args,
-    build_job_spec,
-    checkpoint_dir,
-    slot_layout,
-)
+from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
 from hpcdet.master.security.storage_roots import CHECKPOINTS, check_storage
-from hpcdet.master.security.tls import job_cert_pem
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.experiment_config import batch_args, checkpoint_dir
 from hpcdet.master.settings.runas import owner_root
+from hpcdet.master.settings.tls import job_cert_pem
 from hpcdet.master.transitions import transition
 from hpcdet.searcher import TrialRequest, make_searcher
 from hpcdet.states import State

@@ -48,9 +48,9 @@ from hpcdet.master.errors import DomainError, Invalid, Unavailable
 from hpcdet.master.models import CommandTask
 from hpcdet.master.queue.fair_share import ensure_account
 from hpcdet.master.queue.job_queue import find_pool
+from hpcdet.master.queue.placement import JobOwner, account_for
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.scheduling.job_dirs import task_job_dir
-from hpcdet.master.scheduling.placement import JobOwner, account_for
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.transitions import transition
 from hpcdet.states import State

@@ -16,7 +16,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import Invalid, NotFound
-from hpcdet.master.experiments.serialize import _time as iso_time
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import UserGroup, UserGroupMember, Workspace, WorkspaceGroupRole
 from hpcdet.master.security import authz
 from hpcdet.master.security.authz import ROLES

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcdet.errors import ConfigError, ValidationError
-from hpcdet.master.scheduling.jobspec import checkpoint_dir
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.experiment_config import checkpoint_dir
 
 # The owner's default checkpoint directory in their root of the job storage root (the run-as
 # helper makes it, as the owner; hpcdet/runas/helper.py CHECKPOINT_DIR).

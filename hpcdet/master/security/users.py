@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import Conflict, Forbidden, Invalid, NotFound
-from hpcdet.master.experiments.serialize import _time as iso_time
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import User, utcnow
 from hpcdet.master.security import authz
 from hpcdet.master.security.workspaces import USER

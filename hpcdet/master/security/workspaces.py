@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from hpcdet.master.errors import Conflict, Forbidden, Invalid
-from hpcdet.master.experiments.serialize import _time as iso_time
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import (
     Experiment,
     Project,

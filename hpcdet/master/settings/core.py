@@ -21,7 +21,6 @@ from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.dispatcher.transport.settings import SshSettings
 from hpcdet.errors import ConfigError
-from hpcdet.master.security.tls import TlsSettings, build_tls
 from hpcdet.master.settings.hardening import HardeningSettings, build_hardening
 from hpcdet.master.settings.pools import (
     SLOT_TYPES,
@@ -39,6 +38,7 @@ from hpcdet.master.settings.pools import (
 from hpcdet.master.settings.read import Getter, unknown_keys
 from hpcdet.master.settings.retention import MetricsRetention, build_retention
 from hpcdet.master.settings.runas import RunAsSettings, build_runas
+from hpcdet.master.settings.tls import TlsSettings, build_tls
 from hpcdet.master.settings.transport import build_transport
 from hpcdet.master.settings.webserver import build_trusted_proxies
 from hpcdet.yaml_errors import yaml_error_line

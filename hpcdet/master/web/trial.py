@@ -25,8 +25,8 @@ from hpcdet.master.api.metric_series import (
     series_answer,
 )
 from hpcdet.master.api.trials import trial_detail
-from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Experiment, Metric, Trial, TrialLog
+from hpcdet.master.reports import serialize
 from hpcdet.master.reports.downsample import COUNTERS
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.web import checkpoints, forking, trial_logs

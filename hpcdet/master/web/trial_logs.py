@@ -21,8 +21,8 @@ from sqlalchemy import Select, func, select
 
 from hpcdet.master.api.common import db
 from hpcdet.master.api.logs import STREAMS
-from hpcdet.master.experiments import serialize
 from hpcdet.master.models import Experiment, Trial, TrialLog
+from hpcdet.master.reports import serialize
 from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.identity import page_sees
 

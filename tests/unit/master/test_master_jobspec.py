@@ -16,8 +16,9 @@ from hpcdet.dispatcher import JobSpec
 from hpcdet.dispatcher.slurm.backend import SlurmBackend, gpu_directives
 from hpcdet.errors import ConfigError
 from hpcdet.master.queue.pools import Pool
+from hpcdet.master.queue.slots import slot_layout
 from hpcdet.master.scheduling.backend import gpu_request
-from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec, slot_layout, slot_mapping
+from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec, slot_mapping
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 
 RUN = TrialRun(7, 42, 1, "/shared/jobs/exp-7/trial-42")

@@ -1,4 +1,4 @@
-"""Priority bands, nice, fair-share accounts and wckeys of a job (scheduling/placement.py)."""
+"""Priority bands, nice, fair-share accounts and wckeys of a job (queue/placement.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from hpcdet.errors import ConfigError
-from hpcdet.master.scheduling.placement import JobOwner, account_name, place
+from hpcdet.master.queue.placement import JobOwner, account_name, place
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 from hpcdet.master.settings.pools import FairShareSettings, PriorityBand, PriorityPolicy
 

@@ -52,8 +52,8 @@ def test_the_reconciler_stops_when_its_master_is_gone(monkeypatch: pytest.Monkey
 def test_gunicorn_runs_asyncio_workers_with_the_tls_files(settings: MasterSettings) -> None:
     from dataclasses import replace
 
-    from hpcdet.master.security.tls import TlsSettings
     from hpcdet.master.serve import gunicorn_options
+    from hpcdet.master.settings.tls import TlsSettings
 
     plain = gunicorn_options(replace(settings, workers=3, threads=5))
     assert plain["worker_class"] == "uvicorn_worker.UvicornWorker"

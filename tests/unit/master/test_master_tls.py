@@ -15,8 +15,8 @@ from master_helpers import create
 
 from hpcdet.errors import ConfigError
 from hpcdet.master.app import create_app
-from hpcdet.master.security.tls import TlsSettings, job_cert_pem, request_is_https
 from hpcdet.master.settings.core import MasterSettings, load_settings
+from hpcdet.master.settings.tls import TlsSettings, job_cert_pem, request_is_https
 
 REPO = Path(__file__).resolve().parents[3]
 

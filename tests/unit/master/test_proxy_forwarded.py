@@ -39,8 +39,8 @@ from hpcdet.master.db import make_session_factory, session_scope
 from hpcdet.master.models import CommandTask
 from hpcdet.master.proxy import headers as hdr
 from hpcdet.master.proxy.asgi import create_asgi_app
-from hpcdet.master.security.tls import TlsSettings
 from hpcdet.master.settings.core import MasterSettings
+from hpcdet.master.settings.tls import TlsSettings
 from hpcdet.master.transitions import transition
 from hpcdet.states import State
 

@@ -4,7 +4,7 @@ Priority and resource pool are *experiment* settings in hpcdet (``resources.prio
 ``resources.resource_pool``), as in Determined, where a job is an experiment. So updating
 either for a trial's job changes the experiment's config (later jobs of its trials get the
 new value) and re-maps every queued job of the experiment through
-:func:`hpcdet.master.scheduling.placement.place` (``scontrol update`` of partition, QOS and nice). A
+:func:`hpcdet.master.queue.placement.place` (``scontrol update`` of partition, QOS and nice). A
 command task is one job: only that job changes.
 
 ``ahead_of``/``behind_of`` is per job: the job's nice is set so that Slurm's priority puts

@@ -27,9 +27,8 @@ from hpcdet.master.queue.job_updates.checks import (
     job_nice_for_position,
 )
 from hpcdet.master.queue.job_updates.parsing import UpdateRequest
+from hpcdet.master.queue.placement import DEFAULT_PRIORITY, JobOwner, Placement, place, place_config
 from hpcdet.master.queue.pools import Pool
-from hpcdet.master.scheduling.jobspec import place_config
-from hpcdet.master.scheduling.placement import DEFAULT_PRIORITY, JobOwner, Placement, place
 
 log = logging.getLogger(__name__)
 

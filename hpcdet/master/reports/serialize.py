@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
+from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import Checkpoint, Experiment, Job, StateChange, Trial, TrialLog
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.states import State
-
-
-def _time(value: dt.datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:  # SQLite hands back naive datetimes; we store UTC
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return value.isoformat()
 
 
 def experiment(exp: Experiment, num_trials: int) -> dict[str, Any]:
@@ -25,8 +17,8 @@ def experiment(exp: Experiment, num_trials: int) -> dict[str, Any]:
         "labels": list(exp.labels or []), "state": exp.state, "owner": exp.owner,
         "searcher": exp.searcher_name, "resource_pool": exp.resource_pool,
         "archived": exp.archived, "workspace_id": exp.workspace_id,
-        "project_id": exp.project_id, "created_at": _time(exp.created_at),
-        "ended_at": _time(exp.ended_at), "num_trials": num_trials,
+        "project_id": exp.project_id, "created_at": iso_time(exp.created_at),
+        "ended_at": iso_time(exp.ended_at), "num_trials": num_trials,
         "progress": exp.progress, "parent_id": exp.parent_id,
         "unmanaged": bool(exp.unmanaged), "external_id": exp.external_id,
     }
@@ -51,7 +43,7 @@ def trial(t: Trial, jobs: Iterable[Job] = ()) -> dict[str, Any]:
         "interruptions": t.interruptions, "cancel_retries": t.cancel_retries,
         "excluded_nodes": list(t.excluded_nodes or []),
         "external_id": t.external_id, "external_job": t.external_job,
-        "created_at": _time(t.created_at), "ended_at": _time(t.ended_at),
+        "created_at": iso_time(t.created_at), "ended_at": iso_time(t.ended_at),
     }
 
 
@@ -68,11 +60,11 @@ def job(j: Job) -> dict[str, Any]:
     return {"job_id": j.job_id, "run_id": j.run_id, "phase": j.phase,
             "native_state": j.native_state, "reason": j.reason, "exit_code": j.exit_code,
             "nodes": j.nodes, "requeues": j.requeues, "active": j.active,
-            "submitted_at": _time(j.submitted_at), "ended_at": _time(j.ended_at)}
+            "submitted_at": iso_time(j.submitted_at), "ended_at": iso_time(j.ended_at)}
 
 
 def state_change(c: StateChange) -> dict[str, Any]:
-    return {"from": c.from_state, "to": c.to_state, "at": _time(c.at), "cause": c.cause,
+    return {"from": c.from_state, "to": c.to_state, "at": iso_time(c.at), "cause": c.cause,
             "actor": c.actor}
 
 
@@ -80,7 +72,7 @@ def checkpoint(c: Checkpoint) -> dict[str, Any]:
     return {"uuid": c.uuid, "trial_id": c.trial_id, "steps_completed": c.steps_completed,
             "metadata": c.metadata_, "resources": c.resources,
             "validation_metrics": c.validation_metrics, "state": c.state,
-            "reported_at": _time(c.reported_at)}
+            "reported_at": iso_time(c.reported_at)}
 
 
 def checkpoint_detail(c: Checkpoint, experiment_id: int, storage_dir: str | None,
@@ -98,5 +90,5 @@ def checkpoint_detail(c: Checkpoint, experiment_id: int, storage_dir: str | None
 
 def log_line(entry: TrialLog) -> dict[str, Any]:
     return {"id": entry.id, "rank": entry.rank, "node": entry.node, "stream": entry.stream,
-            "line": entry.line, "job_id": entry.job_id, "at": _time(entry.at)}
+            "line": entry.line, "job_id": entry.job_id, "at": iso_time(entry.at)}
 

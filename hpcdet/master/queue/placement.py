@@ -11,9 +11,9 @@ itself then enforces all of it. See docs/admin/slurm.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from hpcdet.errors import ConfigError
 from hpcdet.master.settings.core import MasterSettings
@@ -126,3 +126,13 @@ def wckey_for(settings: MasterSettings, owner: JobOwner) -> str | None:
     prefix = source.partition(":")[2]
     chosen = [label.removeprefix(prefix) for label in owner.labels if label.startswith(prefix)]
     return ",".join(chosen) or None
+
+
+def place_config(settings: MasterSettings, pool: PoolLike, config: Mapping[str, Any],
+                 owner: str) -> Placement:
+    """Where an experiment's jobs go in the scheduler's queue, from its config."""
+    resources = config.get("resources") or {}
+    job_owner = JobOwner(owner, workspace=config.get("workspace"), project=config.get("project"),
+                         labels=tuple(config.get("labels") or ()))
+    return place(settings, pool, job_owner, priority=resources.get("priority"),
+                 weight=float(resources.get("weight") or 1.0))
