@@ -51,13 +51,14 @@ class DatabaseIntConverter(IntegerConverter):
 
 def _register(app: Flask) -> None:
     from hpcdet.master.api import bp as api_bp
-    from hpcdet.master.api.errors import register_error_handlers
+    from hpcdet.master.api.errors import ErrorPages, register_error_handlers
     from hpcdet.master.security import headers
     from hpcdet.master.web import bp as web_bp
+    from hpcdet.master.web import errors as web_errors
 
     app.register_blueprint(api_bp)
     app.register_blueprint(web_bp)
-    register_error_handlers(app)
+    register_error_handlers(app, ErrorPages(web_errors.wants_page, web_errors.error_page))
     nul_guard.install(app)
     body_limits.install(app)
     headers.install(app)

@@ -1,10 +1,14 @@
 """The one JSON error shape every API route answers with: every error raised under ``/api``
 (a refusal of :mod:`hpcdet.master.errors` with its status from :mod:`.refusals`, Flask's
-own, an unexpected one) is answered here; a page view's, as an HTML page."""
+own, an unexpected one) is answered here; a page view's, as an HTML page.
+
+The pages are a room above the API, so the HTML renderer is handed in by the app factory
+(:class:`ErrorPages`) rather than imported from here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
@@ -13,10 +17,29 @@ from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.errors import ConfigError, ValidationError
 from hpcdet.master.api.refusals import HTTP_STATUS, error_body, http_status, refusal_body
 from hpcdet.master.errors import DomainError
-from hpcdet.master.web import errors as web_errors
 
-__all__ = ["HTTP_STATUS", "error_body", "http_status", "refusal_body",
+__all__ = ["HTTP_STATUS", "ErrorPages", "error_body", "http_status", "refusal_body",
            "register_error_handlers"]
+
+
+@dataclass(frozen=True)
+class ErrorPages:
+    """How a browser page's error is answered: whether the request is a page's, and its page."""
+
+    wants_page: Callable[[], bool]
+    page: Callable[[int, str | None], Response]
+
+
+def _never_a_page() -> bool:
+    return False
+
+
+def _no_page(status: int, message: str | None) -> Response:  # pragma: no cover - unreachable
+    raise AssertionError("no error pages were registered")
+
+
+# An app without pages (an API-only test app): every error in the JSON shape.
+JSON_ONLY = ErrorPages(wants_page=_never_a_page, page=_no_page)
 
 def _respond(status: int, code: str, message: str, details: Sequence[str] = ()) -> Response:
     response = jsonify(error_body(status, code, message, details))
@@ -33,14 +56,14 @@ def _raised_by_a_view() -> bool:
     return request.url_rule is not None
 
 
-def register_error_handlers(app: Flask) -> None:
-    """Route every error raised under ``/api`` into the common shape."""
+def register_error_handlers(app: Flask, pages: ErrorPages = JSON_ONLY) -> None:
+    """Route every error raised under ``/api`` into the common shape; a page's, to ``pages``."""
 
     @app.errorhandler(DomainError)
     def _refused(exc: DomainError) -> Response:
         status = http_status(exc)
-        if web_errors.wants_page():  # a page view that raised the refusal
-            return web_errors.error_page(status, exc.message)
+        if pages.wants_page():  # a page view that raised the refusal
+            return pages.page(status, exc.message)
         return _respond(status, exc.code, exc.message, exc.details)
 
     @app.errorhandler(ConfigError)
@@ -59,9 +82,8 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
         status = exc.code or 500
-        if web_errors.wants_page():  # a browser page: an HTML page, the status kept
-            page = web_errors.error_page(status, None if status in (404, 405) else
-                                         exc.description)
+        if pages.wants_page():  # a browser page: an HTML page, the status kept
+            page = pages.page(status, None if status in (404, 405) else exc.description)
             for name, value in exc.get_headers():
                 if name.lower() != "content-type":
                     page.headers[name] = value
@@ -80,6 +102,6 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:
         app.logger.exception("unhandled error")
-        if web_errors.wants_page():
-            return web_errors.error_page(500)
+        if pages.wants_page():
+            return pages.page(500, None)
         return _respond(500, "internal", f"internal error: {type(exc).__name__}")

@@ -21,6 +21,7 @@ from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.dispatcher.transport.settings import SshSettings
 from hpcdet.errors import ConfigError
+from hpcdet.master.settings.capability_checks import refuse_unsupported
 from hpcdet.master.settings.hardening import HardeningSettings, build_hardening
 from hpcdet.master.settings.pools import (
     SLOT_TYPES,
@@ -260,7 +261,7 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         errors.append(f"{where}.job_storage_root: with transport type ssh, give an absolute "
                       f"path on the login node (the default would be the master's home), "
                       f"got {root!r}")
-    return ResourceManagerSettings(
+    rm = ResourceManagerSettings(
         type=get.choice("type", registry.names()[0], registry.names()),
         cluster_name=get.text("cluster_name", default.cluster_name),
         master_host=get.text("master_host", default.master_host),
@@ -294,6 +295,10 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         fair_share=build_fair_share(doc.get("fair_share"), f"{where}.fair_share", errors),
         transport=transport,
     )
+    refuse_unsupported(rm.scheduler, where, priority=rm.priority,
+                       overrides=rm.partition_overrides, pools=rm.resource_pools,
+                       fair_share=rm.fair_share, errors=errors)
+    return rm
 
 
 def _project_source(get: Getter) -> str:

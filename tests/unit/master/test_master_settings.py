@@ -127,6 +127,41 @@ def test_bands_must_cover_every_priority(tmp_path: Path) -> None:
                                  "must cover priorities 1-99; missing 1, 51-59, 99"]
 
 
+PBS_WITH_SLURM_POLICIES = """\
+resource_manager:
+  type: pbs
+  priority: {bands: [{priorities: 1-50, qos: low}, {priorities: 51-99}]}
+  partition_overrides:
+    workq: {priority_bands: [{priorities: 1-99, qos: normal}]}
+  resource_pools:
+    - {pool_name: small, provider: {partition: workq}, priority_bands: [{priorities: 1-99}]}
+    - {pool_name: big, provider: {partition: workq},
+       priority_bands: [{priorities: 1-99, qos: big}]}
+  fair_share: {manage_accounts: true}
+"""
+
+
+def test_a_pbs_master_refuses_what_pbs_cannot_honour(tmp_path: Path) -> None:
+    """QOS and managed accounts are refused when master.yaml is read, each with its place
+    and the plug-in's reason, not at the first submission or in the fair-share log."""
+    path = tmp_path / "master.yaml"
+    path.write_text(PBS_WITH_SLURM_POLICIES)
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, environ={})
+    rm = "<master.yaml>.resource_manager"
+    assert sorted(info.value.errors) == [
+        f"{rm}.fair_share.manage_accounts: hpcdet does not manage pbs fair-share accounts: "
+        "the site's administrator keeps them (PBS: sched_priv/resource_group); hpcdet passes "
+        "each job's account (set it to false or auto)",
+        f"{rm}.partition_overrides.workq.priority_bands[0].qos: PBS has no QOS",
+        f"{rm}.priority.bands[0].qos: PBS has no QOS",
+        f"{rm}.resource_pools[1].priority_bands[0].qos: PBS has no QOS",
+    ]
+    # The same policies are Slurm's to honour.
+    path.write_text(PBS_WITH_SLURM_POLICIES.replace("type: pbs", "type: slurm"))
+    assert load_settings(path, environ={}).resource_manager.fair_share is not None
+
+
 def test_security_storage_roots_and_max_body_mb(tmp_path: Path) -> None:
     path = tmp_path / "master.yaml"
     path.write_text("security: {storage_roots: [/srv/ckpt, /scratch/../data], max_body_mb: 8}\n")
