@@ -406,7 +406,7 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
     first_seen: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    # A cluster admin may deactivate a user: every request of theirs is then refused (403).
+    # A cluster admin may deactivate a user: every request of theirs is then refused (Forbidden).
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     display_name: Mapped[str] = mapped_column(String(256), default="")
 

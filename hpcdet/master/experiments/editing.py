@@ -4,7 +4,7 @@ Each setting lives in the experiment's effective config as in Determined (``name
 ``description``, ``labels``, ``resources.max_slots|weight|priority``,
 ``checkpoint_storage.save_*``); the columns that mirror some of them (name, description,
 labels) change with it, so the list, the page and the config never disagree. A bad value
-is a 400 naming the key and what is allowed; nothing is changed then.
+is Invalid, naming the key and what is allowed; nothing is changed then.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ TAKES_EFFECT = {
 
 
 def bad(key: str, problem: str) -> Invalid:
-    """The 400 for one bad value."""
+    """The Invalid refusal for one bad value."""
     return Invalid("bad_request", f"{key}: {problem}")
 
 
@@ -57,7 +57,7 @@ class Edit:
 
 
 def parse_edit(body: Mapping[str, Any]) -> Edit:
-    """Check every key of the body; 400 for an unknown key or a bad value."""
+    """Check every key of the body; Invalid for an unknown key or a bad value."""
     unknown = sorted(set(body) - set(EDITABLE))
     if unknown:
         raise bad(unknown[0], f"not a setting that can be changed (known: {', '.join(EDITABLE)})")

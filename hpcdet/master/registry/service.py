@@ -1,8 +1,8 @@
 """The model registry's rows: find, list, create, change and delete models and versions.
 
 Who may do what is :mod:`hpcdet.master.security.authz`'s rule for any owned object: a model
-in a workspace the caller does not belong to is a 404 exactly like a missing one, viewers
-read but do not change (403). A version may only point at a checkpoint the caller sees,
+in a workspace the caller does not belong to is a NotFound exactly like a missing one, viewers
+read but do not change (Forbidden). A version may only point at a checkpoint the caller sees,
 and only at one whose files are there (``ACTIVE``, Determined's ``COMPLETED``).
 
 What the model's owner loads is theirs to choose (:func:`authz.require_runs_as_self`): only
@@ -60,7 +60,7 @@ class Caller:
 
     def require_owner(self, model: RegisteredModel, doing: str,
                       way_out: str = "ask its owner") -> None:
-        """403 unless the caller owns ``model`` (``doing``: "rename", "delete"...)."""
+        """Forbidden unless the caller owns ``model`` (``doing``: "rename", "delete"...)."""
         authz.require_runs_as_self(self.settings, self.actor, model.owner,
                                    f"{doing} model {model.name!r}", way_out)
 
@@ -70,7 +70,8 @@ class Caller:
 
 def find_model(caller: Caller, identifier: str, needed: Access = Access.READ) -> RegisteredModel:
     """The model named ``identifier`` (or with that id, when it is all digits), if the caller
-    may ``needed`` it: 404 as if unknown when unseen, 403 when seen but not changeable."""
+    may ``needed`` it: NotFound as if unknown when unseen, Forbidden when seen but not
+    changeable."""
     what = f"model {identifier!r}"
     query = select(RegisteredModel)
     if identifier.isascii() and identifier.isdigit() and len(identifier) < 19:
@@ -85,7 +86,7 @@ def find_model(caller: Caller, identifier: str, needed: Access = Access.READ) ->
 
 
 def create_model(caller: Caller, body: Mapping[str, Any]) -> RegisteredModel:
-    """A new model; 409 if the name is taken anywhere on the cluster (as in Determined)."""
+    """A new model; Conflict if the name is taken anywhere on the cluster (as in Determined)."""
     inputs.only_known(body, MODEL_FIELDS)
     name = inputs.model_name(body.get("name"))
     workspace_id, _ = placement_for(caller.session, caller.settings, caller.actor,
@@ -232,7 +233,7 @@ def list_versions(caller: Caller, model: RegisteredModel,
 def register_version(caller: Caller, model: RegisteredModel,
                      body: Mapping[str, Any]) -> ModelVersion:
     """The model's next version, pointing at ``checkpoint_uuid`` (seen by the caller and
-    COMPLETED); 409 for an archived model."""
+    COMPLETED); Conflict for an archived model."""
     inputs.only_known(body, VERSION_FIELDS)
     if model.archived:
         raise Conflict("conflict", f"model {model.name!r} is archived and cannot "
@@ -290,12 +291,12 @@ def delete_version(caller: Caller, model: RegisteredModel, version: ModelVersion
 
 
 def visible_checkpoint(caller: Caller, uuid: str) -> Checkpoint:
-    """The checkpoint, if the caller sees its experiment (404 otherwise, as if unknown)."""
+    """The checkpoint, if the caller sees its experiment (NotFound otherwise, as if unknown)."""
     return checkpoint_and_owner(caller, uuid)[0]
 
 
 def checkpoint_and_owner(caller: Caller, uuid: str) -> tuple[Checkpoint, str]:
-    """The checkpoint and its experiment's owner, if the caller sees that experiment (404
+    """The checkpoint and its experiment's owner, if the caller sees that experiment (NotFound
     otherwise, as if unknown)."""
     row = caller.session.execute(
         select(Checkpoint, Experiment.owner, Experiment.workspace_id)

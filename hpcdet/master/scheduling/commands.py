@@ -66,7 +66,7 @@ class CommandPlan:
 
 def plan_command(session: Session, settings: MasterSettings, backend: Backend,
                  body: Mapping[str, Any], owner: str) -> CommandPlan:
-    """Check the ``POST /commands`` body and plan its task; 400 naming the bad key."""
+    """Check the ``POST /commands`` body and plan its task; Invalid naming the bad key."""
     dialect = task_dialect(backend.name)
     try:
         checked = check_command_config(body.get("config"), backend.name)

@@ -62,7 +62,7 @@ class NotebookPlan:
 def plan_notebook(session: Session, settings: MasterSettings, backend: Backend,
                   body: Mapping[str, Any], owner: str) -> NotebookPlan:
     """Check the ``POST /notebooks`` body (``config``, optional ``context``) and plan its
-    task; 400 naming the bad key. On a munge master (and not ``test_only``) an API token
+    task; Invalid naming the bad key. On a munge master (and not ``test_only``) an API token
     of the owner is issued for the kernel (the caller commits or rolls back)."""
     config = body.get("config") or {}
     if not isinstance(config, Mapping):

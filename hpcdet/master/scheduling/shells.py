@@ -78,7 +78,7 @@ def service_path() -> str:
 def plan_shell(session: Session, settings: MasterSettings, backend: Backend,
                body: Mapping[str, Any], owner: str) -> ShellPlan:
     """Check the ``POST /shells`` body (a command body without an entrypoint) and plan the
-    shell's task with fresh keys; 400 naming the bad key."""
+    shell's task with fresh keys; Invalid naming the bad key."""
     config = body.get("config")
     if config is None:
         config = {}

@@ -60,7 +60,7 @@ def plan_tensorboard(session: Session, settings: MasterSettings, backend: Backen
                      body: Mapping[str, Any], owner: str, experiment_ids: Sequence[int],
                      trial_ids: Sequence[int]) -> TensorBoardPlan:
     """The TensorBoard's task plan: a command's, of kind ``tensorboard``, whose job reads
-    metrics as ``owner``; 400 naming a bad config key."""
+    metrics as ``owner``; Invalid naming a bad config key."""
     raw = body.get("config")
     config = dict(raw or {}) if raw is None or isinstance(raw, dict) else raw  # bad: refused
     if isinstance(config, dict):

@@ -6,8 +6,8 @@ On a master that identifies its users (:attr:`MasterSettings.identifies_users`):
   (and the admins of ``auth.admins``) alone;
 * one **in a workspace** is also seen by the workspace's members; ``editor`` and ``admin``
   members may change it, ``viewer`` members only read it;
-* a caller who may not see an object gets 404, exactly as for an id that does not exist,
-  and listings leave it out; one who sees it but may not change it gets 403;
+* a caller who may not see an object gets NotFound, exactly as for an id that does not exist,
+  and listings leave it out; one who sees it but may not change it gets Forbidden;
 * objects owned by ``anonymous`` (made while the master was open) are left as they were:
   everyone may see and change them;
 * what makes a job run as an object's owner with something the caller chose (continue an
@@ -106,7 +106,7 @@ def role_access(role: str | None) -> Access:
 
 def require(session: Session, settings: MasterSettings, actor: str, obj: Any, what: str,
             needed: Access) -> None:
-    """404 (as if unknown) unless ``actor`` sees ``obj``; 403 if ``needed`` is more.
+    """NotFound (as if unknown) unless ``actor`` sees ``obj``; Forbidden if ``needed`` is more.
 
     ``obj`` has ``owner`` and ``workspace_id`` (an experiment, a command task, a template).
     """
@@ -127,7 +127,7 @@ def runs_as_self(settings: MasterSettings, actor: str, owner: str) -> bool:
 
 def require_runs_as_self(settings: MasterSettings, actor: str, owner: str, doing: str,
                          way_out: str) -> None:
-    """403 unless ``actor`` is ``owner``: the one rule for a route that makes a job run as an
+    """Forbidden unless ``actor`` is ``owner``: the one rule for a route that makes a job run as an
     object's owner with something the caller chose (docs/admin/security.md, "What only the
     owner may do").
 

@@ -26,7 +26,7 @@ from hpcdet.master.settings.core import MasterSettings
 
 
 def group_named(session: Session, name: str) -> UserGroup:
-    """Group ``name``, or 404."""
+    """Group ``name``, or NotFound."""
     group = session.scalar(select(UserGroup).where(UserGroup.name == name))
     if group is None:
         raise NotFound("not_found", f"user group {name!r} not found (det user-group "
@@ -42,7 +42,7 @@ def _users(value: Any) -> list[str]:
 
 def create_group(session: Session, settings: MasterSettings, actor: str, name: Any,
                  users: Any) -> UserGroup:
-    """A new group with ``users`` (cluster admins); 409 if the name is taken."""
+    """A new group with ``users`` (cluster admins); Conflict if the name is taken."""
     require_cluster_admin(settings, actor, "create user groups")
     group = UserGroup(name=valid_name(name, "name"), created_by=actor)
     members = _users(users if users is not None else [])
@@ -89,7 +89,7 @@ def group_roles(session: Session, settings: MasterSettings, actor: str,
 
 def rename_group(session: Session, settings: MasterSettings, actor: str, name: str,
                  new_name: Any) -> UserGroup:
-    """Rename group ``name`` (cluster admins); 409 if the new name is taken."""
+    """Rename group ``name`` (cluster admins); Conflict if the new name is taken."""
     require_cluster_admin(settings, actor, "rename user groups")
     group = group_named(session, name)
     group.name = valid_name(new_name, "name")
@@ -99,7 +99,7 @@ def rename_group(session: Session, settings: MasterSettings, actor: str, name: s
 
 def change_users(session: Session, settings: MasterSettings, actor: str, name: str,
                  add: Any, remove: Any) -> UserGroup:
-    """Add and remove users of group ``name`` (cluster admins); 404 naming a user to remove
+    """Add and remove users of group ``name`` (cluster admins); NotFound naming a user to remove
     who is not in it."""
     require_cluster_admin(settings, actor, "change user groups")
     group = group_named(session, name)

@@ -68,7 +68,7 @@ def roles_of(session: Session, settings: MasterSettings, actor: str,
              user: str) -> dict[str, Any]:
     """``user``'s roles: cluster admin or not, and their workspace roles (their own, and
     through a group: ``group`` names it) that ``actor`` sees (every one for a cluster admin
-    or the user themselves). 404 for a name the master knows nothing of."""
+    or the user themselves). NotFound for a name the master knows nothing of."""
     if not _known(session, settings, user):
         raise NotFound("not_found", f"user {user!r} not found: the master knows users "
                        "who signed in, were registered (det user create), or hold a role")

@@ -5,7 +5,7 @@ What Determined's user administration maps to in hpcdet:
 * ``create``: a cluster admin registers a Unix user the master's host knows (``getent
   passwd``) before their first sign-in, so they can be listed, named and deactivated;
 * ``activate``/``deactivate``: a cluster admin blocks a user from the master (every
-  request of theirs, sign-in included, is refused with 403) and lets them back; nobody
+  request of theirs, sign-in included, is refused with Forbidden) and lets them back; nobody
   deactivates themselves, and a cluster admin of ``auth.admins`` is not deactivated;
 * ``edit --display-name``: the user themselves or a cluster admin;
 * cluster admin is a setting (``auth.admins`` in master.yaml), not a row: it is not granted
@@ -44,21 +44,21 @@ def unix_user_exists(name: str) -> bool:
 
 
 def valid_user(value: Any) -> str:
-    """A user (login) name, or 400."""
+    """A user (login) name, or Invalid."""
     if not isinstance(value, str) or not USER.fullmatch(value):
         raise Invalid("bad_request", "username: a user (login) name")
     return value
 
 
 def require_cluster_admin(settings: MasterSettings, actor: str, doing: str) -> None:
-    """403 unless ``actor`` is a cluster admin (``auth.admins``)."""
+    """Forbidden unless ``actor`` is a cluster admin (``auth.admins``)."""
     if not authz.is_admin(settings, actor):
         raise Forbidden("forbidden", f"only a cluster admin ({ADMINS_SETTING}) may "
                         f"{doing}; user {actor!r} is not one")
 
 
 def require_identified(settings: MasterSettings, doing: str) -> None:
-    """409 on a master that cannot tell users apart (open, without ``require_user``)."""
+    """Conflict on a master that cannot tell users apart (open, without ``require_user``)."""
     if not settings.identifies_users:
         raise Conflict("users_not_identified", f"cannot {doing}: this master does not "
                        "tell users apart (auth.mode: open without auth.require_user)")
@@ -91,7 +91,7 @@ def list_users(session: Session, include_inactive: bool) -> list[User]:
 
 
 def find_user(session: Session, name: str) -> User:
-    """User ``name``, or 404 saying how users become known."""
+    """User ``name``, or NotFound saying how users become known."""
     user = session.get(User, name)
     if user is None:
         raise NotFound("not_found", f"user {name!r} not found: users are known once "

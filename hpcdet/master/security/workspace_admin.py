@@ -8,7 +8,7 @@
   and is left out of default lists; what it holds stays as it was;
 * hpcdet has no default ("Uncategorized") workspace to protect: an object outside any
   workspace belongs to its owner alone;
-* deleting a workspace or project that still holds something is refused (409) with how many
+* deleting a workspace or project that still holds something is refused (Conflict) with how many
   and what to do: Determined deletes the experiments inside asynchronously, hpcdet never
   deletes anybody's experiments, tasks, templates or models as a side effect.
 """
@@ -58,7 +58,7 @@ def _plural(count: int, word: str) -> str:
 
 def rename_workspace(session: Session, settings: MasterSettings, actor: str, name: str,
                      body: dict[str, Any]) -> Workspace:
-    """Rename workspace ``name`` to ``body["name"]`` (its admins only); 409 if taken."""
+    """Rename workspace ``name`` to ``body["name"]`` (its admins only); Conflict if taken."""
     workspace = workspace_for(session, settings, actor, name, needed="admin")
     if set(body) != {"name"}:
         raise Invalid("bad_request", 'the body is {"name": NEW_NAME}')
@@ -69,7 +69,7 @@ def rename_workspace(session: Session, settings: MasterSettings, actor: str, nam
 
 def set_workspace_archived(session: Session, settings: MasterSettings, actor: str, name: str,
                            archived: bool) -> Workspace:
-    """Archive or unarchive workspace ``name`` (its admins only); 409 if it already is."""
+    """Archive or unarchive workspace ``name`` (its admins only); Conflict if it already is."""
     workspace = workspace_for(session, settings, actor, name, needed="admin")
     if workspace.archived == archived:
         state = "archived" if archived else "not archived"
@@ -94,7 +94,7 @@ def delete_workspace(session: Session, settings: MasterSettings, actor: str,
                      name: str) -> dict[str, Any]:
     """Delete an empty workspace with its projects and members (its admins only).
 
-    409 naming what it still holds, and how to take each out, when it is not empty.
+    Conflict naming what it still holds, and how to take each out, when it is not empty.
     """
     workspace = workspace_for(session, settings, actor, name, needed="admin")
     held = workspace_holdings(session, workspace)
@@ -146,7 +146,7 @@ def edit_project(session: Session, settings: MasterSettings, actor: str, workspa
 def set_project_archived(session: Session, settings: MasterSettings, actor: str,
                          workspace_name: str, name: str,
                          archived: bool) -> tuple[Workspace, Project]:
-    """Archive or unarchive a project (editors of its workspace); 409 if it already is."""
+    """Archive or unarchive a project (editors of its workspace); Conflict if it already is."""
     workspace, project = _project(session, settings, actor, workspace_name, name)
     if project.archived == archived:
         state = "archived" if archived else "not archived"
@@ -159,7 +159,7 @@ def set_project_archived(session: Session, settings: MasterSettings, actor: str,
 
 def delete_project(session: Session, settings: MasterSettings, actor: str,
                    workspace_name: str, name: str) -> dict[str, Any]:
-    """Delete a project without experiments (editors of its workspace); 409 otherwise."""
+    """Delete a project without experiments (editors of its workspace); Conflict otherwise."""
     _, project = _project(session, settings, actor, workspace_name, name)
     count = session.scalar(select(func.count()).select_from(Experiment).where(
         Experiment.project_id == project.id)) or 0
