@@ -72,7 +72,7 @@ class CheckpointContext:
         *,
         info: Info,
         train: TrainContext,
-        registrar: Registrar | None,
+        registrar: Registrar | None = None,
         storage: StorageManager | None = None,
     ) -> None:
         self.checkpoint_dir = checkpoint_dir
@@ -83,6 +83,7 @@ class CheckpointContext:
         self._dist = distributed
         self._info = info
         self._train = train
+        # Tells the master of a new checkpoint; None: registered nowhere (outside a job).
         self._register = registrar
 
     def store_path(
@@ -272,17 +273,8 @@ class CheckpointContext:
 
 
 class DummyCheckpointContext(CheckpointContext):
-    """Checkpoints in a local directory, registered nowhere (outside a hpcdet job)."""
-
-    def __init__(
-        self,
-        checkpoint_dir: pathlib.Path,
-        distributed: DistributedContext,
-        *,
-        info: Info,
-        train: TrainContext,
-    ) -> None:
-        super().__init__(checkpoint_dir, distributed, info=info, train=train, registrar=None)
+    """Checkpoints in a local directory, registered nowhere (outside a hpcdet job): a
+    :class:`CheckpointContext` made without a registrar."""
 
 
 def _remember_latest(storage_id: str, steps_completed: int) -> None:

@@ -4,7 +4,8 @@
 (:mod:`~hpcdet.job.cluster_env`, from the variables each rank launcher sets:
 :mod:`~hpcdet.job.rank_env`), the ``torch.distributed`` process group the ranks share
 (:mod:`~hpcdet.job.process_group`), the early-exit vocabulary
-(:mod:`~hpcdet.job.early_exit`) and post-import hooks (:mod:`~hpcdet.job.import_hooks`).
+(:mod:`~hpcdet.job.early_exit`), post-import hooks (:mod:`~hpcdet.job.import_hooks`) and
+the secret files the master writes into the job directory (:mod:`~hpcdet.job.secret_file`).
 
 The Core API (:mod:`hpcdet.core`), the trial APIs (:mod:`hpcdet.pytorch`) and the entry
 points (:mod:`hpcdet.harness`, :mod:`hpcdet.launch`) build on these; this package imports

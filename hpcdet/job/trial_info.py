@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcdet.errors import HpcdetError
+from hpcdet.job.secret_file import read_secret
 from hpcdet.jobfiles import read_latest_checkpoint
 
 TRIAL_INFO_VAR = "DET_TRIAL_INFO"
@@ -104,13 +105,7 @@ def load_trial_info(environ: Mapping[str, str] | None = None) -> TrialInfo:
 def read_token(info: TrialInfo) -> str:
     """The trial's bearer token; ``token_file`` is relative to the job directory."""
     path = pathlib.Path(info.job_dir or ".") / info.token_file
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise TrialInfoError(f"cannot read the trial token {path}: {exc.strerror}") from exc
-    if not token:
-        raise TrialInfoError(f"the trial token file {path} is empty")
-    return token
+    return read_secret(path, "the trial token file", TrialInfoError)
 
 
 def master_cert_file(info: TrialInfo) -> str | None:

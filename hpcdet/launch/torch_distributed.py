@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from hpcdet.errors import HpcdetError
 from hpcdet.harness.entrypoint import EXIT_USAGE, Entrypoint, parse_entrypoint, run_entrypoint
+from hpcdet.launch._command import command_args
 
 
 def translate(args: Sequence[str]) -> Entrypoint:
@@ -36,9 +37,8 @@ def translate(args: Sequence[str]) -> Entrypoint:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run what the launcher's arguments name in this process; returns the exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] in (["-h"], ["--help"]):
-        print(__doc__)
+    args = command_args(argv, __doc__)
+    if args is None:
         return 0
     try:
         entry = translate(args)

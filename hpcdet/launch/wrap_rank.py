@@ -23,6 +23,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from hpcdet.harness.rank_labels import copy_lines
+from hpcdet.launch._command import command_args
 
 USAGE = "python3 -m hpcdet.launch.wrap_rank [--no-redirect-stdio] RANK [--] SCRIPT..."
 EXIT_USAGE = 2
@@ -60,9 +61,8 @@ def _rank(value: str, environ: Mapping[str, str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command as the given rank; returns its exit code (or execs it)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] in (["-h"], ["--help"]):
-        print(__doc__)
+    args = command_args(argv, __doc__)
+    if args is None:
         return 0
     try:
         rank, command = parse_args(args, os.environ)

@@ -49,12 +49,8 @@ class PyTorchTrialContext:
                 self.model = context.wrap_model(build_model(context.get_hparam("hidden")))
                 self.opt = context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), 0.1))
 
-            def train_batch(self, batch, epoch_idx, batch_idx):
-                x, y = batch
-                loss = torch.nn.functional.cross_entropy(self.model(x), y)
-                self.context.backward(loss)
-                self.context.step_optimizer(self.opt)
-                return {"loss": loss}
+    and its ``train_batch`` steps through it (``self.context.backward(loss)``, then
+    ``self.context.step_optimizer(self.opt)``): the whole trial is in :mod:`hpcdet.pytorch`.
     """
 
     def __init__(

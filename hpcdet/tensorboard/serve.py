@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 
 from hpcdet.errors import HpcdetError
+from hpcdet.job.secret_file import read_secret
 from hpcdet.services.service_file import TOKEN_FILE, free_port, node_name, write_service_file
 from hpcdet.tensorboard.sync import Syncer
 
@@ -58,13 +59,7 @@ def task_secret(task_dir: Path) -> tuple[Path, str]:
     """The task's secret file and the secret; :class:`HpcdetError` when there is none
     (TensorBoard is never served without it)."""
     path = task_dir / TOKEN_FILE
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise HpcdetError(f"cannot read the task's secret {path}: {exc.strerror}") from None
-    if not token:
-        raise HpcdetError(f"the task's secret {path} is empty")
-    return path, token
+    return path, read_secret(path, "the task's secret", HpcdetError)
 
 
 def start_tensorboard(logdir: Path, path_prefix: str,

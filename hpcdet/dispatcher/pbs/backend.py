@@ -23,21 +23,17 @@ import logging
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 
 from hpcdet.dispatcher.arrays import write_index
 from hpcdet.dispatcher.base import (
     ArrayLimits,
     ArraySpec,
-    Backend,
-    JobRef,
     JobSpec,
     JobStatus,
     Submission,
     UnsupportedError,
 )
 from hpcdet.dispatcher.commands import Runner, UnparseableOutputError
-from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.pbs import PLUGIN, arrays
 from hpcdet.dispatcher.pbs import queue as pbs_queue
 from hpcdet.dispatcher.pbs.qsub_args import parse_qsub_args, render_qsub_args
@@ -45,11 +41,10 @@ from hpcdet.dispatcher.pbs.render import directives, priority, template_context,
 from hpcdet.dispatcher.pbs.status import DELIMITER, job_status, only_unknown_ids, parse_dsv
 from hpcdet.dispatcher.pools import PartitionInfo
 from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError, QueueEntry
-from hpcdet.dispatcher.render import make_environment
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
-from hpcdet.dispatcher.spec_values import read_exit_file, status_from_exit_file
-from hpcdet.dispatcher.transport import LocalTransport, Transport
+from hpcdet.dispatcher.script_backend import ScriptBackend, last_line
+from hpcdet.dispatcher.transport import Transport
 from hpcdet.errors import SchedulerError, ValidationError
 
 logger = logging.getLogger(__name__)
@@ -62,14 +57,14 @@ _QUEUE = re.compile(r"^[A-Za-z0-9_.@+-]+$")
 # asks the server about named ids slowly (measured, 23.06.06: 10 ids 0.07 s, 100 ids 1.2 s,
 # 1,000 ids 125 s), while listing all 1,000 jobs (-x) took 0.4 s.
 POLL_BY_ID_MAX = 20
-# What qdel/qalter/qmove print for jobs already gone.
-_ALREADY_GONE = ("Job has finished", "Unknown Job Id")
 
 
-class PbsBackend(Backend):
+class PbsBackend(ScriptBackend):
     """Runs trials as PBS batch jobs; see the module docstring for what it assumes."""
 
     name = "pbs"
+    # What qdel/qalter/qmove print for jobs already gone.
+    already_gone = ("Job has finished", "Unknown Job Id")
 
     def __init__(
         self,
@@ -85,11 +80,8 @@ class PbsBackend(Backend):
         poll_by_id_max: int = POLL_BY_ID_MAX,
         gpu_request: str = "tres",
     ) -> None:
-        # Job files go through the transport; commands through its runner (or ``runner``).
-        self.transport: Transport = transport if transport is not None else LocalTransport()
-        self.runner: Runner = runner if runner is not None else self.transport.runner
-        self.runas = runas
-        self.template_name = template_name
+        self._connect(runner=runner, transport=transport, runas=runas,
+                      template_dir=template_dir, template_name=template_name)
         self.rsh_agent = check_safe(rsh_agent, "pbs rsh_agent")
         self.gpu_type_resource = gpu_type_resource
         # master.yaml's tres_supported/gres_supported both false ("none"): the site's nodes
@@ -98,8 +90,6 @@ class PbsBackend(Backend):
         # Where the PBS commands are ("" : on PATH).
         self.bin_dir = bin_dir
         self.poll_by_id_max = poll_by_id_max
-        self._templates = make_environment(template_dir)
-        self._array_limits: ArrayLimits | None = None  # read once (array_limits)
 
     def _cmd(self, name: str) -> str:
         return posixpath.join(self.bin_dir, name) if self.bin_dir else name
@@ -111,26 +101,18 @@ class PbsBackend(Backend):
                                    gpu_type_resource=self.gpu_type_resource,
                                    ask_for_gpus=self.ask_for_gpus)
         script = self._templates.get_template(self.template_name).render(**context)
-        script_path = posixpath.join(spec.job_dir, spec.script_name)
-        return Submission(script, script_path, (self._cmd("qsub"), script_path),
-                          owner=spec.owner)
+        return self.script_submission(spec.job_dir, spec.script_name, script, spec.owner)
 
-    def submit(self, submission: Submission) -> str:
-        """Write the script (0700) and ``qsub`` it; through the helper as its owner."""
-        if self.runas is not None and submission.owner:
-            return submit_as(self.runas, submission.owner, submission)
-        # Owner-only: the script holds the experiment's environment_variables (secrets).
-        self.transport.write_file(submission.script_path, submission.script.encode("utf-8"),
-                                  0o700)
-        return parse_qsub_output(submission.argv, self.runner(submission.argv))
+    def _submit_argv(self, script_path: str) -> tuple[str, ...]:
+        return (self._cmd("qsub"), script_path)
 
-    def array_limits(self) -> ArrayLimits:
-        """``max_array_size`` (and ``max_queued``): one ``qstat -B -f -F json``, then cached."""
-        if self._array_limits is None:
-            argv = (self._cmd("qstat"), "-B", "-f", "-F", "json")
-            server = pbs_queue.load_json(argv, self.runner(argv), "Server")
-            self._array_limits = arrays.parse_array_limits(server)
-        return self._array_limits
+    def _parse_submit_output(self, argv: Sequence[str], stdout: str) -> str:
+        return parse_qsub_output(argv, stdout)
+
+    def _read_array_limits(self) -> ArrayLimits:
+        """``max_array_size`` (and ``max_queued``): one ``qstat -B -f -F json``."""
+        argv = (self._cmd("qstat"), "-B", "-f", "-F", "json")
+        return arrays.parse_array_limits(pbs_queue.load_json(argv, self.runner(argv), "Server"))
 
     def render_array(self, spec: JobSpec, array: ArraySpec) -> Submission:
         """The array's script: ``spec``'s ``#PBS`` lines (one of its trials'), ``array``'s
@@ -146,36 +128,24 @@ class PbsBackend(Backend):
     def submit_array(self, submission: Submission, array: ArraySpec) -> str:
         """Write the index file and the array's script, then one ``qsub``; the array's id
         (``123[].server``). Not in run-as-owner mode (the master writes the files)."""
-        if self.runas is not None and submission.owner:
-            raise ValidationError("job arrays are not submitted in run-as-owner mode")
+        self._refuse_array_as_owner(submission)
         write_index(array, self.transport)
         array_id = self.submit(submission)
         arrays.task_id(array_id, 0)  # an array's id, or qsub did not make an array
         return array_id
 
-    @staticmethod
-    def array_task_id(array_id: str, index: int) -> str:
-        return arrays.task_id(array_id, index)
-
-    @staticmethod
-    def array_entry(job_id: str) -> tuple[str, int] | None:
-        return arrays.array_entry(job_id)
-
-    @staticmethod
-    def array_task_prefix(array_id: str) -> str:
-        return arrays.task_prefix(array_id)
+    array_task_id = staticmethod(arrays.task_id)
+    array_entry = staticmethod(arrays.array_entry)
+    array_task_prefix = staticmethod(arrays.task_prefix)
 
     def check_job_id(self, job_id: str) -> str:
         return checked_id(job_id)
 
-    def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
+    def _statuses(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         """ONE ``qstat -x -t -f -F dsv`` (naming the ids when there are few, else listing
-        every job: see :data:`POLL_BY_ID_MAX`; ``-t``: array subjobs one by one), then exit
-        files for jobs qstat does not know."""
-        if not jobs:
-            return {}
-        ids = list(dict.fromkeys(checked_id(job.job_id) for job in jobs))
-        named = ids if len(ids) <= self.poll_by_id_max else []
+        every job: see :data:`POLL_BY_ID_MAX`; ``-t``: array subjobs one by one); poll
+        reads exit files for jobs qstat does not know."""
+        named = job_ids if len(job_ids) <= self.poll_by_id_max else []
         argv = (self._cmd("qstat"), "-x", "-t", "-f", "-F", "dsv", "-D", DELIMITER, *named)
         try:
             stdout = self.runner(argv)
@@ -184,32 +154,17 @@ class PbsBackend(Backend):
                 raise
             stdout = exc.stdout  # qstat exits 153 but still lists the jobs it knows
         records = _by_key(parse_dsv(stdout))
-        return {job.job_id: _resolve(records.get(arrays.record_key(job.job_id)), job,
-                                     self.transport)
-                for job in jobs}
+        return {job_id: job_status(job_id, records[key]) for job_id in job_ids
+                if (key := arrays.record_key(job_id)) in records}
 
-    def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
-        """``qdel`` all of ``job_ids`` at once; jobs already finished or gone are fine."""
-        if not job_ids:
-            return
-        ids = tuple(dict.fromkeys(checked_id(job_id) for job_id in job_ids))
-        try:
-            if self.runas is not None and owner:
-                self.runas.cancel(owner, ids)
-            else:
-                self.runner((self._cmd("qdel"), *ids))
-        except SchedulerError as exc:
-            if not _only_already_gone(exc.stderr):
-                raise
+    def _cancel_argv(self, job_ids: Sequence[str]) -> tuple[str, ...]:
+        """``qdel`` all of ``job_ids`` at once (jobs already finished or gone are fine)."""
+        return (self._cmd("qdel"), *job_ids)
 
-    def find(self, names: Sequence[str]) -> dict[str, str]:
+    def _find_names(self, names: Sequence[str]) -> dict[str, str]:
         """One ``qstat -x -f -F json`` (every job, finished ones too) searched by name; an
         array's name answers the array's id (``123[].server``)."""
-        wanted = set(dict.fromkeys(names))
-        for name in wanted:
-            check_safe(name, "job name")
-        if not wanted:
-            return {}
+        wanted = set(names)
         argv = (self._cmd("qstat"), "-x", "-f", "-F", "json")
         jobs = pbs_queue.load_json(argv, self.runner(argv), "Jobs")
         found: dict[str, str] = {}
@@ -281,21 +236,12 @@ class PbsBackend(Backend):
 BACKEND = PbsBackend
 
 
-def submit_as(runas: RunAs, owner: str, submission: Submission) -> str:
-    """Write the script into the job directory and ``qsub`` it, both as ``owner``."""
-    job_dir, name = posixpath.split(submission.script_path)
-    runas.prepare(owner, job_dir, tar_of({name: (submission.script.encode("utf-8"), 0o700)}))
-    args = (job_dir, name, "--")
-    return parse_qsub_output(runas.argv(owner, "submit", *args),
-                             runas.run(owner, "submit", *args))
-
-
 def parse_qsub_output(argv: Sequence[str], stdout: str) -> str:
     """The job id qsub prints: ``123.server``."""
-    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
-    if not lines or not _JOB_ID.match(lines[-1]):
+    line = last_line(stdout)
+    if line is None or not _JOB_ID.match(line):
         raise UnparseableOutputError(argv, stdout, "'<number>.<server>'")
-    return lines[-1]
+    return line
 
 
 def checked_id(job_id: str) -> str:
@@ -314,18 +260,3 @@ def _number(job_id: str) -> int:
 
 def _by_key(records: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
     return {arrays.record_key(job_id): record for job_id, record in records.items()}
-
-
-def _resolve(record: dict[str, str] | None, job: JobRef, files: Transport) -> JobStatus:
-    """qstat's answer, with the exit file where qstat says nothing (or no exit status)."""
-    if record is None:
-        return status_from_exit_file(job, files)
-    status = job_status(job.job_id, record)
-    if status.phase.is_terminal and status.exit_code is None:
-        return replace(status, exit_code=read_exit_file(job, files))
-    return status
-
-
-def _only_already_gone(stderr: str) -> bool:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    return bool(lines) and all(any(m in line for m in _ALREADY_GONE) for line in lines)

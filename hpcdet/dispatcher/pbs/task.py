@@ -167,11 +167,9 @@ class PbsTaskDialect(tasks.TaskDialect):
             passed=(*pool_settings(pool_args), *passed),
             interpreter=_interpreter(value_of(options, "S")), joined=join != "n")
 
-    def check_script(self, script: str) -> None:
-        check_script(script)
-
-    def wrap_script(self, command: str) -> str:
-        return wrap_script(command)
+    # The submit command's own checks and wrapper are this module's functions.
+    check_script = staticmethod(check_script)
+    wrap_script = staticmethod(wrap_script)
 
     def render(self, spec: TaskSpec, templates: jinja2.Environment,
                backend: Backend) -> Submission:

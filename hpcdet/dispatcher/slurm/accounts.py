@@ -179,19 +179,21 @@ def accounts_named(plan: Iterable[Sequence[str]]) -> set[str]:
 
 def check_account(name: str, where: str) -> str:
     """``name`` if it is a valid Slurm account name, else :class:`ValidationError`."""
-    check_safe(name, where)
-    if not ACCOUNT_NAME.match(name):
-        raise ValidationError(
-            f"{where}: {name!r} is not a Slurm account name (lower-case letters, digits, "
-            f"'_', '.' and '-' only; Slurm lower-cases account names)")
-    return name
+    return _matching(name, where, ACCOUNT_NAME,
+                     "is not a Slurm account name (lower-case letters, digits, '_', '.' and "
+                     "'-' only; Slurm lower-cases account names)")
 
 
 def check_plain(value: str, where: str) -> str:
     """``value`` if it can stand as one sacctmgr name (no spaces, commas, '=', quotes)."""
+    return _matching(value, where, _PLAIN_NAME,
+                     "cannot be passed to sacctmgr (letters, digits, '_', '.', '@', '+' and "
+                     "'-' only)")
+
+
+def _matching(value: str, where: str, pattern: re.Pattern[str], problem: str) -> str:
+    """``value`` if it is safe and matches ``pattern``, else ValidationError: ``problem``."""
     check_safe(value, where)
-    if not _PLAIN_NAME.match(value):
-        raise ValidationError(
-            f"{where}: {value!r} cannot be passed to sacctmgr (letters, digits, '_', '.', "
-            f"'@', '+' and '-' only)")
+    if not pattern.match(value):
+        raise ValidationError(f"{where}: {value!r} {problem}")
     return value

@@ -39,8 +39,7 @@ def render_allocation(backend: SlurmBackend, spec: AllocationSpec) -> Submission
         exit_file_prefix=posixpath.join(spec.job_dir, "exit-"),
         environment=sorted(spec.environment.items()),
         job_dir=spec.job_dir, command=list(spec.command))
-    script_path = posixpath.join(spec.job_dir, spec.script_name)
-    return Submission(script, script_path, (backend.sbatch, "--parsable", script_path))
+    return backend.script_submission(spec.job_dir, spec.script_name, script)
 
 
 def _validate(spec: AllocationSpec) -> None:

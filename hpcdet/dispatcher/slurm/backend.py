@@ -27,9 +27,7 @@ from dataclasses import replace
 from hpcdet.dispatcher.base import (
     ArrayLimits,
     ArraySpec,
-    Backend,
     ContainerSpec,
-    JobRef,
     JobSpec,
     JobStatus,
     Submission,
@@ -41,22 +39,17 @@ from hpcdet.dispatcher.containers import (
     launch_lines,
     with_job_dir,
 )
-from hpcdet.dispatcher.jobdir import tar_of
-from hpcdet.dispatcher.render import DirectiveValue, make_environment, render_directives
+from hpcdet.dispatcher.render import DirectiveValue, render_directives
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.script_backend import ScriptBackend, last_line
 from hpcdet.dispatcher.slurm import JOB_LOG_STEM, PLUGIN, arrays
 from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.dispatcher.slurm.states import phase_of
 from hpcdet.dispatcher.slurm.task import gpu_options
-from hpcdet.dispatcher.spec_values import (
-    check_shape,
-    check_strings_and_names,
-    read_exit_file,
-    status_from_exit_file,
-)
-from hpcdet.dispatcher.transport import LocalTransport, Transport
+from hpcdet.dispatcher.spec_values import check_shape, check_strings_and_names
+from hpcdet.dispatcher.transport import Transport
 from hpcdet.errors import SchedulerError, ValidationError
 
 logger = logging.getLogger(__name__)
@@ -75,8 +68,6 @@ GPU_REQUESTS = ("tres", "gres", "none")
 LAUNCHERS = ("default", "srun", "srun-pmix", "mpiexec")
 # Container runtimes that build the rank's environment from named variables only.
 _ENV_BUILDING_RUNTIMES = ("enroot", "podman")
-# What scancel/squeue print for ids Slurm has already forgotten or finished.
-_ALREADY_GONE = ("Invalid job id specified", "already completing or completed")
 # --Format with "|" after each field (no padding); the reason last, as the only field
 # that could hold a "|".
 # JobArrayID: an array task as <array id>_<index> (JobID would print its raw id), a plain
@@ -92,10 +83,12 @@ _SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
 _LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
 
 
-class SlurmBackend(SlurmClusterMixin, Backend):
+class SlurmBackend(SlurmClusterMixin, ScriptBackend):
     """Runs trials as Slurm batch jobs; see the module docstring for what it assumes."""
 
     name = "slurm"
+    # What scancel/squeue print for ids Slurm has already forgotten or finished.
+    already_gone = ("Invalid job id specified", "already completing or completed")
 
     def __init__(
         self,
@@ -113,47 +106,35 @@ class SlurmBackend(SlurmClusterMixin, Backend):
         transport: Transport | None = None,
         gpu_request: str = "tres",
     ) -> None:
-        # Job files go through the transport; commands through its runner (or ``runner``).
-        self.transport: Transport = transport if transport is not None else LocalTransport()
-        self.runner: Runner = runner if runner is not None else self.transport.runner
-        # Set in run-as-owner mode: jobs with an owner are submitted/cancelled through it.
-        self.runas = runas
-        self.template_name = template_name
+        self._connect(runner=runner, transport=transport, runas=runas,
+                      template_dir=template_dir, template_name=template_name)
         self.sbatch, self.squeue, self.sacct, self.scancel = sbatch, squeue, sacct, scancel
         self.sinfo, self.scontrol = sinfo, scontrol
-        self._templates = make_environment(template_dir)
         if gpu_request not in GPU_REQUESTS:
             raise ValueError(f"gpu_request must be one of {GPU_REQUESTS}, not {gpu_request!r}")
         # How this cluster takes a GPU request: TRES (--gpus), GRES only, or not at all.
         self.gpu_request = gpu_request
-        self._array_limits: ArrayLimits | None = None  # read once (array_limits)
 
     def render(self, spec: JobSpec) -> Submission:
         """Validate every value of ``spec`` and render the script; no side effects."""
         validate_spec(spec)
         template = self._templates.get_template(self.template_name)
         script = template.render(**_template_context(spec, self.gpu_request))
-        script_path = posixpath.join(spec.job_dir, spec.script_name)
-        return Submission(script, script_path, (self.sbatch, "--parsable", script_path),
-                          owner=spec.owner)
+        return self.script_submission(spec.job_dir, spec.script_name, script, spec.owner)
 
-    def submit(self, submission: Submission) -> str:
-        """Write the script (mode 0700, atomically) and ``sbatch`` it; return the job id.
+    def _submit_argv(self, script_path: str) -> tuple[str, ...]:
+        return (self.sbatch, "--parsable", script_path)
 
-        With an owner and a run-as helper, the helper writes the script (0700, the owner's)
-        and submits it as the owner.
-        """
-        if self.runas is not None and submission.owner:
-            return submit_as(self.runas, submission.owner, submission)
-        write_script(submission.script_path, submission.script, self.transport)
-        stdout = self.runner(submission.argv)
-        return parse_sbatch_output(submission.argv, stdout)
+    def _parse_submit_output(self, argv: Sequence[str], stdout: str) -> str:
+        return parse_sbatch_output(argv, stdout)
 
-    def array_limits(self) -> ArrayLimits:
-        """``MaxArraySize`` and ``MaxJobCount``: one ``scontrol show config``, then cached."""
-        if self._array_limits is None:
-            self._array_limits = arrays.read_array_limits(self.runner, self.scontrol)
-        return self._array_limits
+    def _helper_submit_args(self, submission: Submission) -> tuple[tuple[str, ...],
+                                                                   tuple[str, ...]]:
+        return helper_submit_args(submission)
+
+    def _read_array_limits(self) -> ArrayLimits:
+        """``MaxArraySize`` and ``MaxJobCount``: one ``scontrol show config``."""
+        return arrays.read_array_limits(self.runner, self.scontrol)
 
     def render_array(self, spec: JobSpec, array: ArraySpec) -> Submission:
         """The array's script: ``spec``'s options (one of its trials'), ``array``'s tasks."""
@@ -170,22 +151,13 @@ class SlurmBackend(SlurmClusterMixin, Backend):
 
         Not in run-as-owner mode: the master batches trials only where it writes the files.
         """
-        if self.runas is not None and submission.owner:
-            raise ValidationError("job arrays are not submitted in run-as-owner mode")
+        self._refuse_array_as_owner(submission)
         arrays.write_index(array, self.transport)
         return self.submit(submission)
 
-    @staticmethod
-    def array_task_id(array_id: str, index: int) -> str:
-        return arrays.task_id(array_id, index)
-
-    @staticmethod
-    def array_entry(job_id: str) -> tuple[str, int] | None:
-        return arrays.array_entry(job_id)
-
-    @staticmethod
-    def array_pending_task_ids(job_id: str) -> list[str]:
-        return arrays.pending_task_ids(job_id)
+    array_task_id = staticmethod(arrays.task_id)
+    array_entry = staticmethod(arrays.array_entry)
+    array_pending_task_ids = staticmethod(arrays.pending_task_ids)
 
     @staticmethod
     def array_task_prefix(array_id: str) -> str:
@@ -194,41 +166,23 @@ class SlurmBackend(SlurmClusterMixin, Backend):
     def check_job_id(self, job_id: str) -> str:
         return _checked_id(job_id)
 
-    def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:
-        """One ``squeue``, then at most one ``sacct`` for the rest, then exit files."""
-        if not jobs:
-            return {}
-        ids = list(dict.fromkeys(_checked_id(job.job_id) for job in jobs))
-        found = self._squeue(ids)
-        unknown = [job_id for job_id in ids if job_id not in found]
+    def _statuses(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
+        """One ``squeue``, then at most one ``sacct`` for the rest (poll reads exit files
+        for jobs neither knows)."""
+        found = self._squeue(job_ids)
+        unknown = [job_id for job_id in job_ids if job_id not in found]
         if unknown:
             found.update(self._sacct(unknown))
-        return {job.job_id: _resolve(found.get(job.job_id), job, self.transport)
-                for job in jobs}
+        return found
 
-    def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
-        """``scancel`` all of ``job_ids`` at once; jobs already gone are not an error."""
-        if not job_ids:
-            return
-        ids = tuple(dict.fromkeys(_checked_id(job_id) for job_id in job_ids))
-        try:
-            if self.runas is not None and owner:
-                self.runas.cancel(owner, ids)
-            else:
-                self.runner((self.scancel, *ids))
-        except SchedulerError as exc:
-            if not _only_already_gone(exc.stderr):
-                raise
+    def _cancel_argv(self, job_ids: Sequence[str]) -> tuple[str, ...]:
+        """``scancel`` all of ``job_ids`` at once (jobs already gone are not an error)."""
+        return (self.scancel, *job_ids)
 
-    def find(self, names: Sequence[str]) -> dict[str, str]:
+    def _find_names(self, names: Sequence[str]) -> dict[str, str]:
         """One ``squeue --name``, then one ``sacct --name`` (last 7 days) for the rest."""
-        wanted = list(dict.fromkeys(names))
-        for name in wanted:
-            check_safe(name, "job name")
-        if not wanted:
-            return {}
-        found = self._find_in_queue(wanted)
-        missing = [name for name in wanted if name not in found]
+        found = self._find_in_queue(names)
+        missing = [name for name in names if name not in found]
         if missing:
             found.update(self._find_in_accounting(missing))
         return found
@@ -255,7 +209,7 @@ class SlurmBackend(SlurmClusterMixin, Backend):
             stdout = self.runner(argv)
         except SchedulerError as exc:
             # When it knows none of the ids, squeue fails instead of printing nothing.
-            if _only_already_gone(exc.stderr):
+            if self.only_already_gone(exc.stderr):
                 return {}
             raise
         return _rows(stdout, _parse_squeue_line, set(ids))
@@ -412,36 +366,21 @@ def _effective_container(spec: JobSpec) -> ContainerSpec:
 # ---- submitting --------------------------------------------------------------------------
 
 
-def write_script(path: str, text: str, files: Transport) -> None:
-    """Write ``text`` to ``path`` with mode 0700 via a temporary file and a rename.
-
-    Owner-only: the script holds the experiment's ``environment_variables`` (secrets).
-    """
-    files.write_file(path, text.encode("utf-8"), 0o700)
-
-
-def submit_as(runas: RunAs, owner: str, submission: Submission) -> str:
-    """Write the script into the job directory and submit it, both as ``owner``.
-
-    ``submission.argv`` is ``sbatch --parsable [options] SCRIPT [args]``: the options and the
-    script's arguments go to the helper's ``submit``, which checks them again.
-    """
-    job_dir, name = posixpath.split(submission.script_path)
+def helper_submit_args(submission: Submission) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The options and the script's arguments of ``sbatch --parsable [options] SCRIPT
+    [args]`` (``submission.argv``), for the run-as helper's ``submit``."""
     argv = list(submission.argv)
     if submission.script_path not in argv:
         raise ValidationError(f"the submit command does not name {submission.script_path}")
     at = argv.index(submission.script_path)
-    options = [word for word in argv[1:at] if word != "--parsable"]
-    args = (job_dir, name, *options, "--", *argv[at + 1:])
-    runas.prepare(owner, job_dir, tar_of({name: (submission.script.encode("utf-8"), 0o700)}))
-    return parse_sbatch_output(runas.argv(owner, "submit", *args),
-                               runas.run(owner, "submit", *args))
+    options = tuple(word for word in argv[1:at] if word != "--parsable")
+    return options, tuple(argv[at + 1:])
 
 
 def parse_sbatch_output(argv: Sequence[str], stdout: str) -> str:
     """The job id from ``sbatch --parsable`` output: ``12345`` or ``12345;cluster``."""
-    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
-    match = _SBATCH_PARSABLE.match(lines[-1]) if lines else None
+    line = last_line(stdout)
+    match = _SBATCH_PARSABLE.match(line) if line is not None else None
     if match is None:
         raise UnparseableOutputError(argv, stdout, "'<jobid>' or '<jobid>;<cluster>'")
     return match.group(1)
@@ -528,18 +467,3 @@ def _exit_code(text: str) -> int | None:
 
 def _none_if(value: str, placeholder: str) -> str | None:
     return None if value in ("", placeholder) else value
-
-
-def _resolve(status: JobStatus | None, job: JobRef, files: Transport) -> JobStatus:
-    """Fill in what the scheduler did not say from the job's exit file."""
-    if status is None:
-        return status_from_exit_file(job, files)
-    if status.phase.is_terminal and status.exit_code is None:
-        return replace(status, exit_code=read_exit_file(job, files))
-    return status
-
-
-def _only_already_gone(stderr: str) -> bool:
-    """True if every error line says the job is unknown or already finished."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    return bool(lines) and all(any(m in line for m in _ALREADY_GONE) for line in lines)

@@ -236,11 +236,9 @@ class SlurmTaskDialect(tasks.TaskDialect):
             error=value_of(options, "error"), append=_open_mode(options) == "append",
             passed=(*_pool_settings(pool_args), *passed))
 
-    def check_script(self, script: str) -> None:
-        check_script(script)
-
-    def wrap_script(self, command: str) -> str:
-        return wrap_script(command)
+    # The submit command's own checks and wrapper are this module's functions.
+    check_script = staticmethod(check_script)
+    wrap_script = staticmethod(wrap_script)
 
     def render(self, spec: TaskSpec, templates: jinja2.Environment,
                backend: Backend) -> Submission:

@@ -22,7 +22,7 @@ from hpcdet.core import DistributedContext, DummyDistributedContext, SearcherMod
 from hpcdet.core._searcher import SearcherContext, parse_max_length
 from hpcdet.harness.entrypoint import parse_entrypoint
 from hpcdet.job.trial_info import TrialInfo
-from hpcdet.launch import wrap_rank
+from hpcdet.launch import torch_distributed, wrap_rank
 
 REPO = Path(__file__).resolve().parents[3]
 JOB = TrialInfo(master_url="http://m:8080", experiment_id=3, trial_id=7, trial_seed=11,
@@ -185,6 +185,17 @@ def test_wrap_rank_parses_numbers_and_variables() -> None:
         2, ["echo", "hi"])
     with pytest.raises(wrap_rank.WrapRankError, match="not in os.environ"):
         wrap_rank.parse_args(["NOPE", "echo"], {})
+
+
+def test_launchers_print_their_usage_and_refuse_bad_arguments(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for launcher in (torch_distributed, wrap_rank):
+        for flag in ("-h", "--help"):
+            assert launcher.main([flag]) == 0
+            assert f"python3 -m hpcdet.launch.{launcher.__name__.rpartition('.')[2]}" in (
+                capsys.readouterr().out)
+        assert launcher.main([]) == 2
+        assert "hpcdet " in capsys.readouterr().err
 
 
 def test_wrap_rank_labels_another_ranks_lines(tmp_path: Path) -> None:

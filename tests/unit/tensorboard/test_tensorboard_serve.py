@@ -20,9 +20,10 @@ import pytest
 from hang_guard import HANG_GUARD_S
 from tensorboard_fakes import FakeMetrics
 
+from hpcdet.errors import HpcdetError
 from hpcdet.services.service_file import SERVICE_FILE, TOKEN_FILE
 from hpcdet.tensorboard.events import RunWriter
-from hpcdet.tensorboard.serve import StopFlag, fresh_logdir, run
+from hpcdet.tensorboard.serve import StopFlag, fresh_logdir, run, task_secret
 from hpcdet.tensorboard.sync import Syncer
 
 pytestmark = pytest.mark.interactive
@@ -97,3 +98,15 @@ def test_tensorboard_serves_the_points_and_new_ones(tmp_path: Path) -> None:
         stop.stopped = True
         thread.join(30)
     assert ended == [0]
+
+
+def test_no_secret_no_tensorboard(tmp_path: Path) -> None:
+    """TensorBoard is never served without the task's secret: a missing or empty file is
+    refused, naming it."""
+    with pytest.raises(HpcdetError, match="cannot read the task's secret"):
+        task_secret(tmp_path)
+    (tmp_path / TOKEN_FILE).write_text(" \n", encoding="utf-8")
+    with pytest.raises(HpcdetError, match="the task's secret .* is empty"):
+        task_secret(tmp_path)
+    (tmp_path / TOKEN_FILE).write_text(f"{SECRET}\n", encoding="utf-8")
+    assert task_secret(tmp_path) == (tmp_path / TOKEN_FILE, SECRET)
