@@ -18,7 +18,7 @@ import click
 
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import format_time, print_json, render_table, warn
+from hpcdet.cli.output import format_time, print_answer, print_json, render_table, warn
 from hpcdet.cli.task import print_logs
 
 Table = Callable[[Sequence[Mapping[str, Any]]], str]
@@ -49,10 +49,7 @@ def list_command(kind: str, plural: str, table: Table, details: str) -> click.Co
         if not show_all:
             params["mine"] = "true"
         answer = state.client().get("/tasks", params=params)
-        if as_json:
-            print_json(answer)
-        else:
-            click.echo(table(answer.get("tasks") or []))
+        print_answer(answer, as_json, lambda a: table(a.get("tasks") or []))
 
     return list_tasks
 
