@@ -176,6 +176,20 @@ def wait_until_proxied(state: CliState, task_id: int, noun: str, *, probe: str =
                    f"describe {task_id} shows where it is; it may still start)")
 
 
+def start_proxied(state: CliState, route: str, body: dict[str, Any], *, detach: bool,
+                  noun: str, launched: Callable[[Mapping[str, Any]], str], timeout: float,
+                  browser: bool, probe: str = "") -> None:
+    """Submit a proxied service (a notebook, a TensorBoard) as :func:`submit` does; unless
+    it was only tested or is detached, say ``launched(task)`` on stderr, wait until the
+    master's proxy answers for it and print (and open) its address."""
+    task = submit(state, route, body, detach=detach)
+    if task is None:
+        return
+    click.echo(launched(task), err=True)
+    wait_until_proxied(state, int(task["id"]), noun, probe=probe, timeout=timeout)
+    show_url(state, int(task["id"]), browser=browser)
+
+
 def open_command(kind: str, noun: str, help_text: str, browser_help: str,
                  refusal: Callable[[Mapping[str, Any]], str | None]) -> click.Command:
     """``open [--no-browser] ID``: print (and open) the task's proxy address, unless
