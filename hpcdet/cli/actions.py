@@ -28,7 +28,7 @@ def verb_command(verb: str, help_text: str, argument: str, path: Callable[..., s
     @click.command(verb, help=help_text)
     @click.argument(argument)
     @pass_state
-    def command(state: CliState, **values: str) -> None:
+    def command(state: CliState, /, **values: str) -> None:
         value = values[argument]
         state.client().post(path(value, verb))
         click.echo(done.format(value))
@@ -43,12 +43,14 @@ def show_command(name: str, help_text: str, route: Callable[..., str],
     option decorators, in the order a command's decorators would list them."""
 
     @pass_state
-    def command(state: CliState, as_json: bool, **values: Any) -> None:
+    def command(state: CliState, /, as_json: bool, **values: Any) -> None:
         print_answer(state.client().get(route(**values)), as_json, text)
 
-    for param in reversed((*params, JSON_OPTION)):
-        command = param(command)
-    return click.command(name, help=help_text)(command)
+    decorators: list[Decorator] = [*params, JSON_OPTION]
+    decorated: Callable[..., Any] = command
+    for decorator in reversed(decorators):  # the last one listed is applied first
+        decorated = decorator(decorated)
+    return click.command(name, help=help_text)(decorated)
 
 
 __all__ = ["show_command", "verb_command"]
