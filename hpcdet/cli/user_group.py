@@ -102,6 +102,7 @@ def group_roles_table(workspaces: Sequence[Mapping[str, Any]]) -> str:
                                                 for w in workspaces])
 
 
+# group_path takes its parts by position; show_command passes GROUP_NAME by name.
 user_group.add_command(show_command(
     "describe", "Show GROUP_NAME: its users and its roles in the workspaces you see.",
     lambda group_name: group_path(group_name), lambda a: group_text(a["group"]),
