@@ -15,9 +15,10 @@ from typing import Any
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.actions import show_command
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import format_size, format_time, print_json, render_fields
+from hpcdet.cli.output import format_size, format_time, print_answer, render_fields
 
 # Show a progress bar for downloads larger than this.
 PROGRESS_THRESHOLD = 10 * 1024 * 1024
@@ -28,17 +29,10 @@ def checkpoint() -> None:
     """List, inspect, download and delete checkpoints."""
 
 
-@checkpoint.command("describe")
-@click.argument("uuid")
-@JSON_OPTION
-@pass_state
-def describe(state: CliState, uuid: str, as_json: bool) -> None:
-    """Show a checkpoint: trial, experiment, steps, state, metrics, metadata, path."""
-    answer = state.client().get(f"/checkpoints/{uuid}")
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(describe_text(answer["checkpoint"]))
+checkpoint.add_command(show_command(
+    "describe", "Show a checkpoint: trial, experiment, steps, state, metrics, metadata, path.",
+    lambda uuid: f"/checkpoints/{uuid}", lambda a: describe_text(a["checkpoint"]),
+    click.argument("uuid")))
 
 
 def describe_text(c: Mapping[str, Any]) -> str:
@@ -86,11 +80,8 @@ def print_checkpoints(state: CliState, experiment_id: int, *, best: int | None,
     if best is not None:
         params["best"] = best
     answer = state.client().get(f"/experiments/{experiment_id}/checkpoints", params=params)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(checkpoints_table(answer.get("checkpoints") or [],
-                                     answer.get("searcher_metric"), as_csv=as_csv))
+    print_answer(answer, as_json, lambda a: checkpoints_table(
+        a.get("checkpoints") or [], a.get("searcher_metric"), as_csv=as_csv))
 
 
 def list_command(name: str) -> click.Command:

@@ -21,6 +21,7 @@ from hpcdet.cli.output import (
     format_size,
     format_time,
     format_value,
+    print_answer,
     print_json,
     render_fields,
     warn,
@@ -376,10 +377,7 @@ def describe(state: CliState, experiment_id: int, as_json: bool) -> None:
 
     answer = state.client().get(f"/experiments/{experiment_id}")
     answer["trials"] = experiment_trials(state.client(), experiment_id)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(describe_text(answer))
+    print_answer(answer, as_json, describe_text)
 
 
 def describe_text(answer: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ import click
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import format_time, print_json, render_table
+from hpcdet.cli.output import format_time, print_answer, print_json, render_table
 
 HEADERS = ("#", "ID", "Type", "Name", "Priority", "Slurm prio", "QOS", "Account", "Submitted",
            "Slots", "State", "Reason", "User", "Pool")
@@ -118,10 +118,7 @@ def update(state: CliState, job_id: str, priority: int | None, ahead_of: str | N
     if not body:
         raise click.UsageError("give --priority, --ahead-of, --behind-of or --resource-pool")
     answer = state.client().post(f"/jobs/{job_id}/update", body)
-    if as_json:
-        print_json(answer)
-        return
-    click.echo(result_text(answer["result"]))
+    print_answer(answer, as_json, lambda a: result_text(a["result"]))
 
 
 @job.command("update-batch")
@@ -137,10 +134,7 @@ def update_batch(state: CliState, items: tuple[str, ...], as_json: bool) -> None
     updates = [parse_batch_item(item) for item in items]
     answer = state.client().post("/jobs/update-batch", {"updates": updates})
     results = answer.get("results") or []
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo("\n".join(result_text(result) for result in results))
+    print_answer(answer, as_json, lambda _: "\n".join(result_text(r) for r in results))
     failed = [str(r.get("job_id")) for r in results if not r.get("ok")]
     if failed:
         raise CliError(f"Slurm refused the update of job {', '.join(failed)}")

@@ -11,9 +11,10 @@ import time
 import click
 
 from hpcdet import __version__
+from hpcdet.cli.actions import show_command
 from hpcdet.cli.main import CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import print_json, render_fields
+from hpcdet.cli.output import print_answer, print_json, render_fields
 
 MAX_TAIL = 10_000
 
@@ -28,15 +29,18 @@ def master() -> None:
 @pass_state
 def info(state: CliState, as_json: bool) -> None:
     """Show the master's version, database and resource manager, and its health."""
-    answer = state.client().get("/master")
-    if as_json:
-        print_json(answer)
-        return
-    health = answer.pop("health", None)
-    click.echo(f"Master at {state.client().url}")
-    click.echo(render_fields(sorted(answer.items())))
+    print_answer(state.client().get("/master"), as_json,
+                 lambda answer: info_text(state.client().url, answer))
+
+
+def info_text(url: str, answer: dict[str, object]) -> str:
+    """What ``det master info`` prints: the master's address and facts, then its health."""
+    facts = {key: value for key, value in answer.items() if key != "health"}
+    lines = [f"Master at {url}", render_fields(sorted(facts.items()))]
+    health = answer.get("health")
     if isinstance(health, dict):
-        click.echo(health_text(health))
+        lines.append(health_text(health))
+    return "\n".join(lines)
 
 
 def health_text(health: dict[str, object]) -> str:
@@ -54,19 +58,16 @@ def health_text(health: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
-@master.command("config")
-@JSON_OPTION
-@pass_state
-def config(state: CliState, as_json: bool) -> None:
-    """Show the master's effective configuration (YAML), secrets masked. Admins only."""
-    answer = state.client().get("/master/config")
-    if as_json:
-        print_json(answer)
-        return
-    import yaml
+def _config_yaml(answer: dict[str, object]) -> str:
+    import yaml  # only this command prints YAML
 
-    click.echo(yaml.safe_dump(answer.get("config") or {}, sort_keys=True,
-                              default_flow_style=False).rstrip("\n"))
+    return yaml.safe_dump(answer.get("config") or {}, sort_keys=True,
+                          default_flow_style=False).rstrip("\n")
+
+
+master.add_command(show_command("config", "Show the master's effective configuration (YAML), "
+                                "secrets masked. Admins only.", lambda: "/master/config",
+                                _config_yaml))
 
 
 @master.command("logs")

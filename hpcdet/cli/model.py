@@ -17,9 +17,10 @@ from urllib.parse import quote
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.actions import verb_command
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import format_time, print_json, render_fields, render_table
+from hpcdet.cli.output import format_time, print_answer, print_json, render_fields, render_table
 
 SORT_KEYS = ("name", "description", "creation_time", "last_updated_time", "num_versions",
              "workspace")
@@ -49,10 +50,7 @@ def create(state: CliState, name: str, description: str, workspace: str | None,
     if workspace is not None:
         body["workspace"] = workspace
     answer = state.client().post("/models", body)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(model_text(answer["model"]))
+    print_answer(answer, as_json, lambda a: model_text(a["model"]))
 
 
 @model.command("list")
@@ -75,10 +73,7 @@ def list_models(state: CliState, workspaces: str | None, sort_by: str, order_by:
     if archived is not None:
         params["archived"] = "true" if archived else "false"
     answer = state.client().get("/models", params)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(models_table(answer.get("models") or []))
+    print_answer(answer, as_json, lambda a: models_table(a.get("models") or []))
 
 
 def models_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -212,22 +207,10 @@ def move(state: CliState, name: str, workspace: str) -> None:
     click.echo(f"Moved model {name} to workspace {workspace}")
 
 
-@model.command("archive")
-@click.argument("name")
-@pass_state
-def archive(state: CliState, name: str) -> None:
-    """Archive model NAME (no new versions until unarchived)."""
-    state.client().post(_path(name, "archive"))
-    click.echo(f"Archived model {name}")
-
-
-@model.command("unarchive")
-@click.argument("name")
-@pass_state
-def unarchive(state: CliState, name: str) -> None:
-    """Unarchive model NAME."""
-    state.client().post(_path(name, "unarchive"))
-    click.echo(f"Unarchived model {name}")
+model.add_command(verb_command("archive", "Archive model NAME (no new versions until "
+                               "unarchived).", "name", _path, "Archived model {}"))
+model.add_command(verb_command("unarchive", "Unarchive model NAME.", "name", _path,
+                               "Unarchived model {}"))
 
 
 @model.command("download")

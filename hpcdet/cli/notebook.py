@@ -25,9 +25,7 @@ from hpcdet.cli.task_kinds import (
     list_command,
     logs_command,
     open_command,
-    show_url,
-    submit,
-    wait_until_proxied,
+    start_proxied,
 )
 
 KIND = "notebook"
@@ -51,14 +49,14 @@ def start(state: CliState, config_file: str | None, configs: Sequence[str],
     """Start JupyterLab as a job and print its URL once it answers."""
     body: dict[str, Any] = {**config_body(config_file, configs, context_dir),
                             "test_only": test_only}
-    task = submit(state, "/notebooks", body, detach=detach)
-    if task is None:
-        return
-    click.echo(f"Launched notebook {task['id']} (job {task['job_id']}); waiting for it to "
-               "answer (Ctrl-C stops waiting, the notebook goes on)", err=True)
-    wait_until_proxied(state, int(task["id"]), "notebook", probe="api/status",
-                       timeout=START_TIMEOUT)
-    show_url(state, int(task["id"]), browser=not no_browser)
+    start_proxied(state, "/notebooks", body, detach=detach, noun="notebook",
+                  launched=_launched, timeout=START_TIMEOUT, browser=not no_browser,
+                  probe="api/status")
+
+
+def _launched(task: Mapping[str, Any]) -> str:
+    return (f"Launched notebook {task['id']} (job {task['job_id']}); waiting for it to "
+            "answer (Ctrl-C stops waiting, the notebook goes on)")
 
 
 def _not_open(task: Mapping[str, Any]) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -19,6 +19,15 @@ EMPTY = "-"
 def print_json(value: Any) -> None:
     """Print ``value`` as indented JSON with sorted keys (for ``--json``)."""
     click.echo(json.dumps(value, indent=2, sort_keys=True))
+
+
+def print_answer(answer: Any, as_json: bool, text: Callable[[Any], str]) -> None:
+    """Print the master's ``answer``: as JSON with ``--json``, else as ``text(answer)`` (made
+    only then: the JSON of a script never depends on the fields people read)."""
+    if as_json:
+        print_json(answer)
+    else:
+        click.echo(text(answer))
 
 
 def warn(message: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from hpcdet.cli.output import format_value, print_json, render_fields, render_table
+from hpcdet.cli.output import format_value, print_answer, render_fields, render_table
 from hpcdet.errors import ConfigError
 from hpcdet.searcher import (
     AdaptiveAshaSearch,
@@ -62,10 +62,7 @@ def preview_search(config_file: str, as_json: bool) -> None:
     from hpcdet.cli.config_file import load_config_file
 
     preview = build_preview(load_config_file(config_file).data)
-    if as_json:
-        print_json(preview)
-    else:
-        click.echo(render_preview(preview))
+    print_answer(preview, as_json, render_preview)
 
 
 def build_preview(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,16 +10,18 @@ there. ``unassign-role`` takes it away.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.actions import show_command
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import print_json, render_fields, render_table
+from hpcdet.cli.output import print_answer, print_json, render_fields, render_table
+from hpcdet.cli.user_group import group_path, group_roles_table
 
 GLOBAL_ROLES = ("hpcdet's roles are per workspace: give -w/--workspace-name; cluster admins "
                 "are named in auth.admins of the master's master.yaml, not assigned at run "
@@ -66,10 +68,7 @@ def list_roles(state: CliState, exclude_global_roles: bool, as_json: bool) -> No
     """List the roles: workspace viewer, editor, admin, and the cluster admin."""
     roles = [r for r in _roles(state)
              if not (exclude_global_roles and r.get("scope") == "cluster")]
-    if as_json:
-        print_json({"roles": roles})
-    else:
-        click.echo(roles_table(roles))
+    print_answer({"roles": roles}, as_json, lambda a: roles_table(a["roles"]))
 
 
 @rbac.command("describe-role")
@@ -91,23 +90,18 @@ def describe_role(state: CliState, role_name: str, as_json: bool) -> None:
         click.echo(f"  - {permission}")
 
 
-def _print_user_roles(answer: Mapping[str, Any], as_json: bool) -> None:
-    if as_json:
-        print_json(answer)
-        return
+def _user_roles_table(answer: Mapping[str, Any]) -> str:
+    """A user's roles as ``det rbac list-users-roles`` and ``my-permissions`` show them."""
     rows = [["cluster-admin", "(cluster)", ""]] if answer.get("cluster_admin") else []
     rows += [[w.get("role"), w.get("workspace"), w.get("group") or ""]
              for w in answer.get("workspaces") or []]
-    click.echo(render_table(["Role", "Workspace", "Through group"], rows))
+    return render_table(["Role", "Workspace", "Through group"], rows)
 
 
-@rbac.command("list-users-roles")
-@click.argument("username")
-@JSON_OPTION
-@pass_state
-def list_users_roles(state: CliState, username: str, as_json: bool) -> None:
-    """List USERNAME's roles: cluster admin or not, and the workspace roles you can see."""
-    _print_user_roles(state.client().get(_path("users", username, "roles")), as_json)
+rbac.add_command(show_command(
+    "list-users-roles", "List USERNAME's roles: cluster admin or not, and the workspace roles "
+    "you can see.", lambda username: _path("users", username, "roles"), _user_roles_table,
+    click.argument("username")))
 
 
 @rbac.command("my-permissions")
@@ -116,7 +110,7 @@ def list_users_roles(state: CliState, username: str, as_json: bool) -> None:
 def my_permissions(state: CliState, as_json: bool) -> None:
     """List your own roles (det rbac describe-role ROLE says what each allows)."""
     me = state.client().get("/auth/whoami").get("username") or ""
-    _print_user_roles(state.client().get(_path("users", me, "roles")), as_json)
+    print_answer(state.client().get(_path("users", me, "roles")), as_json, _user_roles_table)
 
 
 @rbac.command("list-groups-roles")
@@ -125,13 +119,10 @@ def my_permissions(state: CliState, as_json: bool) -> None:
 @pass_state
 def list_groups_roles(state: CliState, group_name: str, as_json: bool) -> None:
     """List GROUP_NAME's roles in the workspaces you see."""
-    group = state.client().get(_path("groups", group_name)).get("group") or {}
+    group = state.client().get(group_path(group_name)).get("group") or {}
     roles = group.get("workspaces") or []
-    if as_json:
-        print_json({"group": group_name, "workspaces": roles})
-    else:
-        click.echo(render_table(["Role", "Workspace"], [[w.get("role"), w.get("workspace")]
-                                                        for w in roles]))
+    print_answer({"group": group_name, "workspaces": roles}, as_json,
+                 lambda a: group_roles_table(a["workspaces"]))
 
 
 ASSIGNEE_OPTIONS = (
@@ -149,63 +140,72 @@ def _assignee_options(command: Any) -> Any:
     return command
 
 
-def _target(state: CliState, role_name: str, workspace: str | None, user: str | None,
-            group: str | None) -> tuple[str, str]:
-    """``(role, workspace)`` of an assignment to ``user`` and/or ``group``, or the one-line
-    refusal."""
+class _Assignee(NamedTuple):
+    """A user or a user group an assignment names, and how a workspace knows it."""
+
+    who: str
+    collection: str  # the workspace's route and description list: "members" or "groups"
+    key: str  # what names it in an entry of that list: "user" or "group"
+    label: str  # how messages name it
+    no_longer: str  # what unassigning also takes away, said after the role
+
+
+def _assignees(user: str | None, group: str | None) -> list[_Assignee]:
+    """The user and/or group of an assignment, the user first, or a usage error."""
     if user is None and group is None:
         raise click.UsageError("give -u/--username-to-assign USER or "
                                "-g/--group-name-to-assign GROUP")
-    role = _role_named(state, role_name)
-    if not role.get("assignable") or workspace is None:
-        raise CliError(GLOBAL_ROLES)
-    return str(role["name"]), workspace
+    found: list[_Assignee] = []
+    if user is not None:
+        found.append(_Assignee(user, "members", "user", user, " (nor a member)"))
+    if group is not None:
+        found.append(_Assignee(group, "groups", "group", f"User group {group}", ""))
+    return found
 
 
-@rbac.command("assign-role")
-@click.argument("role_name")
-@_assignee_options
-@pass_state
-def assign_role(state: CliState, role_name: str, workspace_name: str | None,
+Apply = Callable[[CliState, str, str, list[_Assignee]], None]
+
+
+def _role_command(name: str, help_text: str, apply: Apply) -> click.Command:
+    """``NAME ROLE_NAME -w WORKSPACE -u USER / -g GROUP``: ``apply(state, role, workspace,
+    assignees)`` once the role is known and assignable in a workspace."""
+
+    @rbac.command(name, help=help_text)
+    @click.argument("role_name")
+    @_assignee_options
+    @pass_state
+    def command(state: CliState, role_name: str, workspace_name: str | None,
                 username_to_assign: str | None, group_name_to_assign: str | None) -> None:
-    """Give a user or group ROLE_NAME in a workspace (its admins only); replaces the role
-    they had there."""
-    role, workspace = _target(state, role_name, workspace_name, username_to_assign,
-                              group_name_to_assign)
-    if username_to_assign is not None:
-        state.client().put(_path("workspaces", workspace, "members", username_to_assign),
-                           {"role": role})
-        click.echo(f"{username_to_assign} is now {role} of workspace {workspace}")
-    if group_name_to_assign is not None:
-        state.client().put(_path("workspaces", workspace, "groups", group_name_to_assign),
-                           {"role": role})
-        click.echo(f"User group {group_name_to_assign} is now {role} of workspace "
-                   f"{workspace}")
+        assignees = _assignees(username_to_assign, group_name_to_assign)
+        role = _role_named(state, role_name)
+        if not role.get("assignable") or workspace_name is None:
+            raise CliError(GLOBAL_ROLES)
+        apply(state, str(role["name"]), workspace_name, assignees)
+
+    return command
 
 
-@rbac.command("unassign-role")
-@click.argument("role_name")
-@_assignee_options
-@pass_state
-def unassign_role(state: CliState, role_name: str, workspace_name: str | None,
-                  username_to_assign: str | None, group_name_to_assign: str | None) -> None:
-    """Take a user's or group's ROLE_NAME in a workspace away (its admins); a user stops
-    being a member."""
-    role, workspace = _target(state, role_name, workspace_name, username_to_assign,
-                              group_name_to_assign)
+def _assign(state: CliState, role: str, workspace: str, assignees: list[_Assignee]) -> None:
+    for a in assignees:
+        state.client().put(_path("workspaces", workspace, a.collection, a.who), {"role": role})
+        click.echo(f"{a.label} is now {role} of workspace {workspace}")
+
+
+def _unassign(state: CliState, role: str, workspace: str, assignees: list[_Assignee]) -> None:
     described = state.client().get(_path("workspaces", workspace)).get("workspace") or {}
-    if username_to_assign is not None:
-        held = {m.get("user"): m.get("role") for m in described.get("members") or []}
-        _check_held(held, username_to_assign, role, workspace)
-        state.client().delete(_path("workspaces", workspace, "members", username_to_assign))
-        click.echo(f"{username_to_assign} is no longer {role} (nor a member) of workspace "
-                   f"{workspace}")
-    if group_name_to_assign is not None:
-        held = {g.get("group"): g.get("role") for g in described.get("groups") or []}
-        _check_held(held, group_name_to_assign, role, workspace)
-        state.client().delete(_path("workspaces", workspace, "groups", group_name_to_assign))
-        click.echo(f"User group {group_name_to_assign} is no longer {role} of workspace "
-                   f"{workspace}")
+    for a in assignees:
+        held = {m.get(a.key): m.get("role") for m in described.get(a.collection) or []}
+        _check_held(held, a.who, role, workspace)
+        state.client().delete(_path("workspaces", workspace, a.collection, a.who))
+        click.echo(f"{a.label} is no longer {role}{a.no_longer} of workspace {workspace}")
+
+
+assign_role = _role_command(
+    "assign-role", "Give a user or group ROLE_NAME in a workspace (its admins only); replaces "
+    "the role they had there.", _assign)
+unassign_role = _role_command(
+    "unassign-role", "Take a user's or group's ROLE_NAME in a workspace away (its admins); a "
+    "user stops being a member.", _unassign)
 
 
 def _check_held(held: Mapping[Any, Any], who: str, role: str, workspace: str) -> None:

@@ -12,9 +12,8 @@ from typing import Any
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
-from hpcdet.cli.main import CliState, pass_state
-from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import print_json, render_table
+from hpcdet.cli.actions import show_command
+from hpcdet.cli.output import render_table
 
 HEADERS = ("Pool", "Partition", "Slot type", "Nodes up/total", "Slots used/total",
            "GPU types", "Jobs pending", "Default", "Description")
@@ -25,22 +24,19 @@ def resource_pool() -> None:
     """Show the resource pools (Slurm partitions and custom pools)."""
 
 
-@resource_pool.command("list")
-@JSON_OPTION
-@pass_state
-def list_pools(state: CliState, as_json: bool) -> None:
-    """List the pools: nodes, slots (GPUs or CPUs), pending jobs and the default marks."""
-    answer = state.client().get("/resource-pools")
-    if as_json:
-        print_json(answer)
-        return
+def _pools_text(answer: Mapping[str, Any]) -> str:
+    """The pools' table, or why there are none yet (the master has not read them)."""
     pools = answer.get("resource_pools") or []
     if not pools and answer.get("taken_at") is None:
         seconds = answer.get("refresh_seconds")
         every = f" every {seconds:g} s" if isinstance(seconds, int | float) else ""
-        click.echo(f"No resource pools yet: the master reads them from Slurm{every}.")
-        return
-    click.echo(pools_table(pools))
+        return f"No resource pools yet: the master reads them from Slurm{every}."
+    return pools_table(pools)
+
+
+resource_pool.add_command(show_command(
+    "list", "List the pools: nodes, slots (GPUs or CPUs), pending jobs and the default marks.",
+    lambda: "/resource-pools", _pools_text))
 
 
 def pools_table(pools: Sequence[Mapping[str, Any]]) -> str:

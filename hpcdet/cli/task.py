@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.actions import show_command
 from hpcdet.cli.main import CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import format_time, print_json, render_fields, render_table
+from hpcdet.cli.output import format_time, print_answer, render_fields, render_table
 from hpcdet.cli.trial import history_table, is_terminal
 
 if TYPE_CHECKING:
@@ -36,10 +37,7 @@ def list_tasks(state: CliState, active: bool, limit: int, as_json: bool) -> None
     if active:
         params["active"] = "true"
     answer = state.client().get("/tasks", params=params)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(tasks_table(answer.get("tasks") or []))
+    print_answer(answer, as_json, lambda a: tasks_table(a.get("tasks") or []))
 
 
 def tasks_table(tasks: Sequence[Mapping[str, Any]]) -> str:
@@ -62,17 +60,10 @@ def task_note(t: Mapping[str, Any]) -> str:
     return ""
 
 
-@task.command("describe")
-@click.argument("task_id", type=int)
-@JSON_OPTION
-@pass_state
-def describe(state: CliState, task_id: int, as_json: bool) -> None:
-    """Show a task: its Slurm job, pool, options, files and state history."""
-    answer = state.client().get(f"/tasks/{task_id}")
-    if as_json:
-        print_json(answer)
-        return
-    click.echo(describe_text(answer["task"]))
+task.add_command(show_command(
+    "describe", "Show a task: its Slurm job, pool, options, files and state history.",
+    lambda task_id: f"/tasks/{task_id}", lambda a: describe_text(a["task"]),
+    click.argument("task_id", type=int)))
 
 
 def describe_text(t: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ import click
 
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import format_time, print_json, render_table, warn
+from hpcdet.cli.output import format_time, print_answer, print_json, render_table, warn
 from hpcdet.cli.task import print_logs
 
 Table = Callable[[Sequence[Mapping[str, Any]]], str]
@@ -49,10 +49,7 @@ def list_command(kind: str, plural: str, table: Table, details: str) -> click.Co
         if not show_all:
             params["mine"] = "true"
         answer = state.client().get("/tasks", params=params)
-        if as_json:
-            print_json(answer)
-        else:
-            click.echo(table(answer.get("tasks") or []))
+        print_answer(answer, as_json, lambda a: table(a.get("tasks") or []))
 
     return list_tasks
 
@@ -177,6 +174,20 @@ def wait_until_proxied(state: CliState, task_id: int, noun: str, *, probe: str =
         time.sleep(state.poll_interval)
     raise CliError(f"{noun} {task_id} did not answer within {timeout:.0f} s (det task "
                    f"describe {task_id} shows where it is; it may still start)")
+
+
+def start_proxied(state: CliState, route: str, body: dict[str, Any], *, detach: bool,
+                  noun: str, launched: Callable[[Mapping[str, Any]], str], timeout: float,
+                  browser: bool, probe: str = "") -> None:
+    """Submit a proxied service (a notebook, a TensorBoard) as :func:`submit` does; unless
+    it was only tested or is detached, say ``launched(task)`` on stderr, wait until the
+    master's proxy answers for it and print (and open) its address."""
+    task = submit(state, route, body, detach=detach)
+    if task is None:
+        return
+    click.echo(launched(task), err=True)
+    wait_until_proxied(state, int(task["id"]), noun, probe=probe, timeout=timeout)
+    show_url(state, int(task["id"]), browser=browser)
 
 
 def open_command(kind: str, noun: str, help_text: str, browser_help: str,

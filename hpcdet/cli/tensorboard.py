@@ -24,9 +24,7 @@ from hpcdet.cli.task_kinds import (
     list_command,
     logs_command,
     open_command,
-    show_url,
-    submit,
-    wait_until_proxied,
+    start_proxied,
 )
 
 KIND = "tensorboard"
@@ -63,13 +61,13 @@ def start(state: CliState, experiment_ids: Sequence[str], trial_ids: Sequence[st
                             **config_body(config_file, configs, context_dir)}
     if not body["experiment_ids"] and not body["trial_ids"]:
         raise CliError("name at least one experiment (EXPERIMENT_IDS) or --trial-ids")
-    task = submit(state, "/tensorboards", body, detach=detach)
-    if task is None:
-        return
-    click.echo(f"Scheduling TensorBoard {task['id']} (job {task['job_id']}); det tensorboard "
-               f"logs {task['id']} shows its output", err=True)
-    wait_until_proxied(state, int(task["id"]), "TensorBoard", timeout=timeout)
-    show_url(state, int(task["id"]), browser=not no_browser)
+    start_proxied(state, "/tensorboards", body, detach=detach, noun="TensorBoard",
+                  launched=_scheduling, timeout=timeout, browser=not no_browser)
+
+
+def _scheduling(task: Mapping[str, Any]) -> str:
+    return (f"Scheduling TensorBoard {task['id']} (job {task['job_id']}); det tensorboard "
+            f"logs {task['id']} shows its output")
 
 
 def _not_open(task: Mapping[str, Any]) -> str | None:

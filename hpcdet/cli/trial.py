@@ -21,6 +21,7 @@ from hpcdet.cli.options import JSON_OPTION, log_options
 from hpcdet.cli.output import (
     format_time,
     format_value,
+    print_answer,
     print_json,
     render_fields,
     render_table,
@@ -74,10 +75,7 @@ def print_trials(state: CliState, experiment_id: int, *, as_json: bool) -> None:
     from hpcdet.client import experiment_trials
 
     trials = experiment_trials(state.client(), experiment_id)
-    if as_json:
-        print_json({"trials": trials})
-    else:
-        click.echo(trials_table(trials))
+    print_answer({"trials": trials}, as_json, lambda a: trials_table(a["trials"]))
 
 
 def trials_table(trials: Sequence[Mapping[str, Any]], *, metric: str | None = None,

@@ -8,13 +8,15 @@ does it by itself when needed). API tokens are for scripts and CI: send one as
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.actions import show_command
 from hpcdet.cli.main import CliState, pass_state
-from hpcdet.cli.output import format_time, print_json, render_table
+from hpcdet.cli.output import format_time, print_answer, print_json, render_table
 from hpcdet.cli.user_admin import ADMIN_COMMANDS
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True,
@@ -68,16 +70,8 @@ def logout(state: CliState) -> None:
     click.echo(f"Logged out of {url}")
 
 
-@user.command("whoami")
-@JSON_OPTION
-@pass_state
-def whoami(state: CliState, as_json: bool) -> None:
-    """Print the user name the master knows you by."""
-    answer = state.client().get("/auth/whoami")
-    if as_json:
-        print_json(answer)
-        return
-    click.echo(str(answer.get("username")))
+user.add_command(show_command("whoami", "Print the user name the master knows you by.",
+                              lambda: "/auth/whoami", lambda a: str(a.get("username"))))
 
 
 @user.command("list")
@@ -87,14 +81,16 @@ def whoami(state: CliState, as_json: bool) -> None:
 def list_users(state: CliState, show_all: bool, as_json: bool) -> None:
     """List the users who signed in to the master or were registered (det user create)."""
     answer = state.client().get("/users", params={"all": "1"} if show_all else None)
-    if as_json:
-        print_json(answer)
-        return
-    click.echo(render_table(["Username", "Display name", "Admin", "Active", "First seen",
-                             "Last seen"], [_user_row(u) for u in answer.get("users") or []]))
+    print_answer(answer, as_json, lambda a: users_table(a.get("users") or []))
 
 
-def _user_row(u: dict[str, Any]) -> list[Any]:
+def users_table(users: Sequence[Mapping[str, Any]]) -> str:
+    """The table ``det user list`` shows."""
+    return render_table(["Username", "Display name", "Admin", "Active", "First seen",
+                         "Last seen"], [_user_row(u) for u in users])
+
+
+def _user_row(u: Mapping[str, Any]) -> list[Any]:
     return [u.get("username"), u.get("display_name") or "", "yes" if u.get("admin") else "no",
             "yes" if u.get("active", True) else "no", format_time(u.get("first_seen")),
             format_time(u.get("last_seen"))]
@@ -144,14 +140,16 @@ def create_token(state: CliState, name: str, expires_days: int, as_json: bool) -
 def list_tokens(state: CliState, show_all: bool, as_json: bool) -> None:
     """List your API tokens and sessions (never the tokens themselves)."""
     answer = state.client().get("/auth/tokens", params={"all": "1"} if show_all else None)
-    if as_json:
-        print_json(answer)
-        return
-    click.echo(render_table(["ID", "Kind", "Name", "Created", "Expires", "Last used",
-                             "Revoked"], [_token_row(t) for t in answer.get("tokens") or []]))
+    print_answer(answer, as_json, lambda a: tokens_table(a.get("tokens") or []))
 
 
-def _token_row(t: dict[str, Any]) -> list[Any]:
+def tokens_table(tokens: Sequence[Mapping[str, Any]]) -> str:
+    """The table ``det token list`` and ``det token describe`` show."""
+    return render_table(["ID", "Kind", "Name", "Created", "Expires", "Last used", "Revoked"],
+                        [_token_row(t) for t in tokens])
+
+
+def _token_row(t: Mapping[str, Any]) -> list[Any]:
     return [t.get("id"), t.get("kind"), t.get("name"), format_time(t.get("created_at")),
             format_time(t.get("expires_at")), format_time(t.get("last_used_at")),
             format_time(t.get("revoked_at"))]
@@ -172,11 +170,7 @@ def describe_tokens(state: CliState, token_ids: tuple[int, ...], as_json: bool) 
         raise HpcdetError(f"no token of yours with ID {', '.join(missing)} (det token list "
                           "--all lists them)")
     chosen = [found[i] for i in dict.fromkeys(token_ids)]
-    if as_json:
-        print_json({"tokens": chosen})
-        return
-    click.echo(render_table(["ID", "Kind", "Name", "Created", "Expires", "Last used",
-                             "Revoked"], [_token_row(t) for t in chosen]))
+    print_answer({"tokens": chosen}, as_json, lambda a: tokens_table(a["tokens"]))
 
 
 @token.command("revoke")

@@ -13,9 +13,10 @@ from urllib.parse import quote
 
 import click
 
+from hpcdet.cli.actions import verb_command
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import print_json
+from hpcdet.cli.output import print_answer
 
 FROM_THE_CLUSTER = ("hpcdet's users are the cluster's Unix users, proven with MUNGE: their "
                     "names and passwords belong to the cluster (passwd, your site's identity "
@@ -53,28 +54,14 @@ def create_user(state: CliState, username: str, admin: bool, password: str | Non
     if password is not None:
         raise _refuse("--password: hpcdet has no passwords")
     answer = state.client().post("/users", {"username": username})
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(f"Registered user {answer['user']['username']}")
+    print_answer(answer, as_json, lambda a: f"Registered user {a['user']['username']}")
 
 
-@click.command("activate")
-@click.argument("username")
-@pass_state
-def activate_user(state: CliState, username: str) -> None:
-    """Let USERNAME use the master again (cluster admins)."""
-    state.client().post(_user_path(username, "activate"))
-    click.echo(f"Activated user {username}")
-
-
-@click.command("deactivate")
-@click.argument("username")
-@pass_state
-def deactivate_user(state: CliState, username: str) -> None:
-    """Refuse every request of USERNAME, sign-in included (cluster admins; not yourself)."""
-    state.client().post(_user_path(username, "deactivate"))
-    click.echo(f"Deactivated user {username}")
+activate_user = verb_command("activate", "Let USERNAME use the master again (cluster admins).",
+                             "username", _user_path, "Activated user {}")
+deactivate_user = verb_command("deactivate", "Refuse every request of USERNAME, sign-in "
+                               "included (cluster admins; not yourself).", "username",
+                               _user_path, "Deactivated user {}")
 
 
 @click.command("edit")
@@ -108,10 +95,7 @@ def edit_user(state: CliState, target_user: str, display_name: str | None,
     if not body:
         raise click.UsageError("give --display-name and/or --active")
     answer = state.client().patch(_user_path(target_user), body)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(f"Updated user {target_user}")
+    print_answer(answer, as_json, lambda a: f"Updated user {target_user}")
 
 
 @click.command("change-password")

@@ -14,9 +14,10 @@ from urllib.parse import quote
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.actions import show_command
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import format_time, print_json, render_fields, render_table
+from hpcdet.cli.output import format_time, print_answer, render_fields, render_table
 
 
 def group_path(*parts: str) -> str:
@@ -47,11 +48,8 @@ def create(state: CliState, group_name: str, add_users: tuple[str, ...],
            as_json: bool) -> None:
     """Create user group GROUP_NAME (cluster admins)."""
     answer = state.client().post("/groups", {"name": group_name, "users": list(add_users)})
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(f"Created user group {group_name} with "
-                   f"{answer['group']['num_members']} user(s)")
+    print_answer(answer, as_json, lambda a: f"Created user group {group_name} with "
+                 f"{a['group']['num_members']} user(s)")
 
 
 @user_group.command("delete")
@@ -84,53 +82,53 @@ def list_groups(state: CliState, groups_user_belongs_to: str | None, as_json: bo
     """List the user groups."""
     params = {"user": groups_user_belongs_to} if groups_user_belongs_to else None
     answer = state.client().get("/groups", params=params)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(groups_table(answer.get("groups") or []))
+    print_answer(answer, as_json, lambda a: groups_table(a.get("groups") or []))
 
 
-@user_group.command("describe")
-@click.argument("group_name")
-@JSON_OPTION
-@pass_state
-def describe(state: CliState, group_name: str, as_json: bool) -> None:
-    """Show GROUP_NAME: its users and its roles in the workspaces you see."""
-    answer = state.client().get(group_path(group_name))
-    if as_json:
-        print_json(answer)
-        return
-    g = answer["group"]
-    click.echo(f"User group {g.get('name')}")
-    click.echo(render_fields([("ID", g.get("id")), ("Created by", g.get("created_by")),
-                              ("Created", format_time(g.get("created_at")))]))
-    click.echo("\nUsers:")
-    click.echo(render_table(["User"], [[u] for u in g.get("users") or []]))
-    click.echo("\nRoles:")
-    click.echo(render_table(["Role", "Workspace"], [[w.get("role"), w.get("workspace")]
-                                                    for w in g.get("workspaces") or []]))
+def group_text(g: Mapping[str, Any]) -> str:
+    """What ``det user-group describe`` prints: facts, users, workspace roles."""
+    return "\n".join([
+        f"User group {g.get('name')}",
+        render_fields([("ID", g.get("id")), ("Created by", g.get("created_by")),
+                       ("Created", format_time(g.get("created_at")))]),
+        "\nUsers:", render_table(["User"], [[u] for u in g.get("users") or []]),
+        "\nRoles:", group_roles_table(g.get("workspaces") or [])])
 
 
-@user_group.command("add-user")
-@click.argument("group_name")
-@click.argument("usernames")
-@pass_state
-def add_user(state: CliState, group_name: str, usernames: str) -> None:
-    """Add USERNAMES (comma-separated) to GROUP_NAME (cluster admins)."""
-    names = _names(usernames)
-    state.client().post(group_path(group_name, "users"), {"add": names})
-    click.echo(f"Added {', '.join(names)} to user group {group_name}")
+def group_roles_table(workspaces: Sequence[Mapping[str, Any]]) -> str:
+    """A group's roles, one row a workspace (``det user-group describe``, ``det rbac
+    list-groups-roles``)."""
+    return render_table(["Role", "Workspace"], [[w.get("role"), w.get("workspace")]
+                                                for w in workspaces])
 
 
-@user_group.command("remove-user")
-@click.argument("group_name")
-@click.argument("usernames")
-@pass_state
-def remove_user(state: CliState, group_name: str, usernames: str) -> None:
-    """Remove USERNAMES (comma-separated) from GROUP_NAME (cluster admins)."""
-    names = _names(usernames)
-    state.client().post(group_path(group_name, "users"), {"remove": names})
-    click.echo(f"Removed {', '.join(names)} from user group {group_name}")
+# group_path takes its parts by position; show_command passes GROUP_NAME by name.
+user_group.add_command(show_command(
+    "describe", "Show GROUP_NAME: its users and its roles in the workspaces you see.",
+    lambda group_name: group_path(group_name), lambda a: group_text(a["group"]),
+    click.argument("group_name")))
+
+
+def _membership_command(name: str, change: str, help_text: str, done: str) -> click.Command:
+    """``NAME GROUP_NAME USERNAMES``: ask the master to ``change`` (``add`` or ``remove``)
+    the users in the group, then print ``done`` with the users and the group."""
+
+    @user_group.command(name, help=help_text)
+    @click.argument("group_name")
+    @click.argument("usernames")
+    @pass_state
+    def command(state: CliState, group_name: str, usernames: str) -> None:
+        names = _names(usernames)
+        state.client().post(group_path(group_name, "users"), {change: names})
+        click.echo(done.format(users=", ".join(names), group=group_name))
+
+    return command
+
+
+_membership_command("add-user", "add", "Add USERNAMES (comma-separated) to GROUP_NAME "
+                    "(cluster admins).", "Added {users} to user group {group}")
+_membership_command("remove-user", "remove", "Remove USERNAMES (comma-separated) from "
+                    "GROUP_NAME (cluster admins).", "Removed {users} from user group {group}")
 
 
 @user_group.command("change-name")

@@ -14,9 +14,10 @@ from urllib.parse import quote
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.actions import show_command, verb_command
 from hpcdet.cli.main import CliError, CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
-from hpcdet.cli.output import format_time, print_json, render_fields, render_table
+from hpcdet.cli.output import format_time, print_answer, render_fields, render_table
 
 ROLES = ("viewer", "editor", "admin")
 
@@ -38,10 +39,7 @@ def workspace() -> None:
 def create_workspace(state: CliState, name: str, as_json: bool) -> None:
     """Create workspace NAME; you become its admin."""
     answer = state.client().post("/workspaces", {"name": name})
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(f"Created workspace {answer['workspace']['name']}")
+    print_answer(answer, as_json, lambda a: f"Created workspace {a['workspace']['name']}")
 
 
 ALL_OPTION = click.option("--all", "-a", "show_all", is_flag=True,
@@ -55,10 +53,7 @@ ALL_OPTION = click.option("--all", "-a", "show_all", is_flag=True,
 def list_workspaces(state: CliState, show_all: bool, as_json: bool) -> None:
     """List the workspaces you are a member of (archived ones with --all)."""
     answer = state.client().get("/workspaces", params={"archived": "1"} if show_all else None)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(workspaces_table(answer.get("workspaces") or []))
+    print_answer(answer, as_json, lambda a: workspaces_table(a.get("workspaces") or []))
 
 
 def workspaces_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -75,32 +70,28 @@ def _yes_no(value: Any) -> str:
     return "yes" if value else "no"
 
 
-@workspace.command("describe")
-@click.argument("name")
-@JSON_OPTION
-@pass_state
-def describe_workspace(state: CliState, name: str, as_json: bool) -> None:
-    """Show workspace NAME: its members with their roles, and its projects."""
-    answer = state.client().get(_path("workspaces", name))
-    if as_json:
-        print_json(answer)
-        return
-    w = answer["workspace"]
-    click.echo(f"Workspace {w.get('name')}")
-    click.echo(render_fields([("ID", w.get("id")), ("Created by", w.get("created_by")),
-                              ("Created", format_time(w.get("created_at"))),
-                              ("Your role", w.get("role") or ""),
-                              ("Archived", _yes_no(w.get("archived"))),
-                              ("Experiments", w.get("num_experiments"))]))
-    click.echo("\nMembers:")
-    click.echo(render_table(["User", "Role"], [[m.get("user"), m.get("role")]
-                                               for m in w.get("members") or []]))
+def workspace_text(w: Mapping[str, Any]) -> str:
+    """What ``det workspace describe`` prints: facts, members, user groups, projects."""
+    parts = [f"Workspace {w.get('name')}",
+             render_fields([("ID", w.get("id")), ("Created by", w.get("created_by")),
+                            ("Created", format_time(w.get("created_at"))),
+                            ("Your role", w.get("role") or ""),
+                            ("Archived", _yes_no(w.get("archived"))),
+                            ("Experiments", w.get("num_experiments"))]),
+             "\nMembers:",
+             render_table(["User", "Role"], [[m.get("user"), m.get("role")]
+                                             for m in w.get("members") or []])]
     if w.get("groups"):
-        click.echo("\nUser groups:")
-        click.echo(render_table(["Group", "Role"], [[g.get("group"), g.get("role")]
-                                                    for g in w["groups"]]))
-    click.echo("\nProjects:")
-    click.echo(projects_table(w.get("projects") or []))
+        parts += ["\nUser groups:", render_table(["Group", "Role"], [
+            [g.get("group"), g.get("role")] for g in w["groups"]])]
+    parts += ["\nProjects:", projects_table(w.get("projects") or [])]
+    return "\n".join(parts)
+
+
+workspace.add_command(show_command(
+    "describe", "Show workspace NAME: its members with their roles, and its projects.",
+    lambda name: _path("workspaces", name), lambda a: workspace_text(a["workspace"]),
+    click.argument("name")))
 
 
 @workspace.command("add-member")
@@ -149,10 +140,7 @@ def create_project(state: CliState, workspace: str, name: str, description: str,
     """Create project NAME in a workspace (needs the editor role there)."""
     answer = state.client().post(_path("workspaces", workspace, "projects"),
                                  {"name": name, "description": description})
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(f"Created project {name} in workspace {workspace}")
+    print_answer(answer, as_json, lambda a: f"Created project {name} in workspace {workspace}")
 
 
 @project.command("list")
@@ -164,10 +152,7 @@ def list_projects(state: CliState, workspace: str, show_all: bool, as_json: bool
     """List a workspace's projects (archived ones with --all)."""
     answer = state.client().get(_path("workspaces", workspace, "projects"),
                                 params={"archived": "1"} if show_all else None)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(projects_table(answer.get("projects") or []))
+    print_answer(answer, as_json, lambda a: projects_table(a.get("projects") or []))
 
 
 def projects_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -178,25 +163,19 @@ def projects_table(rows: Sequence[Mapping[str, Any]]) -> str:
                           p.get("created_by")] for p in rows])
 
 
-@project.command("describe")
-@WORKSPACE_OPTION
-@click.argument("name")
-@JSON_OPTION
-@pass_state
-def describe_project(state: CliState, workspace: str, name: str, as_json: bool) -> None:
-    """Show project NAME of a workspace."""
-    answer = state.client().get(_path("workspaces", workspace, "projects", name))
-    if as_json:
-        print_json(answer)
-        return
-    p = answer["project"]
-    click.echo(f"Project {p.get('name')}")
-    click.echo(render_fields([("ID", p.get("id")), ("Workspace", p.get("workspace")),
-                              ("Description", p.get("description")),
-                              ("Archived", _yes_no(p.get("archived"))),
-                              ("Experiments", p.get("num_experiments")),
-                              ("Created by", p.get("created_by")),
-                              ("Created", format_time(p.get("created_at")))]))
+def project_text(p: Mapping[str, Any]) -> str:
+    """What ``det project describe`` prints."""
+    return f"Project {p.get('name')}\n" + render_fields([
+        ("ID", p.get("id")), ("Workspace", p.get("workspace")),
+        ("Description", p.get("description")), ("Archived", _yes_no(p.get("archived"))),
+        ("Experiments", p.get("num_experiments")), ("Created by", p.get("created_by")),
+        ("Created", format_time(p.get("created_at")))])
+
+
+project.add_command(show_command(
+    "describe", "Show project NAME of a workspace.",
+    lambda workspace, name: _path("workspaces", workspace, "projects", name),
+    lambda a: project_text(a["project"]), WORKSPACE_OPTION, click.argument("name")))
 
 
 # ---- edit, archive, delete ---------------------------------------------------------------
@@ -211,28 +190,18 @@ def describe_project(state: CliState, workspace: str, name: str, as_json: bool) 
 def edit_workspace(state: CliState, name: str, new_name: str, as_json: bool) -> None:
     """Rename workspace NAME; its admins only."""
     answer = state.client().patch(_path("workspaces", name), {"name": new_name})
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(f"Renamed workspace {name} to {answer['workspace']['name']}")
+    print_answer(answer, as_json, lambda a: f"Renamed workspace {name} to {a['workspace']['name']}")
 
 
-@workspace.command("archive")
-@click.argument("name")
-@pass_state
-def archive_workspace(state: CliState, name: str) -> None:
-    """Archive workspace NAME: nothing new goes in, lists leave it out; its admins only."""
-    state.client().post(_path("workspaces", name, "archive"))
-    click.echo(f"Archived workspace {name}")
+def _workspace_path(name: str, *rest: str) -> str:
+    return _path("workspaces", name, *rest)
 
 
-@workspace.command("unarchive")
-@click.argument("name")
-@pass_state
-def unarchive_workspace(state: CliState, name: str) -> None:
-    """Unarchive workspace NAME; its admins only."""
-    state.client().post(_path("workspaces", name, "unarchive"))
-    click.echo(f"Unarchived workspace {name}")
+workspace.add_command(verb_command("archive", "Archive workspace NAME: nothing new goes in, "
+                                   "lists leave it out; its admins only.", "name",
+                                   _workspace_path, "Archived workspace {}"))
+workspace.add_command(verb_command("unarchive", "Unarchive workspace NAME; its admins only.",
+                                   "name", _workspace_path, "Unarchived workspace {}"))
 
 
 @workspace.command("delete")
@@ -285,32 +254,29 @@ def edit_project(state: CliState, workspace: str | None, names: tuple[str, ...],
     if not changes:
         raise click.UsageError("give --name and/or --description")
     answer = state.client().patch(_path("workspaces", where, "projects", name), changes)
-    if as_json:
-        print_json(answer)
-    else:
-        click.echo(f"Updated project {answer['project']['name']} in workspace {where}")
+    print_answer(answer, as_json,
+                 lambda a: f"Updated project {a['project']['name']} in workspace {where}")
 
 
-@project.command("archive")
-@OPTIONAL_WORKSPACE
-@PROJECT_NAMES
-@pass_state
-def archive_project(state: CliState, workspace: str | None, names: tuple[str, ...]) -> None:
-    """Archive a project: no new experiments, lists leave it out (editor role needed)."""
-    where, name = _workspace_and_project(workspace, names)
-    state.client().post(_path("workspaces", where, "projects", name, "archive"))
-    click.echo(f"Archived project {name} of workspace {where}")
+def _project_verb(verb: str, help_text: str, done: str) -> click.Command:
+    """``det project VERB [WORKSPACE] PROJECT``: POST to the project's VERB route, then print
+    ``done`` (``Archived``...) with the project and its workspace."""
+
+    @project.command(verb, help=help_text)
+    @OPTIONAL_WORKSPACE
+    @PROJECT_NAMES
+    @pass_state
+    def command(state: CliState, workspace: str | None, names: tuple[str, ...]) -> None:
+        where, name = _workspace_and_project(workspace, names)
+        state.client().post(_path("workspaces", where, "projects", name, verb))
+        click.echo(f"{done} project {name} of workspace {where}")
+
+    return command
 
 
-@project.command("unarchive")
-@OPTIONAL_WORKSPACE
-@PROJECT_NAMES
-@pass_state
-def unarchive_project(state: CliState, workspace: str | None, names: tuple[str, ...]) -> None:
-    """Unarchive a project (editor role needed)."""
-    where, name = _workspace_and_project(workspace, names)
-    state.client().post(_path("workspaces", where, "projects", name, "unarchive"))
-    click.echo(f"Unarchived project {name} of workspace {where}")
+_project_verb("archive", "Archive a project: no new experiments, lists leave it out (editor "
+              "role needed).", "Archived")
+_project_verb("unarchive", "Unarchive a project (editor role needed).", "Unarchived")
 
 
 @project.command("delete")

@@ -211,3 +211,36 @@ def test_user_groups_and_their_roles(master: httpx.WSGITransport) -> None:
     ok(master, "root", "user-group", "change-name", "ml", "ai")
     assert ok(master, "root", "user-group", "delete", "ai", "--yes") == (
         "Deleted user group ai (0 workspace role(s))\n")
+
+
+def test_one_step_commands_say_exactly_what_they_did(master: httpx.WSGITransport) -> None:
+    """The commands that do one thing to one name (archive/unarchive, activate/deactivate,
+    add-user/remove-user, assign-role/unassign-role to a user and a group at once) print
+    the words they always did, one line each."""
+    ok(master, "alice", "workspace", "create", "team")
+    ok(master, "alice", "project", "create", "-w", "team", "sight")
+    assert ok(master, "alice", "project", "archive", "team", "sight") == (
+        "Archived project sight of workspace team\n")
+    assert ok(master, "alice", "project", "unarchive", "-w", "team", "sight") == (
+        "Unarchived project sight of workspace team\n")
+    assert ok(master, "alice", "workspace", "archive", "team") == "Archived workspace team\n"
+    assert ok(master, "alice", "workspace", "unarchive", "team") == "Unarchived workspace team\n"
+    assert ok(master, "alice", "model", "create", "digits", "--json").count('"digits"') == 1
+    assert ok(master, "alice", "model", "archive", "digits") == "Archived model digits\n"
+    assert ok(master, "alice", "model", "unarchive", "digits") == "Unarchived model digits\n"
+    ok(master, "bob", "user", "whoami")
+    assert ok(master, "root", "user", "deactivate", "bob") == "Deactivated user bob\n"
+    assert ok(master, "root", "user", "activate", "bob") == "Activated user bob\n"
+    ok(master, "root", "user-group", "create", "ml")
+    assert ok(master, "root", "user-group", "add-user", "ml", "bob, alice") == (
+        "Added bob, alice to user group ml\n")
+    assert ok(master, "root", "user-group", "remove-user", "ml", "alice") == (
+        "Removed alice from user group ml\n")
+    both = ("-w", "team", "-u", "bob", "-g", "ml")
+    assert ok(master, "alice", "rbac", "assign-role", "viewer", *both) == (
+        "bob is now viewer of workspace team\nUser group ml is now viewer of workspace team\n")
+    assert ok(master, "alice", "rbac", "unassign-role", "viewer", *both) == (
+        "bob is no longer viewer (nor a member) of workspace team\n"
+        "User group ml is no longer viewer of workspace team\n")
+    usage = run(master, "alice", "rbac", "assign-role", "viewer", "-w", "team")
+    assert usage.exit_code == 2 and "give -u/--username-to-assign USER" in usage.output
