@@ -28,7 +28,6 @@ from sqlalchemy.orm import Session
 from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.jobdir import job_log_path
 from hpcdet.dispatcher.transport import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
 from hpcdet.hostlist import expand_nodelist
 from hpcdet.jobfiles import UnsafeFileError
@@ -47,7 +46,7 @@ HITS_KEY = "policy_hits"
 DEFAULT_SCHEDULER = registry.names()[0]
 
 
-def log_path(job_dir: str, job_id: str, suffix: str, files: Transport | None = None) -> Path:
+def log_path(job_dir: str, job_id: str, suffix: str, files: Transport) -> Path:
     """The job's ``out``/``err`` file, as its scheduler named it (:func:`job_log_path`)."""
     return job_log_path(job_dir, job_id, suffix, files)
 
@@ -96,15 +95,15 @@ def _ranks_per_node(config: Mapping[str, Any], hosts: int, scheduler: str) -> in
 
 
 def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[str, Any], *,
-                    final: bool, files: Transport | None = None,
+                    final: bool, files: Transport,
                     scheduler: str = DEFAULT_SCHEDULER) -> int:
     """Store the lines added to the job's log files since the last call; return how many.
 
     ``config`` is the experiment's effective config (slot layout, ``log_policies``).
     Without ``final`` an unterminated last line waits for its newline. Policy hits update
     ``trial`` (``cancel_retries``, ``excluded_nodes``) and add one master line each.
-    ``files`` reaches the job directory (default: this host's filesystem); ``scheduler``
-    is the one that ran the job (the backend's name), whose config section places ranks.
+    ``files`` reaches the job directory (the backend's transport); ``scheduler`` is the one
+    that ran the job (the backend's name), whose config section places ranks.
     """
     if not job.job_id:
         return 0
@@ -113,7 +112,7 @@ def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[st
     rows: list[dict[str, Any]] = []
     for suffix, stream in _STREAMS.items():
         text, offsets[suffix] = _read_new(log_path(trial.job_dir, job.job_id, suffix, files),
-                                          int(offsets.get(suffix, 0)), final, files or LOCAL)
+                                          int(offsets.get(suffix, 0)), final, files)
         rows += [_row(job, stream, line, placement) for line in text.splitlines()]
     if rows:
         session.execute(insert(TrialLog), rows)

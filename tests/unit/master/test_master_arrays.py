@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from hpcdet.dispatcher import ArrayLimits, JobPhase
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Job, Trial
 from hpcdet.master.scheduling import arrays
@@ -190,7 +191,8 @@ def test_trials_of_one_experiment_render_the_same_job_but_for_their_own_parts(
 
     settings = app.config["HPCDET_SETTINGS"]
     config = effective_config(settings, parse_config(CONFIG))
-    one, two = (build_job_spec(settings, config, TrialRun(3, trial, 1, f"/jobs/trial-{trial}"))
+    one, two = (build_job_spec(settings, config, TrialRun(3, trial, 1, f"/jobs/trial-{trial}"),
+                               files=LOCAL)
                 for trial in (7, 8))
     assert one != two
     assert arrays.shared_part(one) == arrays.shared_part(two)
