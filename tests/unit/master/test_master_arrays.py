@@ -51,6 +51,14 @@ def jobs(app: Flask) -> list[tuple[int, str | None, str, bool]]:
         return [tuple(row) for row in rows]  # type: ignore[misc]
 
 
+def layouts(app: Flask) -> list[tuple[int | None, int | None]]:
+    """(nodes, slots per node) stored with every job row, in trial order."""
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        rows = session.execute(select(Job.node_count, Job.slots_per_node)
+                               .order_by(Job.trial_id, Job.id)).all()
+        return [(nodes, per_node) for nodes, per_node in rows]
+
+
 def trial_states(app: Flask) -> list[str]:
     with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
         return list(session.scalars(select(Trial.state).order_by(Trial.id)))
@@ -76,6 +84,7 @@ def test_a_search_goes_as_one_array_whose_tasks_are_its_trials(
     assert ":experiment-1:array" in submission.script
     rows = jobs(app)
     assert [job_id for _, job_id, _, _ in rows] == [f"101_{i}" for i in range(6)]
+    assert layouts(app) == [(1, 1)] * 6  # each task's, as its spec asked
     assert [name for _, _, name, _ in rows] == [f"{array.name}@{i}" for i in range(6)]
     for (trial_id, _, _, _), script in zip(rows, array.scripts, strict=True):
         job_dir = Path(script).parent

@@ -138,3 +138,39 @@ def test_a_pbs_jobs_lines_name_the_node_of_their_rank(app: Flask, tmp_path: Path
                                files=LOCAL, scheduler="pbs") == 2
     assert [(rank, node) for _, rank, node, _, _ in _stored(app)] == [(0, "node1"),
                                                                       (2, "node2")]
+
+
+def test_a_stored_layout_places_the_ranks_whatever_the_config_says_now() -> None:
+    # Submitted two ranks on each of two nodes; the config alone would now put all on one.
+    placement = RankPlacement.of("node[1-2]", {"resources": {"slots_per_trial": 4},
+                                               "slurm": {"slots_per_node": 4}}, per_node=2)
+    assert [placement.node_of(rank) for rank in (0, 1, 2, 3)] == ["node1", "node1",
+                                                                  "node2", "node2"]
+
+
+@pytest.mark.parametrize(("scheduler", "log_file"), [("slurm", "slurm-101.out"),
+                                                     ("pbs", "101.OU")])
+def test_a_jobs_lines_are_attributed_by_the_layout_it_was_submitted_with(
+        app: Flask, tmp_path: Path, scheduler: str, log_file: str) -> None:
+    # The job asked for 1 rank on each of 4 nodes; its config (changed default, another
+    # pool) would now derive 4 ranks on one node: the stored layout wins.
+    (tmp_path / log_file).write_text("0: a\n1: b\n3: d\n")
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session), job_dir=str(tmp_path))
+        job = add_job(session, trial, nodes="node[1-4]", node_count=4, slots_per_node=1)
+        assert ingest_job_logs(session, job, trial, BOTH_SECTIONS, final=True, files=LOCAL,
+                               scheduler=scheduler) == 3
+    assert [(rank, node) for _, rank, node, _, _ in _stored(app)] == [
+        (0, "node1"), (1, "node2"), (3, "node4")]
+
+
+def test_a_job_recorded_before_its_layout_was_stored_is_placed_by_its_config(
+        app: Flask, tmp_path: Path) -> None:
+    (tmp_path / "slurm-101.out").write_text("0: a\n2: c\n")
+    with sessions(app).begin() as session:
+        trial = add_trial(session, add_experiment(session), job_dir=str(tmp_path))
+        job = add_job(session, trial, nodes="node[1-2]")
+        assert (job.node_count, job.slots_per_node) == (None, None)
+        ingest_job_logs(session, job, trial, TWO_BY_TWO, final=True, files=LOCAL)
+    assert [(rank, node) for _, rank, node, _, _ in _stored(app)] == [(0, "node1"),
+                                                                      (2, "node2")]
