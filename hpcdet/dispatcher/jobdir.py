@@ -1,7 +1,8 @@
 """Prepare a trial's job directory on the shared filesystem (see docs/job-directory.md).
 
-Every file operation goes through a :class:`~hpcdet.dispatcher.transport.Transport`: this
-host's filesystem by default, SFTP on a login node with the SSH transport. The context
+Every file operation goes through the :class:`~hpcdet.dispatcher.transport.Transport` the
+caller passes: this host's filesystem (``LOCAL``), or SFTP on a login node with the SSH
+transport. The context
 tarball is checked here, on the master, either way: ``tarfile``'s "data" filter refuses
 absolute paths, ``..`` and links out of the directory, then the SSH transport writes the
 members one by one (regular files and directories only).
@@ -19,7 +20,7 @@ from typing import Any
 
 from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.transport.base import Transport
-from hpcdet.dispatcher.transport.local import LOCAL, LocalTransport
+from hpcdet.dispatcher.transport.local import LocalTransport
 from hpcdet.errors import ValidationError
 
 TRIAL_INFO = "trial.json"
@@ -34,16 +35,15 @@ TASK_ERROR_LOG = "error.log"
 
 def prepare_job_dir(job_dir: str | Path, *, context_tar: bytes | None,
                     trial_info: Mapping[str, Any], token: str | None,
-                    master_cert: str | None = None, files: Transport | None = None) -> Path:
+                    master_cert: str | None = None, files: Transport) -> Path:
     """Create ``job_dir``, unpack the context (once) and write trial.json and the token.
 
     Everything is for the job's user only (0700 directories, 0600 files): ``trial.json``
     holds the experiment's ``environment_variables``, where people put API keys.
     ``master_cert``: the PEM text of a TLS master's certificate, written to
     ``master-cert.pem`` for the job to verify the master with (``DET_MASTER_CERT_FILE``).
-    ``files``: where the directory is (default: this host's filesystem).
+    ``files``: where the directory is (the backend's transport; ``LOCAL``: this host).
     """
-    files = files or LOCAL
     root = str(job_dir)
     files.make_dirs(root, 0o700)
     context = posixpath.join(root, CONTEXT_DIR)
@@ -207,12 +207,11 @@ def check_context_member(member: tarfile.TarInfo) -> None:
 
 
 def job_log_path(job_dir: str | Path, job_id: str, stream: str,
-                 files: Transport | None = None) -> Path:
+                 files: Transport) -> Path:
     """The file holding a trial job's ``stream`` (``out`` or ``err``), whichever scheduler
     wrote it: the first scheduler's name for it (:attr:`SchedulerPlugin.log_names`) that
     exists, the default scheduler's when none does yet. Job ids tell the names apart (PBS
     ids carry the server, ``12.pbs01``)."""
     names = [registry.scheduler(name).log_name(job_id, stream) for name in registry.names()]
     paths = [Path(job_dir) / name for name in names]
-    files = files or LOCAL
     return next((path for path in paths if files.exists(str(path))), paths[0])

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from hpcdet.dispatcher.base import ContainerSpec, JobPhase, JobRef, JobSpec, JobStatus
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.transport.base import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ValidationError
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -69,20 +68,20 @@ def check_shape(spec: JobSpec) -> None:
         raise ValidationError(f"spec.gpus_per_node must be a non-negative integer, not {gpus!r}")
 
 
-def read_exit_file(job: JobRef, files: Transport | None = None) -> int | None:
+def read_exit_file(job: JobRef, files: Transport) -> int | None:
     """The status the job script recorded in ``<job_dir>/exit-<jobid>``, if any (the caller
-    has checked ``job.job_id`` is one of its scheduler's ids). Read through ``files``
-    (default: this host's filesystem); an unreachable cluster raises
+    has checked ``job.job_id`` is one of its scheduler's ids). Read through ``files`` (the
+    backend's transport); an unreachable cluster raises
     :class:`~hpcdet.dispatcher.transport.TransportUnavailableError`, never "no file"."""
     path = posixpath.join(job.job_dir, f"exit-{job.job_id}")
     try:  # never a link the job put there
-        data = (files or LOCAL).read_file(path, 0, 64)
+        data = files.read_file(path, 0, 64)
         return int(data.decode("utf-8").strip())
     except (OSError, ValueError):
         return None
 
 
-def status_from_exit_file(job: JobRef, files: Transport | None = None) -> JobStatus:
+def status_from_exit_file(job: JobRef, files: Transport) -> JobStatus:
     """A job the scheduler no longer knows: what its exit file says, else MISSING."""
     code = read_exit_file(job, files)
     if code is None:

@@ -137,6 +137,10 @@ class Job(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     exit_code: Mapped[int | None] = mapped_column(Integer)
     nodes: Mapped[str | None] = mapped_column(Text)
+    # The slot layout the job asked the scheduler for (JobSpec.nodes, ranks_per_node), by
+    # which its log lines are attributed to nodes; NULL for a job recorded before 0019.
+    node_count: Mapped[int | None] = mapped_column(Integer)
+    slots_per_node: Mapped[int | None] = mapped_column(Integer)
     script_path: Mapped[str] = mapped_column(Text, default="")
     log_offsets: Mapped[dict[str, Any]] = mapped_column(default=dict)
     submitted_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

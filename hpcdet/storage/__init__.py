@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hpcdet.errors import ConfigError
@@ -119,17 +119,18 @@ def object_store_for(config: Mapping[str, Any]) -> ObjectStore | None:
     return manager
 
 
-def masked_config(config: Mapping[str, Any]) -> dict[str, Any]:
+def masked_config(config: Mapping[str, Any], *, also: Sequence[str] = ()) -> dict[str, Any]:
     """A copy of an experiment config (or template) with the storage's secrets masked.
 
     What the API and the web pages show: ``secret_key`` (s3) and ``connection_string`` /
     ``credential`` (azure) become ``********``, and so does the query (a SAS token) of an
-    azure ``account_url``.
+    azure ``account_url``; so do the storage fields named in ``also`` (what only the
+    config's owner is shown).
     """
     out = copy.deepcopy(dict(config))
     storage = out.get("checkpoint_storage")
     if isinstance(storage, dict):
-        for field in SECRET_FIELDS:
+        for field in (*SECRET_FIELDS, *also):
             if storage.get(field):
                 storage[field] = MASK
         url = storage.get("account_url")

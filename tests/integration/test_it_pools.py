@@ -20,6 +20,7 @@ import pytest
 
 from hpcdet.dispatcher import JobPhase, JobRef
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.queue.pools import Pool, pools_from_snapshot, read_pools
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
@@ -123,7 +124,7 @@ def test_each_rank_sees_its_slots(name: str, backend: SlurmBackend, tmp_path: Pa
     config = {"resources": {"slots_per_trial": layout.slots},
               "slurm": {"slots_per_node": layout.slots_per_node, "sbatch_args": []}}
     run = TrialRun(0, 0, 1, str(job_dir), tag=f"pools-{uuid.uuid4().hex[:8]}")
-    spec = replace(build_job_spec(settings, config, run, pool),
+    spec = replace(build_job_spec(settings, config, run, pool, files=LOCAL),
                    command=("bash", "-c", REPORT), time_limit="5")
     job_id = backend.submit(backend.render(spec))
     submitted.append(job_id)

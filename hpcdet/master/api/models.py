@@ -7,6 +7,7 @@ docs/model-registry.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import request
@@ -15,6 +16,7 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, json_body, settings
 from hpcdet.master.errors import Invalid
+from hpcdet.master.models import RegisteredModel
 from hpcdet.master.registry import service
 from hpcdet.master.registry.service import Caller, ModelQuery
 from hpcdet.master.security.authz import Access
@@ -87,11 +89,8 @@ def get_model(identifier: str) -> Any:
 @bp.patch("/models/<identifier>")
 def patch_model(identifier: str) -> Any:
     """Change name, description, notes, labels, metadata (merged) or workspace."""
-    caller = _caller()
     body = json_body()
-    model = service.find_model(caller, identifier, Access.CHANGE)
-    service.patch_model(caller, model, body)
-    return {"model": service.model_json(db(), model)}
+    return _changed(identifier, lambda caller, model: service.patch_model(caller, model, body))
 
 
 @bp.post("/models/<identifier>/archive")
@@ -106,9 +105,15 @@ def unarchive_model(identifier: str) -> Any:
 
 
 def _set_archived(identifier: str, archived: bool) -> Any:
+    return _changed(identifier,
+                    lambda caller, model: service.set_archived(caller, model, archived))
+
+
+def _changed(identifier: str, change: Callable[[Caller, RegisteredModel], None]) -> Any:
+    """``change`` the model, which the caller must be allowed to change; answer it changed."""
     caller = _caller()
     model = service.find_model(caller, identifier, Access.CHANGE)
-    service.set_archived(caller, model, archived)
+    change(caller, model)
     return {"model": service.model_json(db(), model)}
 
 
@@ -116,13 +121,14 @@ def _set_archived(identifier: str, archived: bool) -> Any:
 def move_model(identifier: str) -> Any:
     """Move the model to ``workspace`` (a name: editor role there; null: the owner's alone),
     as Determined's ``POST /models/{name}/move``."""
-    caller = _caller()
     body = json_body()
-    model = service.find_model(caller, identifier, Access.CHANGE)
-    if set(body) != {"workspace"}:
-        raise Invalid("bad_request", "the body is {\"workspace\": NAME or null}")
-    service.patch_model(caller, model, body)
-    return {"model": service.model_json(db(), model)}
+
+    def move(caller: Caller, model: RegisteredModel) -> None:
+        if set(body) != {"workspace"}:  # checked once the caller may see the model
+            raise Invalid("bad_request", "the body is {\"workspace\": NAME or null}")
+        service.patch_model(caller, model, body)
+
+    return _changed(identifier, move)
 
 
 @bp.delete("/models/<identifier>")

@@ -17,7 +17,6 @@ from flask import Flask, current_app
 from hpcdet import __version__
 from hpcdet.master.api import (
     openapi_admin,
-    openapi_allocations,
     openapi_cli_tree,
     openapi_models,
     openapi_schemas,
@@ -30,11 +29,11 @@ from hpcdet.master.api.openapi_schemas import Schema, ref
 # openapi_schemas' helpers, so they are gathered here, not there).
 COMPONENTS: dict[str, Schema] = {
     **openapi_schemas.COMPONENTS, **openapi_models.MODEL_COMPONENTS,
-    **openapi_allocations.ALLOCATION_COMPONENTS, **openapi_admin.ADMIN_COMPONENTS,
+    **openapi_admin.ADMIN_COMPONENTS,
 }
 OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     **openapi_schemas.OPERATIONS, **openapi_cli_tree.CLI_TREE_OPERATIONS,
-    **openapi_models.MODEL_OPERATIONS, **openapi_allocations.ALLOCATION_OPERATIONS,
+    **openapi_models.MODEL_OPERATIONS,
     **openapi_admin.ADMIN_OPERATIONS, **openapi_unmanaged.UNMANAGED_OPERATIONS,
 }
 

@@ -115,6 +115,11 @@ COMPONENTS: dict[str, Schema] = {
     "Token": obj({"id": INT, "kind": {"type": "string", "enum": ["session", "api", "web"]},
                   "name": STR, "username": STR, "created_at": TIME, "expires_at": TIME,
                   "revoked_at": TIME, "last_used_at": TIME}),
+    # Allocation mode (hpcdet/master/api/allocations.py).
+    "Allocation": obj({"id": INT, "job_id": OPT_STR, "slots": INT, "phase": STR,
+                       "nodes": OPT_STR, "end_cause": OPT_STR, "steps": INT,
+                       "running_steps": INT, "submitted_at": STR, "started_at": TIME,
+                       "ended_at": TIME}),
 }
 
 _STREAM_KEYS: dict[str, Schema] = {"stream": ref("Stream"), "seq": INT,
@@ -230,6 +235,24 @@ WORKSPACE_OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "summary": "One project of the workspace",
         "answers": {200: obj({"project": ref("Project")}),
                     404: _WORKSPACE_404 + "; or the workspace has no such project"}},
+}
+
+# Allocation mode (hpcdet/master/api/allocations.py): the agent's exchange, the listing.
+_STEP = {"trial_id": INT, "run_id": INT}
+ALLOCATION_OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/api/v1/allocations/<int:allocation_id>/exchange"): {
+        "summary": "The allocation agent's news (steps started, exited) and what it should do "
+                   "next (steps to launch or end, whether to exit)", "auth": "allocation",
+        "body": obj({}, {"events": array(obj(
+            {**_STEP, "event": {"type": "string", "enum": ["started", "exited"]}},
+            {"exit_code": OPT_INT, "step": nullable(STR)}))}),
+        "answers": {200: obj({"launch": array(obj({**_STEP, "script": STR, "job_dir": STR})),
+                              "cancel": array(obj(_STEP)), "exit": BOOL, "interval": NUM}),
+                    400: "An event is malformed"}},
+    ("GET", "/api/v1/experiments/<int:exp_id>/allocations"): {
+        "summary": "The experiment's allocations (allocation mode), newest first",
+        "answers": {200: obj({"allocations": array(ref("Allocation"))}),
+                    404: "No such experiment, or the caller may not see it"}},
 }
 
 # (method, flask rule) -> {summary, auth (user|trial|none), query, body, answers}
@@ -492,4 +515,5 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                               "trial_state": STR}, {"matched": INT})}},
     **IDENTITY_OPERATIONS,
     **WORKSPACE_OPERATIONS,
+    **ALLOCATION_OPERATIONS,
 }

@@ -26,7 +26,6 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher.transport import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.errors import Conflict
 from hpcdet.master.models import Checkpoint, Experiment, StateChange, Trial
 from hpcdet.master.registry.service import pinned_checkpoints
@@ -69,9 +68,9 @@ def refuse_registered(session: Session, uuids: Sequence[str]) -> None:
 
 
 def delete_experiment(session: Session, settings: MasterSettings, exp: Experiment, *,
-                      files: Transport | None = None) -> Deleted:
+                      files: Transport) -> Deleted:
     """Delete an ended experiment, its checkpoint files and its job directories (reached
-    through ``files``; default: this host's filesystem)."""
+    through ``files``: the backend's transport)."""
     if not State(exp.state).is_terminal:
         raise Conflict("conflict", f"experiment {exp.id} is {exp.state}: only an ended "
                        "experiment can be deleted (kill or cancel it first)")
@@ -96,7 +95,7 @@ def delete_experiment(session: Session, settings: MasterSettings, exp: Experimen
     session.execute(delete(Experiment).where(Experiment.id == exp.id))
     session.expunge(exp)
     result.left_behind += [str(d) for d in sorted(job_dirs)
-                           if not _remove_tree(d, files or LOCAL)]
+                           if not _remove_tree(d, files)]
     return result
 
 

@@ -32,26 +32,31 @@ from hpcdet.states import EntityKind, State, is_allowed
 
 def pause(session: Session, exp: Experiment, actor: str) -> None:
     """Pause an ACTIVE experiment: its trials checkpoint and free their allocations."""
-    if exp.state == State.PAUSED.value:
-        return
-    _require_managed(exp, "pause")
-    _require(exp, {State.ACTIVE}, "pause")
-    transition(session, exp, State.PAUSED, cause="pause requested", actor=actor)
-    for trial in _trials(session, exp, {State.QUEUED, State.RUNNING}):
+    for trial in _switch(session, exp, actor, "pause", (State.ACTIVE, State.PAUSED),
+                         {State.QUEUED, State.RUNNING}):
         transition(session, trial, State.PAUSED, cause="experiment paused", actor=actor)
         trial.stop_requested_at = utcnow()
 
 
 def activate(session: Session, exp: Experiment, actor: str) -> None:
     """Resume a PAUSED experiment: paused trials are resubmitted from their checkpoints."""
-    if exp.state == State.ACTIVE.value:
-        return
-    _require_managed(exp, "activate")
-    _require(exp, {State.PAUSED}, "activate")
-    transition(session, exp, State.ACTIVE, cause="activate requested", actor=actor)
-    for trial in _trials(session, exp, {State.PAUSED}):
+    for trial in _switch(session, exp, actor, "activate", (State.PAUSED, State.ACTIVE),
+                         {State.PAUSED}):
         transition(session, trial, State.QUEUED, cause="experiment activated", actor=actor)
         trial.stop_requested_at = None
+
+
+def _switch(session: Session, exp: Experiment, actor: str, verb: str,
+            states: tuple[State, State], trials_in: set[State]) -> list[Trial]:
+    """Move a managed ``exp`` from ``states[0]`` to ``states[1]`` (nothing if it is there
+    already) and return its trials in ``trials_in``, for the caller to move."""
+    source, target = states
+    if exp.state == target.value:
+        return []
+    _require_managed(exp, verb)
+    _require(exp, {source}, verb)
+    transition(session, exp, target, cause=f"{verb} requested", actor=actor)
+    return _trials(session, exp, trials_in)
 
 
 def cancel(session: Session, exp: Experiment, actor: str) -> None:

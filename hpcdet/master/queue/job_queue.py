@@ -24,11 +24,11 @@ job asks for GPUs and CPUs otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Executable, select
 from sqlalchemy.orm import Session, load_only
 
 from hpcdet.dispatcher import Backend, UnsupportedError, backend_class
@@ -115,18 +115,10 @@ def ownerships(session: Session, settings: MasterSettings,
 
 def _trial_jobs(session: Session, cluster: str,
                 entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
-    claimed = {entry.job_id: trial for entry in entries
-               if (trial := _tagged(entry, cluster, "trial"))}
-    if not claimed:
-        return {}
-    rows = session.execute(select(Job.job_id, Job.trial_id, Trial.experiment_id)
-                           .join(Trial, Trial.id == Job.trial_id)
-                           .where(Job.job_id.in_(list(claimed)))).all()
-    confirmed = {job_id: (trial_id, exp_id) for job_id, trial_id, exp_id in rows
-                 if job_id is not None and claimed.get(job_id) == trial_id}
-    experiments = _experiments(session, {exp_id for _, exp_id in confirmed.values()})
-    return {job_id: Ownership(EXPERIMENT, experiments[exp_id], trial_id)
-            for job_id, (trial_id, exp_id) in confirmed.items()}
+    confirmed = _confirmed(session, _claims(entries, cluster, "trial"), lambda claimed: (
+        select(Job.job_id, Job.trial_id, Trial.experiment_id)
+        .join(Trial, Trial.id == Job.trial_id).where(Job.job_id.in_(list(claimed)))))
+    return _experiments_jobs(session, confirmed, trials=True)
 
 
 def _array_jobs(session: Session, cluster: str, entries: Sequence[QueueEntry],
@@ -140,17 +132,36 @@ def _array_jobs(session: Session, cluster: str, entries: Sequence[QueueEntry],
 def _allocation_jobs(session: Session, cluster: str,
                      entries: Sequence[QueueEntry]) -> dict[str, Ownership]:
     """Allocation jobs (allocation mode) are their experiment's, like its trials' jobs."""
-    claimed = {entry.job_id: allocation for entry in entries
-               if (allocation := _tagged(entry, cluster, "allocation"))}
+    confirmed = _confirmed(session, _claims(entries, cluster, "allocation"), lambda claimed: (
+        select(Allocation.job_id, Allocation.id, Allocation.experiment_id)
+        .where(Allocation.id.in_(set(claimed.values())))))
+    return _experiments_jobs(session, confirmed, trials=False)
+
+
+def _claims(entries: Sequence[QueueEntry], cluster: str, kind: str) -> dict[str, int]:
+    """``{job id: tagged id}`` of the entries whose hpcdet tag names a ``kind`` here."""
+    return {entry.job_id: tagged for entry in entries
+            if (tagged := _tagged(entry, cluster, kind))}
+
+
+def _confirmed(session: Session, claimed: Mapping[str, int],
+               rows_of: Callable[[Mapping[str, int]], Executable],
+               ) -> dict[str, tuple[int, int]]:
+    """``{job id: (tagged id, experiment id)}`` of the claims the database confirms: the
+    rows of ``rows_of(claimed)`` (job id, tagged id, experiment id) recording that job id
+    for that id (so a reused job id or another master's job is not mistaken for one)."""
     if not claimed:
         return {}
-    rows = session.execute(select(Allocation.job_id, Allocation.id, Allocation.experiment_id)
-                           .where(Allocation.id.in_(set(claimed.values())))).all()
-    confirmed = {job_id: exp_id for job_id, allocation_id, exp_id in rows
-                 if job_id is not None and claimed.get(job_id) == allocation_id}
-    experiments = _experiments(session, set(confirmed.values()))
-    return {job_id: Ownership(EXPERIMENT, experiments[exp_id])
-            for job_id, exp_id in confirmed.items() if exp_id in experiments}
+    return {job_id: (tagged, exp_id) for job_id, tagged, exp_id in session.execute(
+        rows_of(claimed)).all() if job_id is not None and claimed.get(job_id) == tagged}
+
+
+def _experiments_jobs(session: Session, confirmed: Mapping[str, tuple[int, int]], *,
+                      trials: bool) -> dict[str, Ownership]:
+    """Confirmed jobs as their experiments' (with the trial, when the tagged id is one)."""
+    experiments = _experiments(session, {exp_id for _, exp_id in confirmed.values()})
+    return {job_id: Ownership(EXPERIMENT, experiments[exp_id], tagged if trials else None)
+            for job_id, (tagged, exp_id) in confirmed.items() if exp_id in experiments}
 
 
 def _experiments(session: Session, ids: set[int]) -> dict[int, Experiment]:

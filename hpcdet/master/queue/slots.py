@@ -1,12 +1,19 @@
 """A trial's slots as nodes and ranks per node: the layout its job asks the scheduler for,
-and by which its log lines are attributed to nodes."""
+and by which its log lines are attributed to nodes.
+
+The layout is chosen once, when the job's spec is built, and stored with the job
+(:func:`record_layout`): the config read again later (another pool, another default) could
+give another one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from hpcdet.dispatcher import JobSpec
 from hpcdet.errors import ConfigError
+from hpcdet.master.models import Job
 from hpcdet.master.queue.pools import Pool, cpu_only
 from hpcdet.master.settings.experiment_config import batch_section
 
@@ -46,3 +53,8 @@ def _uneven_slots(slots: int, per_node: int, pool: Pool | None, section: str) ->
     return (f"<config>.resources.slots_per_trial: {slots} GPUs do not split evenly over nodes "
             f"with {per_node} GPUs{where}; set {section}.slots_per_node (e.g. {fits}) or ask "
             f"for a multiple of {per_node}")
+
+
+def record_layout(job: Job, spec: JobSpec) -> None:
+    """Store on ``job`` the layout its ``spec`` asks the scheduler for."""
+    job.node_count, job.slots_per_node = spec.nodes, spec.ranks_per_node

@@ -3,8 +3,9 @@
 ``srun --label`` prefixes each rank's lines with ``"<rank>: "``; lines the batch script
 prints itself carry no rank. Each line also gets its node: ranks are placed in block order
 (``srun`` with ``--ntasks-per-node``), so rank r runs on host ``r // ntasks_per_node`` of
-the job's node list, and the batch script runs on the first host. Lines collected before
-the node list is known get none.
+the job's node list, ``ntasks_per_node`` being the layout stored with the job when it was
+submitted (``Job.slots_per_node``), and the batch script runs on the first host. Lines
+collected before the node list is known get none.
 
 Every new line is also matched against the experiment's ``log_policies``
 (:mod:`hpcdet.master.reports.log_policies`). ``Job.log_offsets`` is the job's log-reading state:
@@ -28,7 +29,6 @@ from sqlalchemy.orm import Session
 from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.jobdir import job_log_path
 from hpcdet.dispatcher.transport import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
 from hpcdet.hostlist import expand_nodelist
 from hpcdet.jobfiles import UnsafeFileError
@@ -47,7 +47,7 @@ HITS_KEY = "policy_hits"
 DEFAULT_SCHEDULER = registry.names()[0]
 
 
-def log_path(job_dir: str, job_id: str, suffix: str, files: Transport | None = None) -> Path:
+def log_path(job_dir: str, job_id: str, suffix: str, files: Transport) -> Path:
     """The job's ``out``/``err`` file, as its scheduler named it (:func:`job_log_path`)."""
     return job_log_path(job_dir, job_id, suffix, files)
 
@@ -61,12 +61,15 @@ class RankPlacement:
 
     @classmethod
     def of(cls, nodes: str | None, config: Mapping[str, Any],
-           scheduler: str = DEFAULT_SCHEDULER) -> RankPlacement:
-        """From a hostlist (``Job.nodes``) and the experiment's effective config, as the
-        master's ``scheduler`` reads it (its ``slots_per_node``)."""
+           scheduler: str = DEFAULT_SCHEDULER, *, per_node: int | None = None) -> RankPlacement:
+        """From a hostlist (``Job.nodes``) and the ranks per node the job was submitted with
+        (``Job.slots_per_node``); without those (a job recorded before they were stored, an
+        allocation's step), as the experiment's effective config says, read by the
+        master's ``scheduler`` (its ``slots_per_node``)."""
         try:
             hosts = tuple(expand_nodelist(nodes or ""))
-            per_node: int | None = _ranks_per_node(config, len(hosts), scheduler)
+            if per_node is None:
+                per_node = _ranks_per_node(config, len(hosts), scheduler)
         except (ValueError, TypeError, ConfigError) as exc:  # bad data: no nodes, not no logs
             log.warning("cannot place ranks on nodes %r: %s", nodes, exc)
             return cls()
@@ -96,24 +99,25 @@ def _ranks_per_node(config: Mapping[str, Any], hosts: int, scheduler: str) -> in
 
 
 def ingest_job_logs(session: Session, job: Job, trial: Trial, config: Mapping[str, Any], *,
-                    final: bool, files: Transport | None = None,
+                    final: bool, files: Transport,
                     scheduler: str = DEFAULT_SCHEDULER) -> int:
     """Store the lines added to the job's log files since the last call; return how many.
 
     ``config`` is the experiment's effective config (slot layout, ``log_policies``).
     Without ``final`` an unterminated last line waits for its newline. Policy hits update
     ``trial`` (``cancel_retries``, ``excluded_nodes``) and add one master line each.
-    ``files`` reaches the job directory (default: this host's filesystem); ``scheduler``
-    is the one that ran the job (the backend's name), whose config section places ranks.
+    ``files`` reaches the job directory (the backend's transport); ``scheduler`` is the one
+    that ran the job (the backend's name), whose config section places ranks of a job
+    stored without its layout.
     """
     if not job.job_id:
         return 0
     offsets = dict(job.log_offsets or {})
-    placement = RankPlacement.of(job.nodes, config, scheduler)
+    placement = RankPlacement.of(job.nodes, config, scheduler, per_node=job.slots_per_node)
     rows: list[dict[str, Any]] = []
     for suffix, stream in _STREAMS.items():
         text, offsets[suffix] = _read_new(log_path(trial.job_dir, job.job_id, suffix, files),
-                                          int(offsets.get(suffix, 0)), final, files or LOCAL)
+                                          int(offsets.get(suffix, 0)), final, files)
         rows += [_row(job, stream, line, placement) for line in text.splitlines()]
     if rows:
         session.execute(insert(TrialLog), rows)

@@ -36,7 +36,6 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher.transport import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.errors import DomainError
 from hpcdet.master.reports.ingest import (
     Execution,
@@ -75,13 +74,13 @@ class SpooledStream:
     def execution(self) -> Execution:
         return (self.run_id, self.requeue)
 
-    def segments(self, files: Transport | None = None) -> list[Path]:
-        return sorted(self.path / e.name for e in (files or LOCAL).list_dir(str(self.path))
+    def segments(self, files: Transport) -> list[Path]:
+        return sorted(self.path / e.name for e in files.list_dir(str(self.path))
                       if _SEGMENT.match(e.name) and not e.is_dir and not e.is_link)
 
 
 def ingest_spooled_reports(sessions: sessionmaker[Session], writer: MetricWriter | None,
-                           trial_id: int, job_dir: str, *, files: Transport | None = None) -> int:
+                           trial_id: int, job_dir: str, *, files: Transport) -> int:
     """Apply every report spooled under ``<job_dir>/spool/`` and remove the files applied.
 
     Call it when none of the trial's jobs is running (a running reporter may still be
@@ -89,9 +88,8 @@ def ingest_spooled_reports(sessions: sessionmaker[Session], writer: MetricWriter
     one is made on ``sessions``' engine. Returns how many reports were stored (reports the
     master already had are not counted). Lines that cannot be read are logged and skipped;
     a database error propagates and leaves the files for the next call. ``files`` reaches
-    the job directory (default: this host's filesystem).
+    the job directory (the backend's transport).
     """
-    files = files or LOCAL
     streams = spooled_streams(Path(job_dir) / SPOOL_DIR, files)
     if not streams:
         return 0
@@ -100,9 +98,8 @@ def ingest_spooled_reports(sessions: sessionmaker[Session], writer: MetricWriter
     return sum(_ingest_stream(writer, trial_id, s, points, files) for s in streams)
 
 
-def spooled_streams(root: Path, files: Transport | None = None) -> list[SpooledStream]:
+def spooled_streams(root: Path, files: Transport) -> list[SpooledStream]:
     """The spool directories under ``root``, oldest execution first."""
-    files = files or LOCAL
     if not files.is_dir(str(root)):  # a link would lead the master (which deletes what it
         return []                    # applied) into another directory
     found = []

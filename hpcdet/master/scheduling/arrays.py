@@ -30,6 +30,7 @@ from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.errors import HpcdetError, SchedulerError
 from hpcdet.master.db import session_scope
 from hpcdet.master.models import Experiment, Job, Trial
+from hpcdet.master.queue.slots import record_layout
 from hpcdet.master.scheduling.job_dirs import array_dir
 from hpcdet.master.settings.core import MasterSettings
 
@@ -235,6 +236,7 @@ class ArraySubmitter:
                 job = jobs[task.job_pk]
                 job.job_id = self.host.backend.array_task_id(array_id, index)
                 job.script_path = task.submission.script_path
+                record_layout(job, task.spec)
 
 
 def _jobs_by_pk(session: Session, tasks: Sequence[PreparedTask]) -> dict[int, Job]:

@@ -36,10 +36,10 @@ CHECKED_IMAGE_RUNTIMES = (*PATH_IMAGE_RUNTIMES, "podman")
 PRIVATE_TMP = "/tmp"
 
 
-def missing(path: str, files: Transport | None = None) -> bool:
-    """True when ``path`` provably does not exist where ``files`` reaches (default: this
-    host); False when it exists or the master may not look (see the module docstring)."""
-    if files is not None and files.name != LocalTransport.name:
+def missing(path: str, files: Transport) -> bool:
+    """True when ``path`` provably does not exist where ``files`` reaches; False when it
+    exists or the master may not look (see the module docstring)."""
+    if files.name != LocalTransport.name:
         try:
             return not files.exists(path)
         except PermissionError:
@@ -51,7 +51,7 @@ def missing(path: str, files: Transport | None = None) -> bool:
     return False
 
 
-def check_bind_mounts(config: Mapping[str, Any], files: Transport | None = None) -> None:
+def check_bind_mounts(config: Mapping[str, Any], files: Transport) -> None:
     """Refuse a ``bind_mounts`` entry whose ``host_path`` does not exist."""
     problems = [
         f"<config>.bind_mounts[{index}].host_path: {mount.get('host_path')!r} does not exist "
@@ -63,7 +63,7 @@ def check_bind_mounts(config: Mapping[str, Any], files: Transport | None = None)
 
 
 def check_image(run_type: str, image: str, resolved_from: str | None,
-                files: Transport | None = None) -> None:
+                files: Transport) -> None:
     """Refuse an absolute image path (after ``apptainer_image_root``) that does not exist."""
     if run_type not in CHECKED_IMAGE_RUNTIMES or "://" in image or not image.startswith("/"):
         return
@@ -74,7 +74,7 @@ def check_image(run_type: str, image: str, resolved_from: str | None,
 
 
 def check_charliecloud(image: str, binds: Sequence[BindMount], first_user_bind: int, *,
-                       look: bool = True, files: Transport | None = None) -> None:
+                       look: bool = True, files: Transport) -> None:
     """Refuse what ``ch-run`` cannot do: a read-only bind, or a bind onto a directory the
     (read-only) image does not have.
 
@@ -100,12 +100,11 @@ def check_charliecloud(image: str, binds: Sequence[BindMount], first_user_bind: 
         raise ConfigError(problems)
 
 
-def _has_mount_point(image: str, container_path: str, files: Transport | None) -> bool:
+def _has_mount_point(image: str, container_path: str, files: Transport) -> bool:
     path = posixpath.normpath(container_path)
     if path == PRIVATE_TMP or path.startswith(PRIVATE_TMP + "/"):
         return True
-    is_dir = os.path.isdir if files is None or files.name == LocalTransport.name \
-        else files.is_dir
+    is_dir = os.path.isdir if files.name == LocalTransport.name else files.is_dir
     if "://" in image or not image.startswith("/") or not is_dir(image):
         return True  # a SquashFS file or a storage name: the master cannot look inside
     return is_dir(os.path.join(image, path.lstrip("/")))

@@ -34,7 +34,6 @@ from sqlalchemy.orm import Session
 
 from hpcdet.dispatcher import JobPhase, JobStatus
 from hpcdet.dispatcher.transport import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.jobfiles import PREEMPTED, exit_reason_path
 from hpcdet.master.models import Checkpoint, Job, Trial, as_utc
 from hpcdet.master.reports.logs import add_system_line
@@ -74,9 +73,9 @@ def job_ending(status: JobStatus) -> Ending:
 
 
 def classify(session: Session, job: Job, trial: Trial, status: JobStatus, *,
-             files: Transport | None = None) -> Outcome:
+             files: Transport) -> Outcome:
     """The outcome of the execution of ``job`` that just ended with ``status``; ``files``
-    reaches the job directory (default: this host's filesystem)."""
+    reaches the job directory (the backend's transport)."""
     ending = job_ending(status)
     # A job that failed failed, whatever its chief wrote: when one rank exits non-zero, srun
     # SIGTERMs the others, and the chief checkpoints and records a preemption it never had.
@@ -95,14 +94,14 @@ def classify(session: Session, job: Job, trial: Trial, status: JobStatus, *,
 
 
 def _stopped_on_request(job: Job, job_dir: str, execution: int,
-                        files: Transport | None) -> bool:
+                        files: Transport) -> bool:
     """Whether that execution recorded that it stopped because it was asked to
     (:mod:`hpcdet.jobfiles`); an unreachable cluster raises rather than answer no."""
     if not job.job_id:
         return False
     path = str(exit_reason_path(job_dir, str(job.job_id), execution))
     try:
-        data = json.loads((files or LOCAL).read_file(path).decode("utf-8"))
+        data = json.loads(files.read_file(path).decode("utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("reason") == PREEMPTED
@@ -116,7 +115,7 @@ def _checkpointed_during(session: Session, job: Job, trial: Trial) -> bool:
 
 
 def job_ended(session: Session, job: Job, trial: Trial, status: JobStatus,
-              max_restarts: int, *, files: Transport | None = None) -> None:
+              max_restarts: int, *, files: Transport) -> None:
     """Apply the end of ``job``'s last execution to ``trial`` (the one place that does)."""
     cause = f"job {job.job_id} ended {ended_words(status)} (exit code {status.exit_code})"
     current = State(trial.state)
@@ -193,7 +192,7 @@ def _resume_point(trial: Trial) -> str:
 
 
 def adopt_requeues(session: Session, job: Job, trial: Trial, status: JobStatus,
-                   max_restarts: int, *, files: Transport | None = None) -> None:
+                   max_restarts: int, *, files: Transport) -> None:
     """The scheduler requeued ``job`` (its restart count went up): count each ended execution.
 
     A trial still RUNNING goes back to QUEUED (the caller moves it to RUNNING again if the

@@ -92,12 +92,12 @@ def slot_mapping(settings: MasterSettings, config: Mapping[str, Any], pool: Pool
 
 
 def build_job_spec(settings: MasterSettings, config: Mapping[str, Any], run: TrialRun,
-                   pool: Pool | None = None, *, files: Transport | None = None) -> JobSpec:
+                   pool: Pool | None = None, *, files: Transport) -> JobSpec:
     """The JobSpec for ``run`` of a trial of an experiment with effective ``config``.
 
     ``pool`` is the trial's resource pool (:func:`hpcdet.master.queue.pools.pool_for_config`);
     None means the pool as master.yaml alone describes it. ``files``: where the container
-    paths are checked (the backend's transport; default this host).
+    paths are checked (the backend's transport).
     """
     rm = settings.resource_manager
     if pool is None:
@@ -173,7 +173,7 @@ def _environment(settings: MasterSettings, config: Mapping[str, Any], run: Trial
 
 
 def _container(settings: MasterSettings, config: Mapping[str, Any], run: TrialRun,
-               slot_type: str, files: Transport | None = None) -> ContainerSpec:
+               slot_type: str, files: Transport) -> ContainerSpec:
     rm = settings.resource_manager
     if rm.container_run_type == "none":
         return ContainerSpec()
@@ -210,7 +210,7 @@ def _job_dir_bind(settings: MasterSettings, job_dir: str) -> BindMount:
 
 
 def _image(settings: MasterSettings, config: Mapping[str, Any], slot_type: str,
-           files: Transport | None = None) -> str:
+           files: Transport) -> str:
     image = (config.get("environment") or {}).get("image")
     if isinstance(image, Mapping):
         slot = "gpu" if slot_type in GPU_SLOT_TYPES else "cpu"

@@ -31,6 +31,7 @@ from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
 from hpcdet.master.proxy.pinning import protected_ports
 from hpcdet.master.proxy.registration import register_services
 from hpcdet.master.queue.pools import Pool, pool_for_config
+from hpcdet.master.queue.slots import record_layout
 from hpcdet.master.reports.checkpoint_gc import CheckpointCollector
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.reports.logs import add_system_line, ingest_job_logs
@@ -185,7 +186,7 @@ class Reconciler:
         if plan is None:
             return 0
         try:
-            job_id, script_path = self._render_and_submit(plan)
+            job_id, spec, script_path = self._render_and_submit(plan)
         except TransportUnavailableError:
             # The login node dropped: the intent stays, and the next cycle's
             # _recover_intents adopts the job (if sbatch ran) or submits it again.
@@ -197,6 +198,7 @@ class Reconciler:
         with session_scope(self.sessions) as session:
             job = session.get_one(Job, plan.job_pk)
             job.job_id, job.script_path = job_id, script_path
+            record_layout(job, spec)
         log.info("trial %s run %s submitted as job %s", trial_id, plan.run.run_id, job_id)
         return 1
 
@@ -288,10 +290,10 @@ class Reconciler:
         trial.token = hash_token(token)
         return _SubmitPlan(job.id, run, dict(exp.config), info, context, token)
 
-    def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, str]:
+    def _render_and_submit(self, plan: _SubmitPlan) -> tuple[str, JobSpec, str]:
         spec, submission = self._prepare(plan)
         self.cluster_view.ensure_account(spec.account)
-        return self.backend.submit(submission), submission.script_path
+        return self.backend.submit(submission), spec, submission.script_path
 
     def _prepare(self, plan: _SubmitPlan,
                  pool: Pool | None = None) -> tuple[JobSpec, Submission]:

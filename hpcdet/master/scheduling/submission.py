@@ -19,7 +19,6 @@ from hpcdet.dispatcher import Backend, Submission, registry
 from hpcdet.dispatcher.batch_args import check_args
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job_dir
 from hpcdet.dispatcher.transport import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
 from hpcdet.master.errors import Invalid, TooLarge
 from hpcdet.master.models import Experiment, Template
@@ -255,10 +254,9 @@ def _dry_run_job(settings: MasterSettings, backend: Backend, config: dict[str, A
 
 
 def expire_dry_runs(scratch: Path, max_age: float = DRY_RUN_MAX_AGE, *,
-                    files: Transport | None = None) -> None:
+                    files: Transport) -> None:
     """Remove the entries of ``scratch`` last changed more than ``max_age`` seconds ago
-    (never following a link; ``files``: where they are, default this host)."""
-    files = files or LOCAL
+    (never following a link; ``files``: where they are, the backend's transport)."""
     cutoff = time.time() - max_age
     for entry in files.list_dir(str(scratch)):  # nothing for a link or a missing directory
         if entry.mtime < cutoff:

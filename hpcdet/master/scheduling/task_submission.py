@@ -41,8 +41,7 @@ from hpcdet.dispatcher.tasks import (
     TaskSpec,
     task_dialect,
 )
-from hpcdet.dispatcher.transport import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
+from hpcdet.dispatcher.transport import LocalTransport, Transport
 from hpcdet.errors import ConfigError, SchedulerError, ValidationError
 from hpcdet.master.errors import DomainError, Invalid, Unavailable
 from hpcdet.master.models import CommandTask
@@ -233,7 +232,7 @@ def check_options(raw: Any, dialect: TaskDialect) -> tuple[Setting, ...]:
 
 
 def plan_task(session: Session, settings: MasterSettings, request: TaskRequest,
-              owner: str, files: Transport | None = None) -> TaskPlan:
+              owner: str, files: Transport) -> TaskPlan:
     """Name, working directory, pool, account and output files of the task (the working
     directory is looked for through ``files``: on a login node with the SSH transport)."""
     dialect = request.dialect
@@ -272,17 +271,17 @@ def _job_name(request: TaskRequest, fields: TaskFields) -> str:
     return name
 
 
-def _workdir(request: TaskRequest, fields: TaskFields, owner_mode: bool = False,
-             files: Transport | None = None) -> str:
+def _workdir(request: TaskRequest, fields: TaskFields, owner_mode: bool,
+             files: Transport) -> str:
     """--chdir (relative to where the client ran) or that directory; it must exist here.
 
     In run-as-owner mode a directory the master may not look into (a user's 0700 home) is
     taken on trust: the job runs as its owner, who can."""
     client = request.dialect.client
     workdir = posixpath.normpath(posixpath.join(request.cwd, fields.chdir or "."))
-    remote = files is not None and files.name != "local"
+    remote = files.name != LocalTransport.name
     if remote:
-        found = files is not None and files.exists(workdir)  # where the command runs
+        found = files.exists(workdir)  # where the command runs
     else:
         found = _is_dir(workdir, trust_hidden=owner_mode)
     if not found:
@@ -410,13 +409,13 @@ def _new_task(plan: TaskPlan) -> CommandTask:
 
 
 def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = None,
-                   owner: str | None = None, *, files: Transport | None = None) -> None:
+                   owner: str | None = None, *, files: Transport) -> None:
     task_files = request.dialect.task_files(spec, request.script, request.environment)
     if request.service_token is not None:
         task_files[posixpath.join(spec.job_dir, SERVICE_TOKEN_FILE)] = (
             request.service_token + "\n", 0o600)
     if runas is not None and owner is not None:
-        if (files or LOCAL).exists(spec.job_dir):
+        if files.exists(spec.job_dir):
             # Left by a task id this database no longer knows (a new database, the same
             # job root): its files (a shell's service.json...) must not be this task's.
             runas.remove(owner, spec.job_dir)
@@ -427,15 +426,14 @@ def _write_job_dir(spec: TaskSpec, request: TaskRequest, runas: RunAs | None = N
                for path, (text, mode) in task_files.items()},
             **request.files}, context_tar=request.context))
         return
-    where = files or LOCAL
-    where.remove_tree(spec.job_dir)  # left by a task id this database no longer knows
-    where.make_dirs(spec.job_dir, 0o700)
+    files.remove_tree(spec.job_dir)  # left by a task id this database no longer knows
+    files.make_dirs(spec.job_dir, 0o700)
     for path, (text, mode) in task_files.items():
-        where.write_file(path, text.encode("utf-8", "surrogateescape"), mode)
+        files.write_file(path, text.encode("utf-8", "surrogateescape"), mode)
     for name, (data, mode) in request.files.items():
-        where.write_file(posixpath.join(spec.job_dir, name), data, mode)
+        files.write_file(posixpath.join(spec.job_dir, name), data, mode)
     if request.context is not None:
-        unpack_context(request.context, posixpath.join(spec.job_dir, CONTEXT_DIR), where)
+        unpack_context(request.context, posixpath.join(spec.job_dir, CONTEXT_DIR), files)
 
 
 def sbatch_refused(exc: SchedulerError, command: str = "sbatch") -> DomainError:

@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from hpcdet.dispatcher import Backend, JobPhase, JobRef, JobStatus
 from hpcdet.dispatcher.jobdir import TASK_ERROR_LOG, TASK_OUTPUT_LOG
 from hpcdet.dispatcher.transport import Transport
-from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import SchedulerError
 from hpcdet.jobfiles import UnsafeFileError
 from hpcdet.master.db import session_scope
@@ -188,14 +187,13 @@ def _time(value: dt.datetime | None) -> str | None:
 
 def read_log(task: CommandTask, stream: str, *, offset: int = 0,
              limit: int = MAX_LOG_CHUNK, tail_lines: int | None = None,
-             files: Transport | None = None) -> dict[str, Any]:
+             files: Transport) -> dict[str, Any]:
     """Bytes ``offset..offset+limit`` of one of the task's log files, as text.
 
     With ``tail_lines`` the read starts at the beginning of the last ``tail_lines`` lines.
     The text never ends inside a UTF-8 character: ``next_offset`` is where to go on from.
-    ``files`` reaches the job directory (default: this host's filesystem).
+    ``files`` reaches the job directory (the backend's transport).
     """
-    files = files or LOCAL
     name = LOG_STREAMS.get(stream)
     if name is None:
         raise Invalid("bad_request", f"stream: must be one of {', '.join(LOG_STREAMS)}")
@@ -237,12 +235,12 @@ def _whole_characters(data: bytes) -> bytes:
 
 
 def tail_offset(path: Path, size: int, lines: int, window: int = MAX_LOG_CHUNK, *,
-                files: Transport | None = None) -> int:
+                files: Transport) -> int:
     """Where the last ``lines`` lines of the file start (looking back at most ``window``)."""
     if lines <= 0 or size == 0:
         return size
     start = max(0, size - window)
-    data = _read_bytes(path, start, size - start, files or LOCAL)
+    data = _read_bytes(path, start, size - start, files)
     end = len(data) - 1 if data.endswith(b"\n") else len(data)
     cut = end
     for _ in range(lines):

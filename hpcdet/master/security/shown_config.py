@@ -32,14 +32,9 @@ def owner_view(settings: MasterSettings, reader: str, owner: str) -> bool:
 
 def shown_config(config: Mapping[str, Any], *, to_owner: bool) -> dict[str, Any]:
     """``config`` as a reader sees it (``to_owner``: the reader is its owner)."""
-    out = masked_config(config)
+    out = masked_config(config, also=() if to_owner else OWNER_ONLY_STORAGE_FIELDS)
     if to_owner:
         return out
-    storage = out.get("checkpoint_storage")
-    if isinstance(storage, dict):
-        for field in OWNER_ONLY_STORAGE_FIELDS:
-            if storage.get(field):
-                storage[field] = MASK
     environment = out.get("environment")
     if isinstance(environment, dict) and environment.get("environment_variables"):
         environment["environment_variables"] = _masked_variables(

@@ -86,10 +86,8 @@ def fork_experiment_page(exp_id: int) -> tuple[str, int]:
     if exp is None or not page_sees(exp.owner, exp.workspace_id):
         return _page(404, error=f"experiment {exp_id} not found", title=f"Fork experiment "
                      f"{exp_id}")
-    return _page(title=f"Fork experiment {exp.id}: {exp.name}", exp=exp, mode="fork",
-                 config=config_text(exp.config, exp.owner),
-                 submit_url=url_for("api.fork_experiment", exp_id=exp.id),
-                 back=url_for("web.experiment", exp_id=exp.id))
+    return _form(exp, "fork", config_text(exp.config, exp.owner),
+                 title=f"Fork experiment {exp.id}: {exp.name}")
 
 
 @bp.get("/trials/<int:trial_id>/fork")
@@ -100,10 +98,8 @@ def fork_trial_page(trial_id: int) -> tuple[str, int]:
         return _page(404, error=f"trial {trial_id} not found", title=f"Fork trial {trial_id}")
     trial, exp = seen
     config = single_trial_config(exp.config, trial.hparams or {})
-    return _page(title=f"Fork trial {trial.id} of experiment {exp.id}: {exp.name}", exp=exp,
-                 trial=trial, mode="fork-trial", config=config_text(config, exp.owner),
-                 submit_url=url_for("api.fork_experiment", exp_id=exp.id),
-                 back=url_for("web.trial", trial_id=trial.id))
+    return _form(exp, "fork-trial", config_text(config, exp.owner), trial=trial,
+                 title=f"Fork trial {trial.id} of experiment {exp.id}: {exp.name}")
 
 
 @bp.get("/trials/<int:trial_id>/continue")
@@ -118,10 +114,19 @@ def continue_trial_page(trial_id: int) -> tuple[str, int]:
     if not continuable(exp) or not may_continue(exp):
         return _page(409, error=continue_refusal(exp), title=title, exp=exp, trial=trial,
                      back=url_for("web.trial", trial_id=trial.id))
-    return _page(title=title, exp=exp, trial=trial, mode="continue",
-                 config=continue_overrides(exp.config),
-                 submit_url=url_for("api.continue_experiment", exp_id=exp.id),
-                 back=url_for("web.trial", trial_id=trial.id))
+    return _form(exp, "continue", continue_overrides(exp.config), trial=trial, title=title)
+
+
+def _form(exp: Experiment, mode: str, config: str, *, title: str,
+          trial: Trial | None = None) -> tuple[str, int]:
+    """The form of ``mode`` (fork, fork-trial, continue) holding ``config``; it goes back
+    to the trial's page when there is one, else to the experiment's."""
+    submit = "api.continue_experiment" if mode == "continue" else "api.fork_experiment"
+    back = (url_for("web.experiment", exp_id=exp.id) if trial is None
+            else url_for("web.trial", trial_id=trial.id))
+    values: dict[str, Any] = {} if trial is None else {"trial": trial}
+    return _page(title=title, exp=exp, mode=mode, config=config, **values,
+                 submit_url=url_for(submit, exp_id=exp.id), back=back)
 
 
 def continue_refusal(exp: Experiment) -> str:

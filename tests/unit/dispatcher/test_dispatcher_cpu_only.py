@@ -16,6 +16,7 @@ import pytest
 
 from hpcdet.dispatcher.pbs.backend import PbsBackend
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
@@ -44,12 +45,14 @@ def cpu_only_config(section: str, slots: int = 0) -> dict[str, Any]:
 
 
 def slurm_script(slots: int = 0) -> str:
-    spec = build_job_spec(settings("slurm"), cpu_only_config("slurm", slots), RUN, GPU_POOL)
+    spec = build_job_spec(settings("slurm"), cpu_only_config("slurm", slots), RUN, GPU_POOL,
+                          files=LOCAL)
     return SlurmBackend(gpu_request="gres").render(spec).script
 
 
 def pbs_script(slots: int = 0) -> str:
-    spec = build_job_spec(settings("pbs"), cpu_only_config("pbs", slots), RUN, GPU_POOL)
+    spec = build_job_spec(settings("pbs"), cpu_only_config("pbs", slots), RUN, GPU_POOL,
+                          files=LOCAL)
     return PbsBackend().render(spec).script
 
 

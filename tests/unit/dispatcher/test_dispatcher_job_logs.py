@@ -7,18 +7,19 @@ from pathlib import Path
 from hpcdet.dispatcher import JobSpec
 from hpcdet.dispatcher.jobdir import job_log_path
 from hpcdet.dispatcher.pbs.backend import PbsBackend
+from hpcdet.dispatcher.transport.local import LOCAL
 
 
 def test_slurm_names_are_the_default(tmp_path: Path) -> None:
-    assert job_log_path(tmp_path, "42", "out") == tmp_path / "slurm-42.out"
-    assert job_log_path(tmp_path, "42", "err") == tmp_path / "slurm-42.err"
+    assert job_log_path(tmp_path, "42", "out", files=LOCAL) == tmp_path / "slurm-42.out"
+    assert job_log_path(tmp_path, "42", "err", files=LOCAL) == tmp_path / "slurm-42.err"
 
 
 def test_the_file_pbs_wrote_is_found(tmp_path: Path) -> None:
     (tmp_path / "12.pbs01.OU").write_text("hello\n")
     (tmp_path / "12.pbs01.ER").write_text("")
-    assert job_log_path(tmp_path, "12.pbs01", "out") == tmp_path / "12.pbs01.OU"
-    assert job_log_path(tmp_path, "12.pbs01", "err") == tmp_path / "12.pbs01.ER"
+    assert job_log_path(tmp_path, "12.pbs01", "out", files=LOCAL) == tmp_path / "12.pbs01.OU"
+    assert job_log_path(tmp_path, "12.pbs01", "err", files=LOCAL) == tmp_path / "12.pbs01.ER"
 
 
 def _spec() -> JobSpec:

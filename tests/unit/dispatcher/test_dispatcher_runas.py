@@ -14,6 +14,7 @@ from hpcdet.dispatcher.jobdir import job_dir_archive
 from hpcdet.dispatcher.runas import RunAs, RunAsRefusedError, sudoers_line
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.slurm.queue import JobUpdate, update_job_as
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import SchedulerError, ValidationError
 
 HELPER = "/usr/local/libexec/hpcdet-runas"
@@ -162,7 +163,8 @@ def test_job_files_are_private_in_service_mode_too(tmp_path: Any) -> None:
 
     from hpcdet.dispatcher.jobdir import prepare_job_dir
 
-    root = prepare_job_dir(tmp_path / "job", context_tar=None, trial_info={"k": "v"}, token="t")
+    root = prepare_job_dir(tmp_path / "job", context_tar=None, trial_info={"k": "v"}, token="t",
+                           files=LOCAL)
     assert stat.S_IMODE((root / "trial.json").stat().st_mode) == 0o600
     assert stat.S_IMODE((root / ".token").stat().st_mode) == 0o600
 

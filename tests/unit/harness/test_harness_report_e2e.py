@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 
 import hpcdet.core
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import MasterError
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
@@ -146,10 +147,11 @@ def test_reports_left_when_the_master_stays_down_are_collected_from_the_spool(
     spool = setup.job_dir / "spool" / "r1.q0.k0"
     assert list(spool.glob("seg-*.jsonl"))
     assert setup.count(Metric) == 3  # the rest never reached it
-    applied = ingest_spooled_reports(setup.sessions, None, setup.trial_id, str(setup.job_dir))
+    applied = ingest_spooled_reports(setup.sessions, None, setup.trial_id, str(setup.job_dir),
+                                     files=LOCAL)
     assert applied == 7 + 2 + 2  # training 4-10, validations and checkpoints at 5 and 10
     assert ingest_spooled_reports(setup.sessions, None, setup.trial_id,
-                                  str(setup.job_dir)) == 0
+                                  str(setup.job_dir), files=LOCAL) == 0
     assert [s for s, _ in setup.visible("training")] == list(range(1, 11))
     assert setup.count(SearcherEvent) == 2
     assert setup.count(Checkpoint) == 2

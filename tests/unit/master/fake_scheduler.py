@@ -28,6 +28,8 @@ class FakeSchedulerBackend(SlurmBackend):
         self.find_calls: list[list[str]] = []
         # Slurm's pending reason per job id ("Resources" when not set).
         self.reasons: dict[str, str] = {}
+        # The nodes a job runs on, per job id ("node1" when not set).
+        self.nodes: dict[str, str] = {}
         # Simulate the master dying during the next sbatch: "before" it reached Slurm, or
         # "after" Slurm queued the job but before the master learnt its id.
         self.crash: str | None = None
@@ -83,7 +85,8 @@ class FakeSchedulerBackend(SlurmBackend):
         return {j.job_id: JobStatus(j.job_id, self.phases[j.job_id], self.phases[j.job_id].value,
                                     reason=self.reasons.get(j.job_id, "Resources"),
                                     exit_code=self._exit_code(j.job_id),
-                                    nodes="node1", restarts=self.restarts.get(j.job_id, 0))
+                                    nodes=self.nodes.get(j.job_id, "node1"),
+                                    restarts=self.restarts.get(j.job_id, 0))
                 for j in jobs}
 
     def _exit_code(self, job_id: str) -> int:

@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from hpcdet.dispatcher import ArrayLimits, JobPhase
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Job, Trial
 from hpcdet.master.scheduling import arrays
@@ -50,6 +51,14 @@ def jobs(app: Flask) -> list[tuple[int, str | None, str, bool]]:
         return [tuple(row) for row in rows]  # type: ignore[misc]
 
 
+def layouts(app: Flask) -> list[tuple[int | None, int | None]]:
+    """(nodes, slots per node) stored with every job row, in trial order."""
+    with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
+        rows = session.execute(select(Job.node_count, Job.slots_per_node)
+                               .order_by(Job.trial_id, Job.id)).all()
+        return [(nodes, per_node) for nodes, per_node in rows]
+
+
 def trial_states(app: Flask) -> list[str]:
     with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
         return list(session.scalars(select(Trial.state).order_by(Trial.id)))
@@ -75,6 +84,7 @@ def test_a_search_goes_as_one_array_whose_tasks_are_its_trials(
     assert ":experiment-1:array" in submission.script
     rows = jobs(app)
     assert [job_id for _, job_id, _, _ in rows] == [f"101_{i}" for i in range(6)]
+    assert layouts(app) == [(1, 1)] * 6  # each task's, as its spec asked
     assert [name for _, _, name, _ in rows] == [f"{array.name}@{i}" for i in range(6)]
     for (trial_id, _, _, _), script in zip(rows, array.scripts, strict=True):
         job_dir = Path(script).parent
@@ -190,7 +200,8 @@ def test_trials_of_one_experiment_render_the_same_job_but_for_their_own_parts(
 
     settings = app.config["HPCDET_SETTINGS"]
     config = effective_config(settings, parse_config(CONFIG))
-    one, two = (build_job_spec(settings, config, TrialRun(3, trial, 1, f"/jobs/trial-{trial}"))
+    one, two = (build_job_spec(settings, config, TrialRun(3, trial, 1, f"/jobs/trial-{trial}"),
+                               files=LOCAL)
                 for trial in (7, 8))
     assert one != two
     assert arrays.shared_part(one) == arrays.shared_part(two)

@@ -16,6 +16,7 @@ import pytest
 from hpcdet.dispatcher import BindMount
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.transport import LocalTransport
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.scheduling import container_checks
@@ -64,7 +65,8 @@ def test_a_missing_bind_host_path_is_refused_by_its_place(tmp_path: Path, images
              {"host_path": str(tmp_path / "gone"), "container_path": "/data"}]
     image = "hpcdet.sif" if run_type == "apptainer" else "hpcdet"
     with pytest.raises(ConfigError) as info:
-        build_job_spec(settings(tmp_path, run_type), config(image, binds), run(tmp_path), POOL)
+        build_job_spec(settings(tmp_path, run_type), config(image, binds), run(tmp_path), POOL,
+                       files=LOCAL)
     assert errors_of(info) == (f"<config>.bind_mounts[1].host_path: '{tmp_path / 'gone'}' does "
                                "not exist on the master's host (bind mounts must exist before "
                                "the trial starts)")
@@ -77,19 +79,20 @@ def test_a_path_the_master_may_not_look_into_is_taken_on_trust(
         raise PermissionError(errno.EACCES, "Permission denied", path)
 
     monkeypatch.setattr(container_checks.os, "stat", denied)
-    assert not container_checks.missing("/home/user_a/data")
+    assert not container_checks.missing("/home/user_a/data", files=LOCAL)
     container_checks.check_bind_mounts(config(binds=[{"host_path": "/home/user_a/data",
-                                                       "container_path": "/data"}]))
+                                                       "container_path": "/data"}]), files=LOCAL)
 
 
 def test_an_image_relative_to_the_image_root_must_exist(tmp_path: Path, images: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        build_job_spec(settings(tmp_path, "apptainer"), config("nope.sif"), run(tmp_path), POOL)
+        build_job_spec(settings(tmp_path, "apptainer"), config("nope.sif"), run(tmp_path), POOL,
+                       files=LOCAL)
     assert errors_of(info) == (f"<config>.environment.image: '{images / 'nope.sif'}' does not "
                                f"exist (environment.image joined to apptainer_image_root "
                                f"{images})")
     spec = build_job_spec(settings(tmp_path, "apptainer"), config("hpcdet.sif"), run(tmp_path),
-                          POOL)
+                          POOL, files=LOCAL)
     assert spec.container.image == str(images / "hpcdet.sif")
 
 
@@ -100,14 +103,15 @@ def test_an_image_relative_to_the_image_root_must_exist(tmp_path: Path, images: 
 ])
 def test_images_the_master_cannot_see_are_not_looked_for(tmp_path: Path, run_type: str,
                                                          image: str) -> None:
-    spec = build_job_spec(settings(tmp_path, run_type), config(image), run(tmp_path), POOL)
+    spec = build_job_spec(settings(tmp_path, run_type), config(image), run(tmp_path), POOL,
+                          files=LOCAL)
     assert spec.container.image is not None
 
 
 def test_without_path_checks_nothing_is_looked_at(tmp_path: Path) -> None:
     binds = [{"host_path": "/nowhere", "container_path": "/data"}]
     spec = build_job_spec(settings(tmp_path, "charliecloud", container_path_checks=False),
-                          config("/no/image", binds), run(tmp_path), POOL)
+                          config("/no/image", binds), run(tmp_path), POOL, files=LOCAL)
     assert spec.container.image == "/no/image"
 
 
@@ -115,7 +119,7 @@ def test_charliecloud_binds_the_job_storage_root_at_its_own_path(tmp_path: Path,
                                                                  images: Path) -> None:
     binds = [{"host_path": str(tmp_path), "container_path": "/data"}]
     spec = build_job_spec(settings(tmp_path, "charliecloud"), config("hpcdet", binds),
-                          run(tmp_path), POOL)
+                          run(tmp_path), POOL, files=LOCAL)
     root = str(tmp_path / "jobs")
     assert spec.container.bind_mounts == (
         BindMount(root, root), BindMount("/ckpt-elsewhere", "/ckpt-elsewhere", create=True),
@@ -134,7 +138,7 @@ def test_charliecloud_refuses_what_ch_run_cannot_do(tmp_path: Path, images: Path
              {"host_path": str(tmp_path), "container_path": "/tmp/anything"}]
     with pytest.raises(ConfigError) as info:
         build_job_spec(settings(tmp_path, "charliecloud"), config("hpcdet", binds),
-                       run(tmp_path), POOL)
+                       run(tmp_path), POOL, files=LOCAL)
     assert info.value.errors == [
         "<config>.bind_mounts[0].read_only: charliecloud cannot mount read-only (ch-run's -b "
         "binds are read-write); make the host path read-only instead, or drop read_only",
@@ -147,7 +151,8 @@ def test_charliecloud_refuses_what_ch_run_cannot_do(tmp_path: Path, images: Path
 def test_charliecloud_names_its_own_binds_too(tmp_path: Path) -> None:
     (tmp_path / "images" / "bare").mkdir(parents=True)  # no mount points at all
     with pytest.raises(ConfigError) as info:
-        build_job_spec(settings(tmp_path, "charliecloud"), config("bare"), run(tmp_path), POOL)
+        build_job_spec(settings(tmp_path, "charliecloud"), config("bare"), run(tmp_path), POOL,
+                       files=LOCAL)
     # The checkpoint storage's; the job storage root lies under /tmp here (tmp_path).
     assert errors_of(info).startswith("the bind of /ckpt-elsewhere: the image ")
 
@@ -156,7 +161,7 @@ def test_a_squashfs_image_is_not_looked_into(tmp_path: Path) -> None:
     (tmp_path / "images").mkdir()
     (tmp_path / "images" / "hpcdet.sqfs").write_text("squashfs")
     spec = build_job_spec(settings(tmp_path, "charliecloud"), config("hpcdet.sqfs"),
-                          run(tmp_path), POOL)
+                          run(tmp_path), POOL, files=LOCAL)
     assert spec.container.image == str(tmp_path / "images" / "hpcdet.sqfs")
 
 
@@ -166,7 +171,7 @@ def test_the_image_cache_directory_reaches_apptainer(tmp_path: Path, images: Pat
                                                      run_type: str, expected: bool) -> None:
     image = "hpcdet.sif" if run_type != "podman" else "docker.io/library/python:3.11"
     spec = build_job_spec(settings(tmp_path, run_type, image_cache_dir="/scratch/cache"),
-                          config(image), run(tmp_path), POOL)
+                          config(image), run(tmp_path), POOL, files=LOCAL)
     env = spec.environment
     assert (env.get("APPTAINER_CACHEDIR") == env.get("SINGULARITY_CACHEDIR")
             == "/scratch/cache") is expected
@@ -175,21 +180,22 @@ def test_the_image_cache_directory_reaches_apptainer(tmp_path: Path, images: Pat
 def test_force_pull_image_reaches_the_runtime(tmp_path: Path) -> None:
     conf = config("docker.io/library/python:3.11")
     conf["environment"]["force_pull_image"] = True
-    spec = build_job_spec(settings(tmp_path, "podman"), conf, run(tmp_path), POOL)
+    spec = build_job_spec(settings(tmp_path, "podman"), conf, run(tmp_path), POOL, files=LOCAL)
     assert "--pull=always" in SlurmBackend().render(spec).script
 
 
 def test_podman_runs_a_directory_image_as_an_overlaid_rootfs(tmp_path: Path,
                                                              images: Path) -> None:
     spec = build_job_spec(settings(tmp_path, "podman"), config(str(images / "hpcdet")),
-                          run(tmp_path), POOL)
+                          run(tmp_path), POOL, files=LOCAL)
     script = SlurmBackend().render(spec).script
     assert f"--rootfs {images / 'hpcdet'}:O python3 -m hpcdet.harness" in script
     with pytest.raises(ConfigError, match="environment.image: '/no/such/dir' does not exist"):
-        build_job_spec(settings(tmp_path, "podman"), config("/no/such/dir"), run(tmp_path), POOL)
+        build_job_spec(settings(tmp_path, "podman"), config("/no/such/dir"), run(tmp_path), POOL,
+                       files=LOCAL)
     # A relative name is a registry reference: never joined to apptainer_image_root.
     named = build_job_spec(settings(tmp_path, "podman"), config("docker.io/library/python"),
-                           run(tmp_path), POOL)
+                           run(tmp_path), POOL, files=LOCAL)
     assert named.container.image == "docker.io/library/python"
 
 

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from hpcdet.dispatcher import JobRef
 from hpcdet.dispatcher.jobdir import prepare_job_dir
 from hpcdet.dispatcher.spec_values import read_exit_file
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.jobfiles import UnsafeFileError, is_real_dir, open_regular
 from hpcdet.master.app import create_app
 from hpcdet.master.models import TrialLog
@@ -56,7 +57,7 @@ def test_a_symlinked_trial_log_is_not_read(app: Flask, tmp_path: Path, secret: P
     with sessions(app).begin() as session:
         trial = add_trial(session, add_experiment(session, config), job_dir=str(job_dir))
         job = add_job(session, trial, job_id="101", nodes="node[1-2]")
-        ingest_job_logs(session, job, trial, config, final=True)
+        ingest_job_logs(session, job, trial, config, final=True, files=LOCAL)
     with sessions(app).begin() as session:
         lines = session.scalars(select(TrialLog.line)).all()
     assert not any("secret" in line for line in lines)
@@ -75,7 +76,7 @@ def test_an_unsafe_log_is_warned_about_once(app: Flask, tmp_path: Path, secret: 
         trial = add_trial(session, add_experiment(session, config), job_dir=str(job_dir))
         job = add_job(session, trial, job_id="102", nodes="node[1-2]")
         for _ in range(3):  # three cycles
-            ingest_job_logs(session, job, trial, config, final=False)
+            ingest_job_logs(session, job, trial, config, final=False, files=LOCAL)
     warned = [r.getMessage() for r in caplog.records if "not collected" in r.getMessage()]
     assert len(warned) == 2, warned  # one per file
     assert any("slurm-102.out" in m for m in warned) and any("slurm-102.err" in m for m in warned)
@@ -102,17 +103,18 @@ def test_exit_files_and_spool_dirs_are_not_followed(tmp_path: Path, secret: Path
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     (job_dir / "exit-5").symlink_to(secret)
-    assert read_exit_file(JobRef("5", str(job_dir))) is None
+    assert read_exit_file(JobRef("5", str(job_dir)), files=LOCAL) is None
     elsewhere = tmp_path / "other-spool" / "r1.q0.k0"
     elsewhere.mkdir(parents=True)
     (job_dir / "spool").symlink_to(elsewhere.parent)
-    assert spooled_streams(job_dir / "spool") == []
+    assert spooled_streams(job_dir / "spool", files=LOCAL) == []
 
 
 # Finding 9: trial.json (environment_variables), the job script and the token are private.
 def test_job_files_are_not_other_readable(tmp_path: Path) -> None:
     root = prepare_job_dir(tmp_path / "jobs" / "trial-1", context_tar=None,
-                           trial_info={"environment": {"API_KEY": "s3cret"}}, token="tok")
+                           trial_info={"environment": {"API_KEY": "s3cret"}}, token="tok",
+                           files=LOCAL)
     for path in (root, root / "trial.json", root / ".token"):
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
 

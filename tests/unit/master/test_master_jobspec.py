@@ -14,6 +14,7 @@ import pytest
 
 from hpcdet.dispatcher import JobSpec
 from hpcdet.dispatcher.slurm.backend import SlurmBackend, gpu_directives
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.errors import ConfigError
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.queue.slots import slot_layout
@@ -121,7 +122,7 @@ def test_the_job_spec_follows_the_pool() -> None:
     pool = replace(GPU_POOL, name="gpu-only", partition="batch", is_custom=True,
                    sbatch_args=("--exclude=node1", "--mem-per-cpu=1G"))
     conf = config(4, sbatch_args=["--mem-per-cpu=2G"])
-    spec = build_job_spec(TRES, conf, RUN, pool)
+    spec = build_job_spec(TRES, conf, RUN, pool, files=LOCAL)
     assert (spec.nodes, spec.ranks_per_node, spec.cpus_per_rank) == (2, 2, 1)
     assert (spec.gpus_per_node, spec.gpu_type) == (2, None)
     assert spec.partition == "batch"
@@ -131,7 +132,7 @@ def test_the_job_spec_follows_the_pool() -> None:
 
 
 def test_a_cpu_pool_gives_cpu_slots() -> None:
-    spec = build_job_spec(TRES, config(2), RUN, CPU_POOL)
+    spec = build_job_spec(TRES, config(2), RUN, CPU_POOL, files=LOCAL)
     assert spec.environment["DET_SLOT_TYPE"] == "cpu"
     assert spec.gpus_per_node == 0
     assert (spec.nodes, spec.ranks_per_node, spec.cpus_per_rank) == (1, 2, 1)
@@ -146,7 +147,7 @@ def test_the_container_follows_the_pools_slot_type(pool: Pool, use_gpus: bool,
     conf = {**config(1), "environment": {"image": {"gpu": "/images/gpu.sif",
                                                    "cpu": "/images/cpu.sif"}},
             "checkpoint_storage": {"type": "shared_fs", "host_path": "/ckpt"}}
-    container = build_job_spec(settings, conf, RUN, pool).container
+    container = build_job_spec(settings, conf, RUN, pool, files=LOCAL).container
     assert (container.use_gpus, container.image) == (use_gpus, image)
 
 
@@ -155,7 +156,7 @@ def test_a_cpu_only_trial_in_a_gpu_pool_asks_for_no_gpu() -> None:
     conf = {**config(0, sbatch_args=["-c 3"]),
             "environment": {"image": {"cuda": "/images/gpu.sif", "cpu": "/images/cpu.sif"}},
             "checkpoint_storage": {"type": "shared_fs", "host_path": "/ckpt"}}
-    spec = build_job_spec(settings, conf, RUN, GPU_POOL)
+    spec = build_job_spec(settings, conf, RUN, GPU_POOL, files=LOCAL)
     assert (spec.nodes, spec.ranks_per_node, spec.cpus_per_rank) == (1, 1, 3)
     assert (spec.gpus_per_node, spec.gpu_type) == (0, None)
     assert spec.environment["DET_SLOT_TYPE"] == "cpu"
@@ -170,32 +171,33 @@ def test_a_cpu_only_trial_leaves_out_the_pools_gpu_options() -> None:
     pool = replace(GPU_POOL, sbatch_args=("--mem-per-gpu=16G", "--cpus-per-gpu 4",
                                           "--mem-per-g=8G", "--gpu-bind=closest",
                                           "--exclude=node1", "--gres=nvme:1"))
-    spec = build_job_spec(TRES, config(0, sbatch_args=["--mem=1G"]), RUN, pool)
+    spec = build_job_spec(TRES, config(0, sbatch_args=["--mem=1G"]), RUN, pool, files=LOCAL)
     assert spec.sbatch_args == ("--exclude=node1", "--gres=nvme:1", "--mem=1G")
     script = SlurmBackend().render(spec).script.splitlines()
     assert "#SBATCH --cpus-per-task=1" in script
-    assert build_job_spec(TRES, config(2), RUN, pool).sbatch_args == pool.sbatch_args
+    assert build_job_spec(TRES, config(2), RUN, pool, files=LOCAL).sbatch_args == pool.sbatch_args
 
 
 def test_a_cpu_only_trial_without_a_pool_goes_to_the_aux_pool() -> None:
     settings = settings_with(slot_type="cuda", default_compute_resource_pool="gpu",
                              default_aux_resource_pool="cpu")
-    assert build_job_spec(settings, config(0), RUN).partition == "cpu"
-    assert build_job_spec(settings, config(1), RUN).partition == "gpu"
+    assert build_job_spec(settings, config(0), RUN, files=LOCAL).partition == "cpu"
+    assert build_job_spec(settings, config(1), RUN, files=LOCAL).partition == "gpu"
     named = {**config(0), "resources": {"slots_per_trial": 0, "resource_pool": "gpu"}}
-    assert build_job_spec(settings, named, RUN).partition == "gpu"
+    assert build_job_spec(settings, named, RUN, files=LOCAL).partition == "gpu"
 
 
 def test_without_a_pool_master_yaml_decides() -> None:
     settings = settings_with(slot_type="cuda", default_compute_resource_pool="gpu")
-    spec = build_job_spec(settings, config(2), RUN)
+    spec = build_job_spec(settings, config(2), RUN, files=LOCAL)
     assert spec.partition == "gpu" and spec.environment["DET_SLOT_TYPE"] == "cuda"
     assert (spec.nodes, spec.gpus_per_node) == (1, 2)
-    assert build_job_spec(settings_with(), config(2), RUN).partition is None
+    assert build_job_spec(settings_with(), config(2), RUN, files=LOCAL).partition is None
 
 
 def test_the_rendered_script_asks_for_the_mapping() -> None:
-    script = SlurmBackend().render(build_job_spec(TRES, config(4), RUN, GPU_POOL)).script
+    script = SlurmBackend().render(build_job_spec(TRES, config(4), RUN, GPU_POOL,
+                                                  files=LOCAL)).script
     for line in ("#SBATCH --gpus-per-node=2", "#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1",
                  "#SBATCH --cpus-per-task=2", "#SBATCH --partition=batch"):
         assert line in script.splitlines()
@@ -203,7 +205,8 @@ def test_the_rendered_script_asks_for_the_mapping() -> None:
 
 
 def test_a_users_cpus_per_task_sizes_each_rank() -> None:
-    spec = build_job_spec(TRES, config(4, sbatch_args=["-c 3", "--mem=1G"]), RUN, GPU_POOL)
+    spec = build_job_spec(TRES, config(4, sbatch_args=["-c 3", "--mem=1G"]), RUN, GPU_POOL,
+                          files=LOCAL)
     assert (spec.ranks_per_node, spec.cpus_per_rank) == (2, 3)
     script = SlurmBackend().render(spec).script.splitlines()
     assert "#SBATCH --cpus-per-task=6" in script  # 2 ranks x 3 CPUs
@@ -211,7 +214,8 @@ def test_a_users_cpus_per_task_sizes_each_rank() -> None:
 
 
 def test_cpus_per_gpu_replaces_the_allocations_cpus_per_task() -> None:
-    spec = build_job_spec(TRES, config(4, sbatch_args=["--cpus-per-gpu 4"]), RUN, GPU_POOL)
+    spec = build_job_spec(TRES, config(4, sbatch_args=["--cpus-per-gpu 4"]), RUN, GPU_POOL,
+                          files=LOCAL)
     assert spec.cpus_per_rank == 1
     script = SlurmBackend().render(spec).script.splitlines()
     assert "#SBATCH --cpus-per-gpu=4" in script
@@ -220,4 +224,5 @@ def test_cpus_per_gpu_replaces_the_allocations_cpus_per_task() -> None:
 
 def test_a_bad_cpus_per_task_is_named() -> None:
     with pytest.raises(ConfigError, match="'--cpus-per-task=0' needs a positive number"):
-        build_job_spec(TRES, config(1, sbatch_args=["--cpus-per-task=0"]), RUN, GPU_POOL)
+        build_job_spec(TRES, config(1, sbatch_args=["--cpus-per-task=0"]), RUN, GPU_POOL,
+                       files=LOCAL)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.expconf import validate
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
@@ -32,11 +33,11 @@ def config(section: str, **keys: Any) -> dict[str, Any]:
     (config("pbs", launcher="mpiexec"), "default"),
 ])  # fmt: skip
 def test_the_slurm_section_picks_the_launcher(conf: dict[str, Any], expected: str) -> None:
-    assert build_job_spec(SLURM, conf, RUN, CPU_POOL).launcher == expected
+    assert build_job_spec(SLURM, conf, RUN, CPU_POOL, files=LOCAL).launcher == expected
 
 
 def test_the_script_starts_ranks_with_mpiexec() -> None:
-    spec = build_job_spec(SLURM, config("slurm", launcher="mpiexec"), RUN, CPU_POOL)
+    spec = build_job_spec(SLURM, config("slurm", launcher="mpiexec"), RUN, CPU_POOL, files=LOCAL)
     script = SlurmBackend().render(spec).script
     assert "mpiexec -n 4 --map-by ppr:2:node --bind-to none \\" in script.splitlines()
 

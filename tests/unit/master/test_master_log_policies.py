@@ -11,6 +11,7 @@ from flask import Flask
 from log_seed import TWO_BY_TWO, add_experiment, add_job, add_trial, sessions
 from sqlalchemy import select
 
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.models import Job, Trial, TrialLog
 from hpcdet.master.reports import log_policies
 from hpcdet.master.reports.log_policies import find_hits, policies_of
@@ -87,7 +88,7 @@ def _ingest(app: Flask, job_dir: Path, config: dict[str, Any], out: str,
         if trial is None:
             trial = add_trial(session, add_experiment(session, config), job_dir=str(job_dir))
         job = add_job(session, trial, job_id=job_id, nodes=nodes)
-        ingest_job_logs(session, job, trial, config, final=True)
+        ingest_job_logs(session, job, trial, config, final=True, files=LOCAL)
         return trial.id
 
 
@@ -125,13 +126,14 @@ def test_hits_already_reported_for_a_job_are_not_repeated(app: Flask, tmp_path: 
     with sessions(app).begin() as session:
         trial = add_trial(session, add_experiment(session, config), job_dir=str(tmp_path))
         job_id = add_job(session, trial).id
-        ingest_job_logs(session, session.get_one(Job, job_id), trial, config, final=False)
+        ingest_job_logs(session, session.get_one(Job, job_id), trial, config, final=False,
+                        files=LOCAL)
     with sessions(app).begin() as session:  # the next poll cycle
         trial = session.scalars(select(Trial)).one()
         job = session.get_one(Job, job_id)
         with out.open("a") as handle:
             handle.write("0: NCCL error\n")
-        assert ingest_job_logs(session, job, trial, config, final=False) == 1
+        assert ingest_job_logs(session, job, trial, config, final=False, files=LOCAL) == 1
     assert len(_trial_state(app)[2]) == 1
     _ingest(app, tmp_path, config, "0: NCCL error\n", job_id="102")  # the next job: again
     assert len(_trial_state(app)[2]) == 2

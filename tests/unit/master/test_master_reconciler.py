@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.db import make_session_factory
-from hpcdet.master.models import Job, StateChange, Trial, TrialLog
+from hpcdet.master.models import Experiment, Job, StateChange, Trial, TrialLog
 from hpcdet.master.scheduling.reconciler import Reconciler
 
 
@@ -124,3 +124,26 @@ def test_an_unwritable_job_storage_root_is_an_error_with_the_reason(
         lines = session.scalars(select(TrialLog.line)).all()
         assert any("submission failed" in line and "Not a directory" in line for line in lines)
     assert fake.submitted == []
+
+
+def test_a_job_keeps_the_layout_it_was_submitted_with_for_its_log_lines(
+        client: FlaskClient, app: Flask, reconciler: Reconciler,
+        fake: FakeSchedulerBackend) -> None:
+    exp_id = create(client).get_json()["experiment"]["id"]  # 2 slots, slurm.slots_per_node 1
+    reconciler.cycle()
+    assert "#SBATCH --nodes=2\n" in fake.submitted[0].script
+    sessions = make_session_factory(app.config["HPCDET_ENGINE"])
+    with sessions.begin() as session:
+        job = session.scalars(select(Job)).one()
+        assert (job.node_count, job.slots_per_node) == (2, 1)
+        # Derived from the config now, both ranks would be on the first node.
+        exp = session.get_one(Experiment, exp_id)
+        exp.config = {**exp.config, "slurm": {**exp.config["slurm"], "slots_per_node": 2}}
+    job_dir = Path(fake.submitted[0].script_path).parent
+    (job_dir / "slurm-101.out").write_text("0: first\n1: second\n")
+    fake.phases["101"], fake.nodes["101"] = JobPhase.COMPLETED, "node[1-2]"
+    reconciler.cycle()
+    with sessions() as session:
+        placed = session.execute(select(TrialLog.rank, TrialLog.node).where(
+            TrialLog.rank.is_not(None)).order_by(TrialLog.id)).all()
+    assert [tuple(row) for row in placed] == [(0, "node1"), (1, "node2")]

@@ -18,6 +18,7 @@ from master_helpers import queued_trial
 from sqlalchemy import func, select
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.transport.local import LOCAL
 from hpcdet.master.app import create_app
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import (
@@ -297,7 +298,7 @@ def _lines(group: str, steps: list[int], seq: int) -> list[dict[str, Any]]:
 
 def _ingest(app: Flask, trial_id: int, job_dir: Path, writer: MetricWriter | None = None) -> int:
     sessions = make_session_factory(app.config["HPCDET_ENGINE"])
-    return ingest_spooled_reports(sessions, writer, trial_id, str(job_dir))
+    return ingest_spooled_reports(sessions, writer, trial_id, str(job_dir), files=LOCAL)
 
 
 def test_spooled_reports_are_applied_once(app: Flask, client: FlaskClient,
