@@ -50,6 +50,7 @@ from hpcdet.master.scheduling.allocation_config import (
     allocation_request,
     allocation_spec,
 )
+from hpcdet.master.scheduling.tally import Tally
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.settings.tls import job_cert_pem
@@ -65,13 +66,13 @@ RELEASE_GRACE = 60.0
 
 
 @dataclass
-class AllocationReport:
+class AllocationReport(Tally):
     """What one allocation cycle did (for logs, tests and benchmarks)."""
 
-    submitted: int = 0
-    steps_closed: int = 0
-    released: int = 0
-    fell_back: int = 0
+    submitted: int = 0  # allocation jobs
+    steps_closed: int = 0  # trials' steps whose end was applied
+    released: int = 0  # allocations let go (their experiment is no longer active)
+    fell_back: int = 0  # allocations that ended early, their trials back to QUEUED
 
 
 def held_for_allocations() -> ColumnElement[bool]:
