@@ -213,7 +213,7 @@ class AllocationManager:
 
     def _missing_twice(self, job_id: str, phase: JobPhase) -> bool:
         """False the first time no source knows the job (a busy controller answers so for
-        live jobs; see the reconciler's ``_settle_missing``); True otherwise."""
+        live jobs; see :meth:`.polling.Poller._settle_missing`); True otherwise."""
         if phase is not JobPhase.MISSING:
             self._missing_once.discard(job_id)
             return True
