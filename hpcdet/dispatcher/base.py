@@ -52,6 +52,9 @@ class JobPhase(str, enum.Enum):
     BOOT_FAIL = "BOOT_FAIL"
     MISSING = "MISSING"          # the scheduler knows nothing of it (and no exit file)
     UNKNOWN = "UNKNOWN"          # a native state this backend does not recognise
+    # Never a scheduler's answer: the master recorded the intent to submit, but no scheduler
+    # ever saw the job (the master restarted before the submission reached it).
+    NOT_SUBMITTED = "NOT_SUBMITTED"
 
     @property
     def is_terminal(self) -> bool:

@@ -211,8 +211,8 @@ def _alive(process: multiprocessing.process.BaseProcess) -> bool:
 
 def run_reconciler(settings: MasterSettings) -> None:
     """Entry point of the reconciler process."""
+    from hpcdet.master.composition import make_reconciler
     from hpcdet.master.db import make_engine, make_session_factory
-    from hpcdet.master.scheduling.reconciler import Reconciler
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     master_log.install(settings.state_dir)  # a spawned process: its own handler
@@ -223,7 +223,7 @@ def run_reconciler(settings: MasterSettings) -> None:
 
     backend = make_backend(settings)
     sessions = make_session_factory(make_engine(settings.db_url))
-    Reconciler(settings, sessions, backend).run_forever(stop)
+    make_reconciler(settings, sessions, backend).run_forever(stop)
 
 
 def _stop_when_orphaned(stop: threading.Event, interval: float = 1.0) -> None:

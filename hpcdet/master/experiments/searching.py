@@ -37,6 +37,7 @@ from hpcdet.master.experiments.searcher_store import (
 )
 from hpcdet.master.models import Experiment, SearcherEvent, Trial, utcnow
 from hpcdet.master.reports.logs import add_system_line
+from hpcdet.master.scheduling.cycle_steps import SearchReport
 from hpcdet.master.scheduling.job_dirs import trial_job_dir
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
@@ -57,22 +58,6 @@ _REPORTED_EXIT = {"invalid_hp": "invalid_hp", "errored": "errored",
                   "user_requested_stop": "completed"}
 # The history's cause for a stop that is not early (the trial gave what was asked of it).
 _DONE_CAUSE = "the searcher has what it needs from this trial"
-
-
-@dataclass
-class SearchReport:
-    """What one pass over the experiments did."""
-
-    experiments_started: int = 0
-    events_consumed: int = 0
-    trials_created: int = 0
-    trials_stopped: int = 0
-    experiments_finished: int = 0
-
-    def add(self, other: SearchReport) -> None:
-        """Add another pass's counts to these."""
-        for name, value in vars(other).items():
-            setattr(self, name, getattr(self, name) + value)
 
 
 @dataclass

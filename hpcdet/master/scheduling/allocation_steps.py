@@ -29,7 +29,7 @@ from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
 from hpcdet.master.queue.pools import pool_for_config
 from hpcdet.master.reports.logs import add_system_line, ingest_job_logs
 from hpcdet.master.scheduling import job_outcomes
-from hpcdet.master.scheduling.job_outcomes import DEFAULT_MAX_RESTARTS, Outcome
+from hpcdet.master.scheduling.job_outcomes import Outcome, max_restarts
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
 from hpcdet.master.scheduling.submission import trial_info
 from hpcdet.master.security.tokens import hash_token
@@ -222,10 +222,9 @@ def record_started(session: Session, allocation: Allocation, trial_id: int, run_
         return
     step.phase, step.started_at, step.step_id = RUNNING, utcnow(), step_id
     trial = session.get_one(Trial, trial_id)
-    if trial.run_id == run_id and trial.state == State.QUEUED.value:
+    if trial.run_id == run_id:
         where = step_id or f"allocation job {allocation.job_id}"
-        transition(session, trial, State.RUNNING,
-                   cause=f"step {where} running on {allocation.nodes or '?'}")
+        job_outcomes.mark_running(session, trial, f"step {where}", allocation.nodes)
 
 
 def record_exited(session: Session, allocation: Allocation, trial_id: int, run_id: int,
@@ -271,11 +270,6 @@ def step_status(allocation: Allocation, step: AllocationStep) -> JobStatus:
              JobPhase.CANCELLED if step.cancel_requested else JobPhase.FAILED)
     return JobStatus(str(allocation.job_id), phase, f"STEP EXIT {code}", exit_code=code,
                      nodes=allocation.nodes, source="agent")
-
-
-def max_restarts(config: dict[str, Any]) -> int:
-    value = config.get("max_restarts")
-    return DEFAULT_MAX_RESTARTS if value is None else int(value)
 
 
 def _step(session: Session, allocation: Allocation, trial_id: int,

@@ -50,6 +50,7 @@ from hpcdet.master.scheduling.allocation_config import (
     allocation_request,
     allocation_spec,
 )
+from hpcdet.master.scheduling.tally import Tally
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.settings.tls import job_cert_pem
@@ -65,13 +66,13 @@ RELEASE_GRACE = 60.0
 
 
 @dataclass
-class AllocationReport:
+class AllocationReport(Tally):
     """What one allocation cycle did (for logs, tests and benchmarks)."""
 
-    submitted: int = 0
-    steps_closed: int = 0
-    released: int = 0
-    fell_back: int = 0
+    submitted: int = 0  # allocation jobs
+    steps_closed: int = 0  # trials' steps whose end was applied
+    released: int = 0  # allocations let go (their experiment is no longer active)
+    fell_back: int = 0  # allocations that ended early, their trials back to QUEUED
 
 
 def held_for_allocations() -> ColumnElement[bool]:
@@ -212,7 +213,7 @@ class AllocationManager:
 
     def _missing_twice(self, job_id: str, phase: JobPhase) -> bool:
         """False the first time no source knows the job (a busy controller answers so for
-        live jobs; see the reconciler's ``_settle_missing``); True otherwise."""
+        live jobs; see :meth:`.polling.Poller._settle_missing`); True otherwise."""
         if phase is not JobPhase.MISSING:
             self._missing_once.discard(job_id)
             return True

@@ -91,7 +91,8 @@ class PreparedTask:
 
 
 class TrialSubmitter(Protocol):
-    """What the reconciler lends the array path (its one-trial steps)."""
+    """What the submitter (:class:`.submitter.Submitter`) lends the array path (its one-trial
+    steps)."""
 
     settings: MasterSettings
     sessions: sessionmaker[Session]

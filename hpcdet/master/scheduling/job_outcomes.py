@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import enum
 import json
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -151,9 +152,8 @@ def _end_stopping(session: Session, trial: Trial, current: State, status: JobSta
 
 
 def _complete(session: Session, job: Job, trial: Trial, status: JobStatus, cause: str) -> None:
-    if trial.state == State.QUEUED.value:  # it ran and ended between two polls
-        transition(session, trial, State.RUNNING, cause=f"job {job.job_id} ran on "
-                   f"{status.nodes or '?'} (seen after it ended)")
+    # A trial still QUEUED ran and ended between two polls.
+    mark_running(session, trial, f"job {job.job_id}", status.nodes, ended=True)
     transition(session, trial, State.COMPLETED, cause=cause)
 
 
@@ -210,3 +210,20 @@ def adopt_requeues(session: Session, job: Job, trial: Trial, status: JobStatus,
             add_system_line(session, trial.id, cause)
         elif not run_again(session, trial, outcome, cause, max_restarts, job_alive=True):
             return
+
+
+def mark_running(session: Session, trial: Trial, where: str, nodes: str | None, *,
+                 ended: bool = False) -> None:
+    """A QUEUED trial is RUNNING: ``where`` (its job, or its step in an allocation) was
+    seen running on ``nodes`` (``ended``: seen only after it ended). The one place that
+    decides QUEUED -> RUNNING for a trial; a trial in any other state is left as it is."""
+    if trial.state != State.QUEUED.value:
+        return
+    seen = "ran on {} (seen after it ended)" if ended else "running on {}"
+    transition(session, trial, State.RUNNING, cause=f"{where} {seen.format(nodes or '?')}")
+
+
+def max_restarts(config: dict[str, Any]) -> int:
+    """The experiment's ``max_restarts`` (the default where unset)."""
+    value = config.get("max_restarts")
+    return DEFAULT_MAX_RESTARTS if value is None else int(value)

@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.master.app import create_app
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
@@ -47,5 +48,5 @@ def fake() -> FakeSchedulerBackend:
 @pytest.fixture
 def reconciler(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
     """A reconciler on the app's database, submitting to the scripted scheduler."""
-    return Reconciler(app.config["HPCDET_SETTINGS"],
-                      make_session_factory(app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(app.config["HPCDET_SETTINGS"],
+                           make_session_factory(app.config["HPCDET_ENGINE"]), fake)

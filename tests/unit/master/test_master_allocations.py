@@ -17,6 +17,7 @@ from sqlalchemy import select
 from hpcdet.dispatcher import JobPhase
 from hpcdet.errors import ConfigError
 from hpcdet.master.allocation_models import Allocation, AllocationStep
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Trial
 from hpcdet.master.scheduling.allocation_config import check_allocation
@@ -245,8 +246,8 @@ def test_a_master_that_dies_in_sbatch_follows_or_resubmits_its_allocation(
     fake.crash = when
     with pytest.raises(KeyboardInterrupt):
         reconciler.cycle()
-    restarted = Reconciler(app.config["HPCDET_SETTINGS"],
-                           make_session_factory(app.config["HPCDET_ENGINE"]), fake)
+    restarted = make_reconciler(app.config["HPCDET_SETTINGS"],
+                                make_session_factory(app.config["HPCDET_ENGINE"]), fake)
     restarted.cycle()
     restarted.cycle()
     assert len(fake.submitted) == 1  # adopted by its name, or submitted once it never was

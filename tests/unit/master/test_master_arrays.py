@@ -20,6 +20,7 @@ from sqlalchemy import select
 from hpcdet.dispatcher import ArrayLimits, JobPhase
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.transport.local import LOCAL
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Job, Trial
 from hpcdet.master.scheduling import arrays
@@ -40,7 +41,7 @@ def new_reconciler(app: Flask, fake: FakeSchedulerBackend, **rm: object) -> Reco
     settings = app.config["HPCDET_SETTINGS"]
     if rm:
         settings = replace(settings, resource_manager=replace(settings.resource_manager, **rm))
-    return Reconciler(settings, make_session_factory(app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(settings, make_session_factory(app.config["HPCDET_ENGINE"]), fake)
 
 
 def jobs(app: Flask) -> list[tuple[int, str | None, str, bool]]:

@@ -14,9 +14,9 @@ from master_helpers import create
 from sqlalchemy import select, update
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Trial
-from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.security.tokens import hash_token
 
 CONFIG = """\
@@ -42,7 +42,7 @@ def setup(client: FlaskClient, app: Flask, tmp_path: Path) -> tuple[int, Trial, 
     assert response.status_code == 201, response.get_json()
     exp_id = response.get_json()["experiment"]["id"]
     sessions = make_session_factory(app.config["HPCDET_ENGINE"])
-    Reconciler(app.config["HPCDET_SETTINGS"], sessions, SlurmBackend())._search()
+    make_reconciler(app.config["HPCDET_SETTINGS"], sessions, SlurmBackend()).search()
     with sessions() as session:
         trial = session.scalars(select(Trial).where(Trial.experiment_id == exp_id)).one()
         trial.token = hash_token(TRIAL_TOKEN)  # never submitted: no job files, so set one

@@ -23,6 +23,7 @@ from flask.testing import FlaskClient
 
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.app import create_app
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory, session_scope
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.queue.snapshots import POOLS, store_snapshot
@@ -48,8 +49,8 @@ def api(cmd_app: Flask) -> FlaskClient:
 
 @pytest.fixture
 def cycle(cmd_app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return Reconciler(cmd_app.config["HPCDET_SETTINGS"],
-                      make_session_factory(cmd_app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(cmd_app.config["HPCDET_SETTINGS"],
+                           make_session_factory(cmd_app.config["HPCDET_ENGINE"]), fake)
 
 
 def run(api: FlaskClient, entrypoint: list[str], headers: dict[str, str] = ALICE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from hpcdet.dispatcher import JobPhase, JobStatus
-from hpcdet.master.scheduling.reconciler import Reconciler
+from hpcdet.master.scheduling.polling import Poller
 
 
 def _status(job_id: str, phase: JobPhase) -> JobStatus:
@@ -13,7 +13,7 @@ def _status(job_id: str, phase: JobPhase) -> JobStatus:
 
 
 def settle(state: SimpleNamespace, statuses: dict[str, JobStatus]) -> dict[str, JobPhase]:
-    settled = Reconciler._settle_missing(state, statuses)  # type: ignore[arg-type]
+    settled = Poller._settle_missing(state, statuses)  # type: ignore[arg-type]
     return {job_id: status.phase for job_id, status in settled.items()}
 
 

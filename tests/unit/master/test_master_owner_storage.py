@@ -27,6 +27,7 @@ from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.app import create_app
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Experiment
 from hpcdet.master.scheduling.reconciler import Reconciler
@@ -64,8 +65,8 @@ def owner_client(owner_app: Flask) -> FlaskClient:
 
 @pytest.fixture
 def owner_reconciler(owner_app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return Reconciler(owner_app.config["HPCDET_SETTINGS"],
-                      make_session_factory(owner_app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(owner_app.config["HPCDET_SETTINGS"],
+                           make_session_factory(owner_app.config["HPCDET_ENGINE"]), fake)
 
 
 def _job_root(client: FlaskClient) -> Path:

@@ -183,10 +183,10 @@ def _notebook(api: FlaskClient) -> dict[str, Any]:
 
 
 def _cycle(app: Flask, fake: FakeSchedulerBackend) -> None:
-    from hpcdet.master.scheduling.reconciler import Reconciler
+    from hpcdet.master.composition import make_reconciler
 
-    Reconciler(app.config["HPCDET_SETTINGS"],
-               make_session_factory(app.config["HPCDET_ENGINE"]), fake).cycle()
+    make_reconciler(app.config["HPCDET_SETTINGS"],
+                    make_session_factory(app.config["HPCDET_ENGINE"]), fake).cycle()
 
 
 def _row(app: Flask, task_id: int) -> CommandTask:

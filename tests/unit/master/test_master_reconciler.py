@@ -11,6 +11,7 @@ from master_helpers import CONFIG, create
 from sqlalchemy import select
 
 from hpcdet.dispatcher import JobPhase
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Experiment, Job, StateChange, Trial, TrialLog
 from hpcdet.master.scheduling.reconciler import Reconciler
@@ -118,7 +119,7 @@ def test_an_unwritable_job_storage_root_is_an_error_with_the_reason(
     settings = replace(settings, resource_manager=replace(
         settings.resource_manager, job_storage_root=str(blocker / "jobs")))
     create(client)
-    Reconciler(settings, make_session_factory(app.config["HPCDET_ENGINE"]), fake).cycle()
+    make_reconciler(settings, make_session_factory(app.config["HPCDET_ENGINE"]), fake).cycle()
     with make_session_factory(app.config["HPCDET_ENGINE"])() as session:
         assert session.scalars(select(Trial.state)).all() == ["ERROR"]
         lines = session.scalars(select(TrialLog.line)).all()

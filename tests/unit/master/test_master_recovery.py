@@ -25,14 +25,15 @@ from lifecycle_helpers import (
 from master_helpers import create
 
 from hpcdet.dispatcher import JobPhase
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory, session_scope
 from hpcdet.master.scheduling.reconciler import Reconciler
 
 
 def restarted(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
     """A new reconciler on the same database and the same Slurm: the restarted master."""
-    return Reconciler(app.config["HPCDET_SETTINGS"],
-                      make_session_factory(app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(app.config["HPCDET_SETTINGS"],
+                           make_session_factory(app.config["HPCDET_ENGINE"]), fake)
 
 
 def _crash_in_sbatch(client: FlaskClient, reconciler: Reconciler, fake: FakeSchedulerBackend,
@@ -97,7 +98,8 @@ def test_an_intent_slurm_never_saw_is_dropped_and_submitted_afresh(
     assert fake.find_calls == [[job_name(app, exp_id, 1)]]
     jobs = jobs_of(app, trial_id)
     assert [(j.run_id, j.job_id, j.active, j.phase) for j in jobs] == [
-        (1, None, False, "NOT_SUBMITTED"), (2, "101", True, "PENDING")]
+        (1, None, False, JobPhase.NOT_SUBMITTED.value), (2, "101", True, "PENDING")]
+    assert jobs[0].phase == "NOT_SUBMITTED"  # the enum's value, as stored before it had one
     assert jobs[0].ended_at is not None
     assert len(fake.submitted) == 1
     assert f"#SBATCH --job-name={job_name(app, exp_id, 2)}" in fake.submitted[0].script
@@ -118,7 +120,7 @@ def test_all_intents_are_looked_up_with_one_find(
     queued = trial_of(app, second).id
     assert jobs_of(app, queued) == []
     with session_scope(reconciler.sessions) as session:  # the second intent, never sent
-        assert reconciler._record_intent(session, queued) is not None
+        assert reconciler.submitter._record_intent(session, queued) is not None
     restarted(app, fake).cycle()
     adopted = trial_of(app, first).id
     assert len(fake.find_calls) == 1

@@ -34,6 +34,7 @@ from hpcdet.dispatcher.runas import RunAs
 from hpcdet.master.api.auth import SESSION_COOKIE
 from hpcdet.master.api.refusals import http_status
 from hpcdet.master.app import create_app
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.errors import DomainError
 from hpcdet.master.models import (
@@ -84,8 +85,8 @@ def client(owner_app: Flask) -> FlaskClient:
 
 @pytest.fixture
 def cycle(owner_app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return Reconciler(owner_app.config["HPCDET_SETTINGS"],
-                      make_session_factory(owner_app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(owner_app.config["HPCDET_SETTINGS"],
+                           make_session_factory(owner_app.config["HPCDET_ENGINE"]), fake)
 
 
 def as_user(app: Flask, name: str) -> dict[str, str]:

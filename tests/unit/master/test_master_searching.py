@@ -15,6 +15,7 @@ from master_helpers import create, job_token
 from sqlalchemy import select, update
 
 from hpcdet.dispatcher import JobPhase
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Experiment, Job, SearcherEvent, StateChange, Trial, utcnow
 from hpcdet.master.scheduling.reconciler import Reconciler
@@ -53,8 +54,8 @@ searcher:
 
 
 def new_reconciler(app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return Reconciler(app.config["HPCDET_SETTINGS"],
-                      make_session_factory(app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(app.config["HPCDET_SETTINGS"],
+                           make_session_factory(app.config["HPCDET_ENGINE"]), fake)
 
 
 def trials(app: Flask, exp_id: int) -> list[Trial]:

@@ -22,6 +22,7 @@ from flask.testing import FlaskClient
 
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.app import create_app
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.errors import Invalid
 from hpcdet.master.models import ShellKey
@@ -52,8 +53,8 @@ def api(shell_app: Flask) -> FlaskClient:
 
 @pytest.fixture
 def cycle(shell_app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return Reconciler(shell_app.config["HPCDET_SETTINGS"],
-                      make_session_factory(shell_app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(shell_app.config["HPCDET_SETTINGS"],
+                           make_session_factory(shell_app.config["HPCDET_ENGINE"]), fake)
 
 
 def started(api: FlaskClient, **body: Any) -> dict[str, Any]:

@@ -17,10 +17,10 @@ from master_helpers import assert_error, create
 from sqlalchemy import select, update
 
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
 from hpcdet.master.models import Checkpoint, Experiment, Trial
 from hpcdet.master.reports.checkpoint_gc import CheckpointCollector
-from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.security.storage_roots import StorageError, confined_dir
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
@@ -63,7 +63,7 @@ def test_an_experiment_stored_before_the_roots_can_neither_download_nor_gc_outsi
     assert response.status_code == 201, response.get_json()
     exp_id = response.get_json()["experiment"]["id"]
     sessions = make_session_factory(app.config["HPCDET_ENGINE"])
-    Reconciler(app.config["HPCDET_SETTINGS"], sessions, SlurmBackend())._search()
+    make_reconciler(app.config["HPCDET_SETTINGS"], sessions, SlurmBackend()).search()
     with sessions.begin() as session:
         exp = session.get_one(Experiment, exp_id)
         storage = {**exp.config["checkpoint_storage"], "host_path": str(other_users_home),
@@ -107,7 +107,7 @@ def test_configured_roots_replace_the_defaults(settings: MasterSettings, tmp_pat
 
 def _trial_token(app: Flask, exp_id: int) -> tuple[int, str]:
     sessions = make_session_factory(app.config["HPCDET_ENGINE"])
-    Reconciler(app.config["HPCDET_SETTINGS"], sessions, SlurmBackend())._search()
+    make_reconciler(app.config["HPCDET_SETTINGS"], sessions, SlurmBackend()).search()
     with sessions() as session:
         trial = session.scalars(select(Trial).where(Trial.experiment_id == exp_id)).one()
         trial.token = hash_token("the-trials-token")  # the database keeps only the hash

@@ -22,6 +22,7 @@ from master_helpers import create
 from hpcdet.dispatcher import JobPhase
 from hpcdet.dispatcher.slurm.queue import QueueEntry
 from hpcdet.master.app import create_app
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory, session_scope
 from hpcdet.master.queue.pools import Pool
 from hpcdet.master.queue.snapshots import POOLS, QUEUE, store_snapshot
@@ -49,8 +50,8 @@ def api(task_app: Flask) -> FlaskClient:
 
 @pytest.fixture
 def cycle(task_app: Flask, fake: FakeSchedulerBackend) -> Reconciler:
-    return Reconciler(task_app.config["HPCDET_SETTINGS"],
-                      make_session_factory(task_app.config["HPCDET_ENGINE"]), fake)
+    return make_reconciler(task_app.config["HPCDET_SETTINGS"],
+                           make_session_factory(task_app.config["HPCDET_ENGINE"]), fake)
 
 
 def body(tmp_path: Path, **extra: Any) -> dict[str, Any]:

@@ -187,10 +187,10 @@ def _running_notebook(app: Flask, fake: FakeSchedulerBackend) -> dict[str, Any]:
 
 
 def _cycle(app: Flask, fake: FakeSchedulerBackend) -> None:
-    from hpcdet.master.scheduling.reconciler import Reconciler
+    from hpcdet.master.composition import make_reconciler
 
-    Reconciler(app.config["HPCDET_SETTINGS"],
-               make_session_factory(app.config["HPCDET_ENGINE"]), fake).cycle()
+    make_reconciler(app.config["HPCDET_SETTINGS"],
+                    make_session_factory(app.config["HPCDET_ENGINE"]), fake).cycle()
 
 
 def _service(app: Flask, task_id: int) -> tuple[Any, ...]:

@@ -19,8 +19,8 @@ from master_helpers import create
 
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.app import create_app
+from hpcdet.master.composition import make_reconciler
 from hpcdet.master.db import make_session_factory
-from hpcdet.master.scheduling.reconciler import Reconciler
 from hpcdet.master.settings.core import MasterSettings
 
 pytestmark = pytest.mark.interactive
@@ -62,8 +62,8 @@ def test_the_page_lists_tasks_with_open_and_kill(named_app: Flask, web: FlaskCli
     board = web.post("/api/v1/tensorboards", json={"experiment_ids": [exp_id]},
                      headers=ALICE).json["task"]
     fake.phases[board["job_id"]] = JobPhase.RUNNING
-    Reconciler(named_app.config["HPCDET_SETTINGS"],
-               make_session_factory(named_app.config["HPCDET_ENGINE"]), fake).cycle()
+    make_reconciler(named_app.config["HPCDET_SETTINGS"],
+                    make_session_factory(named_app.config["HPCDET_ENGINE"]), fake).cycle()
 
     html = page(web, "alice")
     assert 'href="/tasks" aria-current="page"' in html  # in the navigation
