@@ -164,6 +164,23 @@ def sacct_state(job_id: str, env: dict[str, str]) -> str:
     return out
 
 
+def sacct_row(job_id: str, env: dict[str, str], fields: str) -> list[str]:
+    """The job's ``fields`` (``-o`` list) in Slurm's accounting, once every one is filled.
+
+    slurmdbd may write a short job's end before its start (a busy host): for a while the
+    row says COMPLETED with no partition or requested TRES. Waits for the whole row, up to
+    a minute; then returns it as it is (the caller's assertion shows it)."""
+    row: list[str] = []
+    for _ in range(60):
+        out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", fields], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        row = out.splitlines()[0].split("|") if out.strip() else []
+        if row and all(row):
+            return row
+        time.sleep(1)
+    return row
+
+
 STANDIN = Path(__file__).resolve().parent / "standin" / "standin.py"
 STANDIN_ENTRYPOINT = "python3 standin.py"
 

@@ -9,7 +9,6 @@ trial (``standin/standin.py``, a few batches) runs one rank to COMPLETED.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from it_helpers import (
     STANDIN_ENTRYPOINT,
     LiveMaster,
     experiment_with_trials,
+    sacct_row,
     sacct_state,
     standin_context,
     wait_for,
@@ -76,10 +76,9 @@ def test_a_zero_slot_trial_runs_one_rank_and_asks_for_no_gpu(master: LiveMaster,
 
     [job_id] = trial["job_ids"]
     assert sacct_state(job_id, master.env) == "COMPLETED"
-    tres = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id,
-                           "-o", "State,Partition,ReqTRES,AllocTRES"],
-                          env=master.env, capture_output=True, text=True, check=True).stdout
-    state, partition, req, alloc = tres.splitlines()[0].split("|")
+    row = sacct_row(job_id, master.env, "State,Partition,ReqTRES,AllocTRES")
+    tres = "|".join(row)
+    state, partition, req, alloc = row
     assert (state, partition) == ("COMPLETED", "batch"), tres
     assert "gpu" not in req and "gpu" not in alloc, tres
     assert "cpu=1" in req.split(","), tres  # one rank of one CPU
