@@ -31,6 +31,7 @@ from hpcdet.master.reports.logs import add_system_line, ingest_job_logs
 from hpcdet.master.scheduling import job_outcomes
 from hpcdet.master.scheduling.job_outcomes import Outcome, max_restarts
 from hpcdet.master.scheduling.jobspec import TrialRun, build_job_spec
+from hpcdet.master.scheduling.stop_policy import STOP_ASKED, must_stop_now, preemption_timeout
 from hpcdet.master.scheduling.submission import trial_info
 from hpcdet.master.security.tokens import hash_token
 from hpcdet.master.settings.core import MasterSettings
@@ -42,10 +43,6 @@ log = logging.getLogger(__name__)
 
 ASSIGNED, RUNNING, EXITED, CLOSED = "ASSIGNED", "RUNNING", "EXITED", "CLOSED"
 _ACTIVE = (ASSIGNED, RUNNING, EXITED)
-# Trials whose steps end at once (as their jobs would be cancelled at once).
-_STOP_NOW = (State.STOPPING_KILLED.value, State.STOPPING_ERROR.value)
-_STOP_ASKED = tuple(s.value for s in State if s.is_stopping) + (State.PAUSED.value,)
-DEFAULT_PREEMPTION_TIMEOUT = 3600.0
 
 
 def busy(session: Session, allocation: Allocation) -> bool:
@@ -106,7 +103,7 @@ class StepDriver:
             rows = session.execute(select(AllocationStep, Trial).join(
                 Trial, Trial.id == AllocationStep.trial_id).where(
                 AllocationStep.phase.in_((ASSIGNED, RUNNING)),
-                ~AllocationStep.cancel_requested, Trial.state.in_(_STOP_ASKED))).all()
+                ~AllocationStep.cancel_requested, Trial.state.in_(STOP_ASKED))).all()
             for step, trial in rows:
                 if _must_end(session, trial):
                     step.cancel_requested = True
@@ -290,11 +287,8 @@ def _used_slots(session: Session, allocation_id: int) -> int:
 
 
 def _must_end(session: Session, trial: Trial) -> bool:
-    if trial.state in _STOP_NOW or trial.stop_requested_at is None:
-        return True
     config = session.get_one(Experiment, trial.experiment_id).config
-    timeout = float(config.get("preemption_timeout") or DEFAULT_PREEMPTION_TIMEOUT)
-    return (utcnow() - as_utc(trial.stop_requested_at)).total_seconds() > timeout
+    return must_stop_now(trial, preemption_timeout(config))
 
 
 def active_steps(session: Session, trial_ids: Sequence[int]) -> list[AllocationStep]:

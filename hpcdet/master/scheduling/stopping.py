@@ -10,18 +10,17 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet.dispatcher import Backend, JobPhase
 from hpcdet.master.db import session_scope
-from hpcdet.master.models import Experiment, Job, Trial, as_utc, utcnow
+from hpcdet.master.models import Experiment, Job, Trial
 from hpcdet.master.scheduling import allocations
+from hpcdet.master.scheduling.stop_policy import (
+    DEFAULT_PREEMPTION_TIMEOUT,
+    STOP_ASKED,
+    must_stop_now,
+    preemption_timeout,
+)
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.transitions import transition
-from hpcdet.states import STOPPING_STATES, STOPPING_TO_TERMINAL, State
-
-# Seconds a trial asked to stop may take to checkpoint and exit before its job is cancelled.
-DEFAULT_PREEMPTION_TIMEOUT = 3600.0
-# Trials whose code has been asked to stop (the preemption route says yes to them).
-_STOP_ASKED = tuple(s.value for s in (*STOPPING_STATES, State.PAUSED))
-# Trials whose jobs are cancelled at once, without waiting for the code to stop.
-_STOP_NOW = frozenset({State.STOPPING_KILLED.value, State.STOPPING_ERROR.value})
+from hpcdet.states import STOPPING_TO_TERMINAL, State
 
 
 def cancel_stopping(settings: MasterSettings, sessions: sessionmaker[Session],
@@ -34,7 +33,7 @@ def cancel_stopping(settings: MasterSettings, sessions: sessionmaker[Session],
     is withdrawn), or once ``preemption_timeout`` has passed. Returns how many jobs.
     """
     with session_scope(sessions) as session:
-        stopping = session.scalars(select(Trial).where(Trial.state.in_(_STOP_ASKED))).all()
+        stopping = session.scalars(select(Trial).where(Trial.state.in_(STOP_ASKED))).all()
         jobs = _active_jobs(session, [t.id for t in stopping])
         busy = {j.trial_id for j in jobs} | allocations.trials_with_steps(
             session, [t.id for t in stopping])
@@ -75,18 +74,15 @@ def _active_jobs(session: Session, trial_ids: Sequence[int]) -> list[Job]:
 
 def _preemption_timeouts(session: Session, experiment_ids: set[int]) -> dict[int, float]:
     """Each experiment's ``preemption_timeout`` in seconds (the default where unset)."""
-    return {exp_id: float(config.get("preemption_timeout") or DEFAULT_PREEMPTION_TIMEOUT)
+    return {exp_id: preemption_timeout(config)
             for exp_id, config in configs_of(session, experiment_ids).items()}
 
 
 def _must_cancel(trial: Trial, job: Job, timeouts: dict[int, float]) -> bool:
-    """Killed or failed, not yet running (nothing to ask), or past its preemption timeout."""
-    if trial.state in _STOP_NOW or job.phase != JobPhase.RUNNING.value:
-        return True
-    if trial.stop_requested_at is None:
-        return True
-    waited = (utcnow() - as_utc(trial.stop_requested_at)).total_seconds()
-    return waited > timeouts.get(trial.experiment_id, DEFAULT_PREEMPTION_TIMEOUT)
+    """Not yet running (nothing to ask: a queued job is withdrawn), or the trial must stop
+    now (:func:`.stop_policy.must_stop_now`)."""
+    return job.phase != JobPhase.RUNNING.value or must_stop_now(
+        trial, timeouts.get(trial.experiment_id, DEFAULT_PREEMPTION_TIMEOUT))
 
 
 def _owners(session: Session, trial_ids: set[int], settings: MasterSettings) -> dict[int, str]:
