@@ -30,17 +30,6 @@ class ErrorPages:
     page: Callable[[int, str | None], Response]
 
 
-def _never_a_page() -> bool:
-    return False
-
-
-def _no_page(status: int, message: str | None) -> Response:  # pragma: no cover - unreachable
-    raise AssertionError("no error pages were registered")
-
-
-# An app without pages (an API-only test app): every error in the JSON shape.
-JSON_ONLY = ErrorPages(wants_page=_never_a_page, page=_no_page)
-
 def _respond(status: int, code: str, message: str, details: Sequence[str] = ()) -> Response:
     response = jsonify(error_body(status, code, message, details))
     response.status_code = status
@@ -56,7 +45,7 @@ def _raised_by_a_view() -> bool:
     return request.url_rule is not None
 
 
-def register_error_handlers(app: Flask, pages: ErrorPages = JSON_ONLY) -> None:
+def register_error_handlers(app: Flask, pages: ErrorPages) -> None:
     """Route every error raised under ``/api`` into the common shape; a page's, to ``pages``."""
 
     @app.errorhandler(DomainError)
