@@ -10,6 +10,7 @@ fails the run instead, so no tier is silently skipped in CI.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import uuid
@@ -39,13 +40,17 @@ def missing(reason: str) -> None:
 
 
 def slurm_env() -> dict[str, str]:
-    """The environment that selects the dev cluster (SLURM_CONF), if it is up."""
+    """The environment that selects the dev cluster (SLURM_CONF, PATH, HPCDET_DEV_SLURM):
+    this process's when it names one, else what ``scripts/dev-cluster env`` prints."""
     env = dict(os.environ)
     if "SLURM_CONF" not in env:
         out = subprocess.run([str(REPO / "scripts" / "dev-cluster"), "env"], capture_output=True,
-                             text=True).stdout.strip()
-        if out.startswith("export SLURM_CONF="):
-            env["SLURM_CONF"] = out.split("=", 1)[1].strip("'\"")
+                             text=True).stdout
+        for line in out.splitlines():
+            words = shlex.split(line)
+            if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+                name, value = words[1].split("=", 1)
+                env[name] = value
     return env
 
 
@@ -59,7 +64,9 @@ def slurm() -> dict[str, str]:
                            timeout=30)
     if probe.returncode != 0:
         missing(f"no Slurm cluster answers: {probe.stderr.strip()}")
-    os.environ["SLURM_CONF"] = env.get("SLURM_CONF", "")
+    for name in ("SLURM_CONF", "PATH", "HPCDET_DEV_SLURM"):
+        if name in env:
+            os.environ[name] = env[name]
     return env
 
 

@@ -20,6 +20,13 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+# The dev cluster's Slurm version (`scripts/dev-cluster env` exports it) and, by that script's
+# naming, the slurm.conf every user can read (`dev-cluster users`) and the directory of its
+# programs to put first in a PATH built from scratch ("" for Debian's, in /usr/bin).
+DEV_SLURM = os.environ.get("HPCDET_DEV_SLURM", "22.05")
+_SUFFIX = "" if DEV_SLURM == "22.05" else f"-{DEV_SLURM}"
+SHARED_SLURM_CONF = f"/etc/hpcdet/dev-cluster{_SUFFIX}/slurm.conf"
+SLURM_BIN_PATH = "" if DEV_SLURM == "22.05" else f"/opt/slurm-{DEV_SLURM}/bin:"
 
 
 @dataclass

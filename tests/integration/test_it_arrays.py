@@ -45,6 +45,7 @@ def describe(master: LiveMaster, exp_id: int) -> dict[str, Any]:
                                      check=True).stdout))
 
 
+@pytest.mark.slurm_smoke
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_a_search_runs_as_one_array_and_one_trial_is_killed_alone(
         master: LiveMaster, tmp_path: Path) -> None:

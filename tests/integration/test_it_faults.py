@@ -252,6 +252,7 @@ def test_node_failure_restarts_the_trial_from_its_checkpoint(
     assert (trial["restarts"], trial["interruptions"]) == (1, 0), trial
 
 
+@pytest.mark.slurm_smoke
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_preemption_by_a_higher_priority_partition_is_not_a_restart(
         master: LiveMaster, tmp_path: Path) -> None:
@@ -266,6 +267,7 @@ def test_preemption_by_a_higher_priority_partition_is_not_a_restart(
     assert trial["restarts"] == 0 and trial["interruptions"] >= 1, trial
 
 
+@pytest.mark.slurm_smoke
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_scontrol_requeue_is_adopted_as_an_interruption(
         master: LiveMaster, tmp_path: Path) -> None:

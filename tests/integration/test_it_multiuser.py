@@ -21,16 +21,24 @@ from typing import Any
 import pytest
 import yaml
 from conftest import free_port
-from it_helpers import BIN, REPO, LiveMaster, load_json, wait_until_up
+from it_helpers import (
+    BIN,
+    REPO,
+    SHARED_SLURM_CONF,
+    SLURM_BIN_PATH,
+    LiveMaster,
+    load_json,
+    wait_until_up,
+)
 
 pytestmark = [pytest.mark.multiuser, pytest.mark.slurm]
 
 SERVICE = "hpcdet"
 JOB_ROOT = Path("/srv/hpcdet-dev/jobs")
 HELPER = "/usr/local/libexec/hpcdet-runas"
-SLURM_CONF = "/etc/hpcdet/dev-cluster/slurm.conf"
+SLURM_CONF = SHARED_SLURM_CONF
 RUNUSER = shutil.which("runuser", path="/usr/sbin:/sbin:/usr/bin:/bin") or "runuser"
-PATH = f"{BIN}:/usr/local/bin:/usr/bin:/bin"
+PATH = f"{BIN}:{SLURM_BIN_PATH}/usr/local/bin:/usr/bin:/bin"
 HOSTILE = [";id", "1;id", "$(id)", "`id`", "../../../etc", "--uid=0", "-u0", "1\nid", "/etc",
            f"{JOB_ROOT}/user_a/../user_b", "/home/user_a"]
 

@@ -111,6 +111,7 @@ def start_times(env: dict[str, str], job_ids: list[str]) -> dict[str, str]:
     return dict(wait_for(probe, "the trials to end", timeout=180))
 
 
+@pytest.mark.slurm_smoke
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_priorities_80_42_5_start_in_the_order_5_42_80(
         master: LiveMaster, tmp_path: Path, blocker: str, trial_jobs: list[str]) -> None:
@@ -127,6 +128,7 @@ def test_priorities_80_42_5_start_in_the_order_5_42_80(
     assert order == [5, 42, 80], started
 
 
+@pytest.mark.slurm_smoke
 @pytest.mark.parametrize("master", [pytest.param("postgresql", marks=pytest.mark.postgres)],
                          indirect=True)
 def test_job_update_reorders_and_moves_pending_jobs(

@@ -77,6 +77,7 @@ def slurm_job(master: LiveMaster, job_id: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in out.split() if "=" in item)
 
 
+@pytest.mark.slurm_smoke
 def test_an_unmodified_script_runs_with_sbatchs_precedence(master: LiveMaster,
                                                            tmp_path: Path) -> None:
     (tmp_path / "job.sh").write_text(SCRIPT)

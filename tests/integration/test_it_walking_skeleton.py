@@ -35,9 +35,10 @@ def created_id(output: str) -> int:
     return int(line.split()[-1])
 
 
-# CI time: the two-node placement runs on SQLite only (the database plays no part in it).
+# CI time: the two-node placement runs on SQLite only (the database plays no part in it);
+# on Slurm 22.05 (the smoke set) only the two-node one.
 @pytest.mark.parametrize(("master", "slots_per_node", "nodes"), [
-    ("sqlite", 2, 1), ("sqlite", 1, 2),
+    ("sqlite", 2, 1), pytest.param("sqlite", 1, 2, marks=pytest.mark.slurm_smoke),
     pytest.param("postgresql", 2, 1, marks=pytest.mark.postgres)], indirect=["master"])
 def test_digits_runs_to_completed(master: LiveMaster, tmp_path: Path, slots_per_node: int,
                                   nodes: int) -> None:
@@ -130,6 +131,7 @@ def test_one_failing_rank_fails_the_trial(master: LiveMaster, tmp_path: Path) ->
     assert sacct_state(trial["job_ids"][0], master.env) == "FAILED"
 
 
+@pytest.mark.slurm_smoke
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)  # scancel: no database part
 def test_kill_cancels_the_slurm_job(master: LiveMaster, tmp_path: Path) -> None:
     config = {"name": "sleeps", "entrypoint": "python3 sleep.py",
