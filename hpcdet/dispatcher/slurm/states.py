@@ -7,12 +7,14 @@ from types import MappingProxyType
 
 from hpcdet.dispatcher.base import JobPhase
 
-# Every native state Slurm 22.05 reports (squeue %T, sacct State), mapped onto one phase.
+# Every native state Slurm 22.05 to 25.11 reports (squeue %T, sacct State; job_state_string in
+# src/common/slurm_protocol_defs.c), mapped onto one phase.
 SLURM_STATES: Mapping[str, JobPhase] = MappingProxyType({
     "PENDING": JobPhase.PENDING,
     "CONFIGURING": JobPhase.PENDING,  # nodes booting for the job; nothing runs yet
     "REQUEUED": JobPhase.PENDING,
     "REQUEUE_HOLD": JobPhase.PENDING,
+    "EXPEDITING": JobPhase.PENDING,  # 25.11: an expedited requeue under way (--requeue=expedite)
     "REQUEUE_FED": JobPhase.PENDING,
     "RESV_DEL_HOLD": JobPhase.PENDING,
     "SPECIAL_EXIT": JobPhase.PENDING,  # requeued and held after an exit code asked for it

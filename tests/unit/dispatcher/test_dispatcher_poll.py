@@ -208,6 +208,19 @@ def test_every_native_state_maps_through_the_table(native: str, phase: JobPhase)
     assert phase_of(f"{native} by 1234") is phase
 
 
+# Every name job_state_string() of Slurm 25.11.7 returns (src/common/slurm_protocol_defs.c),
+# its flags first; 22.05's are the same less EXPEDITING.
+SLURM_2511_STATE_NAMES = (
+    "COMPLETING", "STAGE_OUT", "CONFIGURING", "EXPEDITING", "RESIZING", "REQUEUED",
+    "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED", "REVOKED", "RESV_DEL_HOLD",
+    "SIGNALING", "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED",
+    "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY")
+
+
+def test_every_state_slurm_2511_can_report_has_a_phase() -> None:
+    assert [name for name in SLURM_2511_STATE_NAMES if phase_of(name) is JobPhase.UNKNOWN] == []
+
+
 def test_states_cover_every_scheduler_phase() -> None:
     observed = set(SLURM_STATES.values())
     assert observed == set(JobPhase) - {JobPhase.MISSING, JobPhase.UNKNOWN,
