@@ -9,7 +9,7 @@ trial's job directory as ``slurm-<array id>_<index>.out``/``.err``: the names th
 reads a job's logs under, since a task's job id is ``<array id>_<index>``.
 
 Slurm's limits come from ``scontrol show config`` (``MaxArraySize``, ``MaxJobCount``), read
-once per backend through its command runner.
+once per backend with the rest of the controller's configuration (:mod:`.config`).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from hpcdet.dispatcher.arrays import (
     write_index,
 )
 from hpcdet.dispatcher.base import ArrayLimits, ArraySpec, JobSpec, Submission
-from hpcdet.dispatcher.commands import Runner, UnparseableOutputError
+from hpcdet.dispatcher.commands import UnparseableOutputError
 from hpcdet.dispatcher.render import DirectiveValue, render_directives
 
 __all__ = ["ARRAY_SCRIPT", "INDEX_FILE", "array_directives", "array_entry", "array_range",
            "check_array", "index_text", "parse_array_limits", "pending_task_ids",
-           "read_array_limits", "render_array", "task_id", "write_index"]
+           "render_array", "task_id", "write_index"]
 
 ARRAY_TEMPLATE_NAME = "slurm_array.sh.j2"
 # Slurm's defaults, for a configuration line that is missing.
@@ -57,11 +57,6 @@ def parse_array_limits(stdout: str) -> ArrayLimits:
         raise UnparseableOutputError(("scontrol", "show", "config"), stdout,
                                      "MaxArraySize and MaxJobCount of at least 1")
     return limits
-
-
-def read_array_limits(runner: Runner, scontrol: str = "scontrol") -> ArrayLimits:
-    """One ``scontrol show config``."""
-    return parse_array_limits(runner((scontrol, "show", "config")))
 
 
 def array_range(size: int, throttle: int | None) -> str:

@@ -45,6 +45,7 @@ from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.script_backend import ScriptBackend, last_line
 from hpcdet.dispatcher.slurm import JOB_LOG_STEM, PLUGIN, arrays
 from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
+from hpcdet.dispatcher.slurm.config import SlurmConfig, read_config
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
 from hpcdet.dispatcher.slurm.states import phase_of
 from hpcdet.dispatcher.slurm.task import gpu_options
@@ -114,6 +115,7 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
             raise ValueError(f"gpu_request must be one of {GPU_REQUESTS}, not {gpu_request!r}")
         # How this cluster takes a GPU request: TRES (--gpus), GRES only, or not at all.
         self.gpu_request = gpu_request
+        self._config: SlurmConfig | None = None  # read once (cluster_config)
 
     def render(self, spec: JobSpec) -> Submission:
         """Validate every value of ``spec`` and render the script; no side effects."""
@@ -132,9 +134,16 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
                                                                    tuple[str, ...]]:
         return helper_submit_args(submission)
 
+    def cluster_config(self) -> SlurmConfig:
+        """What the controller says it is (release, limits, parameters): one ``scontrol show
+        config``, read once."""
+        if self._config is None:
+            self._config = read_config(self.runner, self.scontrol)
+        return self._config
+
     def _read_array_limits(self) -> ArrayLimits:
-        """``MaxArraySize`` and ``MaxJobCount``: one ``scontrol show config``."""
-        return arrays.read_array_limits(self.runner, self.scontrol)
+        """``MaxArraySize`` and ``MaxJobCount`` of :meth:`cluster_config`."""
+        return self.cluster_config().array_limits
 
     def render_array(self, spec: JobSpec, array: ArraySpec) -> Submission:
         """The array's script: ``spec``'s options (one of its trials'), ``array``'s tasks."""

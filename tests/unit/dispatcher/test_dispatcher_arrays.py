@@ -29,6 +29,7 @@ AccountingStorageType   = accounting_storage/slurmdbd
 MaxArraySize            = 1001
 MaxJobCount             = 20000
 MinJobAge               = 300 sec
+SLURM_VERSION           = 22.05.8
 """
 
 
