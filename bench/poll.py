@@ -19,6 +19,7 @@ What is measured
 
 How to reproduce
     scripts/dev-cluster up && eval "$(scripts/dev-cluster env)"
+    .venv/bin/python bench/poll.py --api both     # squeue vs pyslurm (Slurm 25.11; poll_api.py)
     .venv/bin/python bench/poll.py --scheduler pbs  # OpenPBS instead (bench/poll_pbs.py)
     .venv/bin/python bench/poll.py --transport ssh  # local and SSH side by side (poll_ssh.py)
     .venv/bin/python bench/poll.py                 # human table
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -81,6 +83,9 @@ class CycleStats:
     # The transport the backend used, and its job-file operations per cycle (exit files).
     transport: str = "local"
     file_ops_per_cycle: list[int] = field(default_factory=list)
+    # CPU seconds per cycle, this process's and its commands' (squeue, sacct) together.
+    cpu_s: list[float] = field(default_factory=list)
+    api: str = "cli"  # resource_manager.slurm_api
 
     @property
     def max_commands(self) -> int:
@@ -208,23 +213,27 @@ def cancel_ours(attempts: int = 3) -> None:
 
 def measure_poll(scenario: str, refs: Sequence[JobRef], cycles: int,
                  check: Callable[[dict[str, JobStatus]], str],
-                 transport: Transport | None = None) -> CycleStats:
+                 transport: Transport | None = None, api: str = "cli") -> CycleStats:
     """Run ``poll(refs)`` ``cycles`` times with a counting runner; ``check`` returns problems.
-    ``transport``: how the backend reaches the cluster (default: a local one of its own)."""
+    ``transport``: how the backend reaches the cluster (default: a local one of its own);
+    ``api``: resource_manager.slurm_api (cli: squeue + sacct; pyslurm: pyslurm + sacct)."""
     transport = transport or LocalTransport()
     runner = transport.runner
-    backend = SlurmBackend(transport=transport)
+    backend = SlurmBackend(transport=transport, slurm_api=api)
     counts: list[int] = []
     file_ops: list[int] = []
     walls: list[float] = []
+    cpus: list[float] = []
     problems: list[str] = []
     used: dict[str, None] = {}
     statuses: dict[str, JobStatus] = {}
     for _ in range(cycles):
         before, ops_before = runner.count, transport.file_ops
+        cpu_before = cpu_seconds()
         started = time.perf_counter()
         statuses = backend.poll(refs)
         walls.append(time.perf_counter() - started)
+        cpus.append(cpu_seconds() - cpu_before)
         counts.append(runner.count - before)
         file_ops.append(transport.file_ops - ops_before)
         used.update(dict.fromkeys(argv[0] for argv in
@@ -234,7 +243,14 @@ def measure_poll(scenario: str, refs: Sequence[JobRef], cycles: int,
     detail = "; ".join(sorted({p for p in problems if p}))
     return CycleStats(scenario, len(refs), cycles, counts, list(used), walls, dict(phases),
                       checks_ok=not detail, check_detail=detail, transport=transport.name,
-                      file_ops_per_cycle=file_ops)
+                      file_ops_per_cycle=file_ops, cpu_s=cpus, api=api)
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (squeue, sacct) so far."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def expect(wanted: dict[str, JobPhase]) -> Callable[[dict[str, JobStatus]], str]:
@@ -269,8 +285,8 @@ def measure_naive(ids: Sequence[str], sample: int) -> NaiveStats:
 def run(args: argparse.Namespace, setup: CommandRunner, job_dir: str) -> dict[str, Any]:
     cancel_leftovers(setup)
     held, ended = submit_jobs(setup, args.jobs, args.ended)
-    log(f"measuring {args.cycles} poll cycles per scenario")
-    results = measure_scenarios(held, ended, args.cycles, job_dir)
+    log(f"measuring {args.cycles} poll cycles per scenario (slurm_api: {args.api})")
+    results = measure_scenarios(held, ended, args.cycles, job_dir, api=args.api)
     sample = args.naive_sample if 0 < args.naive_sample < args.jobs else args.jobs
     log(f"measuring the naive way: one squeue per job over {sample} jobs")
     naive = measure_naive(held, args.naive_sample)
@@ -289,12 +305,13 @@ def submit_jobs(setup: CommandRunner, jobs: int, ended: int) -> tuple[list[str],
 
 
 def measure_scenarios(held: list[str], ended: list[str], cycles: int,
-                      job_dir: str, transport: Transport | None = None) -> list[CycleStats]:
+                      job_dir: str, transport: Transport | None = None,
+                      api: str = "cli") -> list[CycleStats]:
     def refs(ids: list[str]) -> list[JobRef]:
         return [JobRef(job_id, job_dir) for job_id in ids]
 
     def measure(scenario: str, ids: list[str], wanted: dict[str, JobPhase]) -> CycleStats:
-        return measure_poll(scenario, refs(ids), cycles, expect(wanted), transport)
+        return measure_poll(scenario, refs(ids), cycles, expect(wanted), transport, api)
 
     pending = {i: JobPhase.PENDING for i in held}
     results = [measure("pending", held, pending)]
@@ -328,7 +345,8 @@ def report_dict(args: argparse.Namespace, results: list[CycleStats],
         "scenarios": [r.summary() for r in results],
         "naive": {**asdict(naive), "commands_for_all": naive.commands_for_all,
                   "wall_for_all_s": naive.wall_for_all_s},
-        "ratio_commands": naive.commands_for_all / pending.max_commands,
+        # pyslurm's pending cycle runs no command: count its one request as one.
+        "ratio_commands": naive.commands_for_all / max(pending.max_commands, 1),
         "ratio_wall": naive.wall_for_all_s / median,
         "target_met": all(r.max_commands <= TARGET_COMMANDS and r.checks_ok for r in results),
     }
@@ -337,7 +355,8 @@ def report_dict(args: argparse.Namespace, results: list[CycleStats],
 def reproduce_command(args: argparse.Namespace) -> str:
     conf = os.environ.get("SLURM_CONF", "")
     flags = [f"--jobs={args.jobs}", f"--cycles={args.cycles}", f"--ended={args.ended}",
-             f"--naive-sample={args.naive_sample}"] + (["--json"] if args.json else [])
+             f"--naive-sample={args.naive_sample}"] + (["--json"] if args.json else []) + (
+                 [f"--api={args.api}"] if args.api != "cli" else [])
     return (f"cd {shlex.quote(str(REPO))} && SLURM_CONF={shlex.quote(conf)} "
             f".venv/bin/python bench/poll.py {' '.join(flags)}")
 
@@ -394,6 +413,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive per-job squeue over this many jobs (0: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--api", choices=("cli", "pyslurm", "both"), default="cli",
+                        help="resource_manager.slurm_api the backend polls with; both: cli and "
+                             "pyslurm side by side on the same jobs (bench/poll_api.py)")
     args = parser.parse_args(argv)
     if args.jobs < 2 or args.cycles < 1 or args.ended < 0:
         parser.error("--jobs must be >= 2, --cycles >= 1, --ended >= 0")
@@ -416,6 +438,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return ssh_main([a for a in rest if a not in ("--transport=ssh", "--transport", "ssh")])
     args = parse_args(rest)
+    if args.api == "both":
+        from poll_api import main as api_main  # cli and pyslurm side by side
+
+        return api_main(args)
+    return run_and_clean_up(args, run, render_table)
+
+
+def run_and_clean_up(args: argparse.Namespace,
+                     run: Callable[[argparse.Namespace, CommandRunner, str], dict[str, Any]],
+                     render: Callable[[dict[str, Any]], str]) -> int:
+    """Check the cluster, ``run`` in a scratch job directory, cancel this bench's jobs (also
+    on Ctrl-C or SIGTERM), print the table or ``--json``; 0 when the target was met."""
     ensure_slurm_conf()
     log(f"# reproduce: {reproduce_command(args)}")
     setup = CommandRunner()
@@ -425,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run(args, setup, tmp)
         finally:
             cancel_ours()
-    print(json.dumps(result, indent=2) if args.json else render_table(result))
+    print(json.dumps(result, indent=2) if args.json else render(result))
     return 0 if result["target_met"] else 1
 
 

@@ -70,6 +70,17 @@ def slurm() -> dict[str, str]:
     return env
 
 
+@pytest.fixture(scope="session")
+def pyslurm_ready(slurm: dict[str, str]) -> None:
+    """pyslurm is installed and built for the dev cluster's Slurm (``scripts/build-pyslurm``;
+    only for 25.11): what ``resource_manager.slurm_api: pyslurm`` needs; skips/fails if not."""
+    from hpcdet.dispatcher.slurm.backend import SlurmBackend
+
+    problem = SlurmBackend(slurm_api="pyslurm").startup_problem()
+    if problem is not None:
+        missing(problem)
+
+
 def postgres_admin_setting() -> str:
     """The PostgreSQL URL the tests create their databases with (HPCDET_TEST_POSTGRES_URL)."""
     return os.environ.get("HPCDET_TEST_POSTGRES_URL", DEFAULT_PG)

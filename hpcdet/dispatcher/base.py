@@ -232,6 +232,11 @@ class Backend(abc.ABC):
     def find(self, names: Sequence[str]) -> dict[str, str]:
         """The newest job id submitted under each of ``names`` (names not found are left out)."""
 
+    def startup_problem(self) -> str | None:
+        """Why this backend, as configured, cannot work on this host (one line naming the
+        setting and what to do), checked before the master starts; None when it can."""
+        return None
+
 
     # ---- job arrays: many similar trials in one submission (docs/job-arrays.md) ----------
 

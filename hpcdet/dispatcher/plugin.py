@@ -79,6 +79,9 @@ class SchedulerPlugin:
     reasons: Mapping[str, str]
     reason_words: Callable[[str | None], str | None]
     capabilities: Capabilities
+    # How the backend can read its jobs' statuses, the default first (master.yaml's
+    # resource_manager.slurm_api; Slurm: its text commands, or pyslurm's C API).
+    status_apis: tuple[str, ...] = ("cli",)
     # What does the work, by role, imported lazily (see :meth:`module`): backend, task,
     # batch_args, batch_command, accounts, allocation.
     modules: Mapping[str, str] = field(default_factory=dict)

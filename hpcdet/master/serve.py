@@ -53,6 +53,7 @@ def _run_master(settings: MasterSettings) -> None:
     from hpcdet.master.db import migrate
 
     refuse_root_owner_mode(settings)
+    refuse_unusable_backend(settings)
     private_state_dir(settings.state_dir)
     master_log.install(settings.state_dir)  # for det master logs
     migrate(settings.db_url)
@@ -87,6 +88,16 @@ def refuse_root_owner_mode(settings: MasterSettings, euid: int | None = None) ->
     if euid == 0:
         log.warning("the master runs as root: every job runs as root too; on a shared "
                     "cluster run it as a service account (docs/admin/security.md)")
+
+
+def refuse_unusable_backend(settings: MasterSettings) -> None:
+    """Refuse to start, in one line, with a scheduler backend that cannot work on this host
+    (``resource_manager.slurm_api: pyslurm`` without a pyslurm built for this Slurm)."""
+    from hpcdet.master.scheduling.backend import startup_problem
+
+    problem = startup_problem(settings)
+    if problem is not None:
+        raise click.ClickException(problem)
 
 
 def private_state_dir(state_dir: str) -> Path:

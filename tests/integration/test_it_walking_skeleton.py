@@ -131,9 +131,24 @@ def test_one_failing_rank_fails_the_trial(master: LiveMaster, tmp_path: Path) ->
     assert sacct_state(trial["job_ids"][0], master.env) == "FAILED"
 
 
-@pytest.mark.slurm_smoke
+@pytest.fixture
+def resource_manager_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """``slurm_api`` as the test's param says (default cli, the conftest's empty settings);
+    pyslurm only where it is built for the dev cluster's Slurm (25.11)."""
+    api = getattr(request, "param", "cli")
+    if api == "cli":
+        return {}
+    request.getfixturevalue("pyslurm_ready")
+    return {"slurm_api": api}
+
+
+# With slurm_api: pyslurm too: the master's polls read the queue through pyslurm.
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)  # scancel: no database part
-def test_kill_cancels_the_slurm_job(master: LiveMaster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("resource_manager_settings", [
+    pytest.param("cli", marks=pytest.mark.slurm_smoke),
+    pytest.param("pyslurm", marks=pytest.mark.slurm2511)], indirect=True)
+def test_kill_cancels_the_slurm_job(master: LiveMaster, tmp_path: Path,
+                                    resource_manager_settings: dict[str, Any]) -> None:
     config = {"name": "sleeps", "entrypoint": "python3 sleep.py",
               "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
               "resources": {"slots_per_trial": 1}}
@@ -146,6 +161,9 @@ def test_kill_cancels_the_slurm_job(master: LiveMaster, tmp_path: Path) -> None:
     exp = _wait_for(master, exp_id, lambda e: e["experiment"]["state"] == "CANCELED")
     assert exp["trials"][0]["state"] == "CANCELED"
     assert sacct_state(exp["trials"][0]["job_ids"][0], master.env).startswith("CANCELLED")
+    # The RUNNING the test waited for came from the queue as the master was told to read it.
+    through_pyslurm = "job statuses: the queue through pyslurm" in master.log.read_text()
+    assert through_pyslurm == (resource_manager_settings.get("slurm_api") == "pyslurm")
 
 
 def _wait_for(master: LiveMaster, exp_id: int, ready: Any) -> dict[str, Any]:

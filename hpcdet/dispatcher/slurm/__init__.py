@@ -31,6 +31,7 @@ PLUGIN = SchedulerPlugin(
         arrays=SUPPORTED, subjob_priority=SUPPORTED, qos=SUPPORTED, exclude_nodes=SUPPORTED,
         signal_before_walltime=SUPPORTED, requeue=SUPPORTED, allocation=SUPPORTED,
         fair_share_accounts=SUPPORTED),
+    status_apis=("cli", "pyslurm"),
     modules={
         "backend": "hpcdet.dispatcher.slurm.backend",
         "task": "hpcdet.dispatcher.slurm.task",

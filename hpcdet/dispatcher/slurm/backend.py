@@ -21,8 +21,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 
 from hpcdet.dispatcher.base import (
     ArrayLimits,
@@ -47,7 +46,7 @@ from hpcdet.dispatcher.slurm import JOB_LOG_STEM, PLUGIN, arrays
 from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.config import SlurmConfig, read_config
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
-from hpcdet.dispatcher.slurm.states import phase_of
+from hpcdet.dispatcher.slurm.status import make_status_reader
 from hpcdet.dispatcher.slurm.task import gpu_options
 from hpcdet.dispatcher.spec_values import check_shape, check_strings_and_names
 from hpcdet.dispatcher.transport import Transport
@@ -69,19 +68,10 @@ GPU_REQUESTS = ("tres", "gres", "none")
 LAUNCHERS = ("default", "srun", "srun-pmix", "mpiexec")
 # Container runtimes that build the rank's environment from named variables only.
 _ENV_BUILDING_RUNTIMES = ("enroot", "podman")
-# --Format with "|" after each field (no padding); the reason last, as the only field
-# that could hold a "|".
-# JobArrayID: an array task as <array id>_<index> (JobID would print its raw id), a plain
-# job as its id.
-_SQUEUE_FORMAT = "JobArrayID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
 _SQUEUE_NAMES_FORMAT = "JobArrayID:|,Name:|"
 _SACCT_NAMES_FORMAT = "JobID,JobName"
 # How far back sacct looks for a job by name (its default is since midnight).
 _FIND_WINDOW = "now-7days"
-_SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
-
-# Parses one output line into (id, status) pairs, or None for a line it cannot read.
-_LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
 
 
 class SlurmBackend(SlurmClusterMixin, ScriptBackend):
@@ -106,6 +96,7 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
         runas: RunAs | None = None,
         transport: Transport | None = None,
         gpu_request: str = "tres",
+        slurm_api: str = "cli",
     ) -> None:
         self._connect(runner=runner, transport=transport, runas=runas,
                       template_dir=template_dir, template_name=template_name)
@@ -116,6 +107,8 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
         # How this cluster takes a GPU request: TRES (--gpus), GRES only, or not at all.
         self.gpu_request = gpu_request
         self._config: SlurmConfig | None = None  # read once (cluster_config)
+        # Where poll's statuses come from: the text commands, or pyslurm (.status).
+        self.status_reader = make_status_reader(slurm_api, self)
 
     def render(self, spec: JobSpec) -> Submission:
         """Validate every value of ``spec`` and render the script; no side effects."""
@@ -176,13 +169,16 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
         return _checked_id(job_id)
 
     def _statuses(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
-        """One ``squeue``, then at most one ``sacct`` for the rest (poll reads exit files
-        for jobs neither knows)."""
-        found = self._squeue(job_ids)
+        """The queue (one ``squeue``, or pyslurm's job table), then accounting (at most one
+        ``sacct``) for the rest; poll reads exit files for jobs neither knows."""
+        found = self.status_reader.in_queue(job_ids)
         unknown = [job_id for job_id in job_ids if job_id not in found]
         if unknown:
-            found.update(self._sacct(unknown))
+            found.update(self.status_reader.in_accounting(unknown))
         return found
+
+    def startup_problem(self) -> str | None:
+        return self.status_reader.problem()
 
     def _cancel_argv(self, job_ids: Sequence[str]) -> tuple[str, ...]:
         """``scancel`` all of ``job_ids`` at once (jobs already gone are not an error)."""
@@ -209,30 +205,6 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
         except SchedulerError as exc:
             logger.info("sacct unavailable; only squeue was searched: %s", exc)
             return {}
-
-    def _squeue(self, ids: Sequence[str]) -> dict[str, JobStatus]:
-        # --array: one line per array task (pending tasks otherwise share one line).
-        argv = (self.squeue, "--noheader", "--states=all", f"--jobs={','.join(ids)}",
-                f"--Format={_SQUEUE_FORMAT}", "--array")  # fmt: skip
-        try:
-            stdout = self.runner(argv)
-        except SchedulerError as exc:
-            # When it knows none of the ids, squeue fails instead of printing nothing.
-            if self.only_already_gone(exc.stderr):
-                return {}
-            raise
-        return _rows(stdout, _parse_squeue_line, set(ids))
-
-    def _sacct(self, ids: Sequence[str]) -> dict[str, JobStatus]:
-        argv = (self.sacct, "--noheader", "--parsable2", "-X", f"--jobs={','.join(ids)}",
-                f"--format={_SACCT_FORMAT}")  # fmt: skip
-        try:
-            stdout = self.runner(argv)
-        except SchedulerError as exc:
-            # Accounting is optional (e.g. "Slurm accounting storage is disabled").
-            logger.info("sacct unavailable, falling back to exit files: %s", exc)
-            return {}
-        return _rows(stdout, _parse_sacct_line, set(ids))
 
     def node_hosts(self, nodes: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """One ``scontrol show node``: each node's name, NodeHostName and NodeAddr."""
@@ -405,42 +377,6 @@ def _checked_id(job_id: str) -> str:
     return job_id
 
 
-def _rows(stdout: str, parse: _LineParser, wanted: set[str]) -> dict[str, JobStatus]:
-    """Parse each output line; keep the statuses of ``wanted`` ids (later lines win)."""
-    found: dict[str, JobStatus] = {}
-    for line in stdout.splitlines():
-        if not line.strip():
-            continue
-        parsed = parse(line)
-        if parsed is None:
-            logger.warning("skipping an unexpected Slurm output line: %r", line)
-            continue
-        for key, status in parsed:
-            if key in wanted:
-                found[key] = replace(status, job_id=key)
-    return found
-
-
-def _parse_squeue_line(line: str) -> list[tuple[str, JobStatus]] | None:
-    """``JobID|State|RestartCnt|NodeList|Reason|``, e.g. ``123|PENDING|0||Priority|``."""
-    text = line.strip()
-    fields = (text[:-1] if text.endswith("|") else text).split("|", 4)
-    if len(fields) != 5 or not fields[2].strip().isdigit():
-        return None
-    job_id, state, restarts, nodes, reason = (field.strip() for field in fields)
-    status = JobStatus(job_id, phase_of(state), state, reason=_none_if(reason, "None"),
-                       nodes=nodes or None, source="squeue",
-                       restarts=_finished_executions(state, int(restarts)))  # fmt: skip
-    return [(job_id, status)]
-
-
-def _finished_executions(state: str, restarts: int) -> int:
-    """Slurm counts a requeue at once, while the ended execution may still be COMPLETING
-    (its code checkpointing after SIGTERM). Count it once it is over, so that whoever
-    reads the count also sees what that execution left behind (its exit reason)."""
-    return restarts - 1 if state == "COMPLETING" and restarts > 0 else restarts
-
-
 def _newest_by_name(stdout: str, names: Sequence[str], *, sep: str) -> dict[str, str]:
     """``{name: highest job id}`` from ``id<sep>name`` lines; an array's task (``12_3``,
     ``12_[4-9]``) counts as its array's id (``12``); het components are skipped."""
@@ -452,27 +388,3 @@ def _newest_by_name(stdout: str, names: Sequence[str], *, sep: str) -> dict[str,
         if name in wanted and job_id.isdigit() and int(job_id) > int(found.get(name, "0")):
             found[name] = job_id
     return found
-
-
-def _parse_sacct_line(line: str) -> list[tuple[str, JobStatus]] | None:
-    """``JobID|JobIDRaw|State|ExitCode|NodeList|Reason``, e.g. ``7|7|FAILED|1:0|n1|None``."""
-    fields = line.strip().split("|", 5)
-    if len(fields) != 6:
-        return None
-    job_id, raw_id, state, exit_code, nodes, reason = (field.strip() for field in fields)
-    status = JobStatus(job_id, phase_of(state), state, reason=_none_if(reason, "None"),
-                       exit_code=_exit_code(exit_code), nodes=_none_if(nodes, "None assigned"),
-                       source="sacct")  # fmt: skip
-    return [(job_id, status), (raw_id, status)]
-
-
-def _exit_code(text: str) -> int | None:
-    """sacct's ``rc:signal``; death by a signal reads as 128+signal, as in a shell."""
-    code, _, signal = text.partition(":")
-    if not code.isdigit():
-        return None
-    return 128 + int(signal) if signal.isdigit() and int(signal) else int(code)
-
-
-def _none_if(value: str, placeholder: str) -> str | None:
-    return None if value in ("", placeholder) else value

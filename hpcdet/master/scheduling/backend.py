@@ -26,5 +26,18 @@ def make_backend(settings: MasterSettings) -> Backend:
     runas = make_runas(settings.runas, transport.runner)
     if runas is not None and rm.transport is not None:
         runas.service_user = rm.transport.login_user  # sudo runs as the SSH login user
+    # resource_manager.slurm_api: the default (cli) is every backend's own; another is
+    # passed only where asked for (settings refuse it for a scheduler without it).
+    status_api = {} if rm.slurm_api == "cli" else {"slurm_api": rm.slurm_api}
     return get_backend(rm.type, template_dir=rm.template_dir, runas=runas,
-                       gpu_request=gpu_request(settings), transport=transport)
+                       gpu_request=gpu_request(settings), transport=transport, **status_api)
+
+
+def startup_problem(settings: MasterSettings) -> str | None:
+    """Why the backend cannot work on this host as configured (the master refuses to start
+    with this line); None when it can. Only ``slurm_api: pyslurm`` needs a look (is pyslurm
+    installed, built for this Slurm?): the default asks nothing but the scheduler's
+    commands, and builds no backend here."""
+    if settings.resource_manager.slurm_api == "cli":
+        return None
+    return make_backend(settings).startup_problem()

@@ -95,6 +95,10 @@ class ResourceManagerSettings:
     walltime_signal_seconds: int = 120
     # resource_manager.transport: None is the local transport; else a login node over SSH.
     transport: SshSettings | None = None
+    # How the Slurm backend reads its jobs' statuses each cycle: cli (squeue, sacct) or
+    # pyslurm (the controller's job table through pyslurm's C API; local transport only,
+    # pyslurm built for this Slurm by scripts/build-pyslurm; docs/admin/slurm.md).
+    slurm_api: str = "cli"
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,8 @@ _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_r
             "default_compute_resource_pool", "template_dir", "walltime_signal_seconds",
             "tres_supported", "gres_supported", "default_aux_resource_pool",
             "job_project_source", "pool_refresh_seconds", "task_container_defaults", "job_arrays",
-            "partition_overrides", "resource_pools", "priority", "fair_share", "transport"}
+            "partition_overrides", "resource_pools", "priority", "fair_share", "transport",
+            "slurm_api"}
 
 
 def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> MasterSettings:
@@ -261,8 +266,9 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         errors.append(f"{where}.job_storage_root: with transport type ssh, give an absolute "
                       f"path on the login node (the default would be the master's home), "
                       f"got {root!r}")
+    scheduler = get.choice("type", registry.names()[0], registry.names())
     rm = ResourceManagerSettings(
-        type=get.choice("type", registry.names()[0], registry.names()),
+        type=scheduler,
         cluster_name=get.text("cluster_name", default.cluster_name),
         master_host=get.text("master_host", default.master_host),
         master_port=get.opt_integer("master_port", lo=1, hi=65535),
@@ -294,11 +300,28 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         priority=build_priority(get.section("priority"), f"{where}.priority", errors),
         fair_share=build_fair_share(doc.get("fair_share"), f"{where}.fair_share", errors),
         transport=transport,
+        slurm_api=_slurm_api(get, scheduler, transport),
     )
     refuse_unsupported(rm.scheduler, where, priority=rm.priority,
                        overrides=rm.partition_overrides, pools=rm.resource_pools,
                        fair_share=rm.fair_share, errors=errors)
     return rm
+
+
+def _slurm_api(get: Getter, scheduler: str, transport: SshSettings | None) -> str:
+    """``cli`` or, for Slurm on the master's own host, ``pyslurm`` (whether pyslurm is there
+    and matches this Slurm is checked when the master starts: scheduling/backend.py)."""
+    value = get.text("slurm_api", "cli")
+    apis = registry.scheduler(scheduler).status_apis
+    if value not in apis:
+        get.errors.append(f"{get.where}.slurm_api: must be one of {', '.join(apis)} with "
+                          f"{get.where}.type: {scheduler}, got {value!r}")
+        return apis[0]
+    if value != apis[0] and transport is not None:
+        get.errors.append(f"{get.where}.slurm_api: {value} talks to the slurmctld of the "
+                          f"master's own slurm.conf, not through {get.where}.transport "
+                          f"(type ssh): use slurm_api: {apis[0]} with an SSH transport")
+    return value
 
 
 def _project_source(get: Getter) -> str:

@@ -217,3 +217,58 @@ def test_a_root_master_refuses_to_run_jobs_as_their_owners(
     with caplog.at_level("WARNING", logger="hpcdet.master"):
         refuse_root_owner_mode(MasterSettings(), euid=0)
     assert "runs as root" in caplog.text
+
+
+def _rm(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "master.yaml"
+    path.write_text("resource_manager:\n" + "".join(f"  {line}\n" for line in text.splitlines()))
+    return path
+
+
+def test_slurm_api_is_cli_unless_pyslurm_is_asked_for(tmp_path: Path) -> None:
+    assert load_settings(_rm(tmp_path, "cluster_name: x"), environ={}).resource_manager \
+        .slurm_api == "cli"
+    assert load_settings(_rm(tmp_path, "slurm_api: pyslurm"), environ={}).resource_manager \
+        .slurm_api == "pyslurm"
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("slurm_api: rest", "<master.yaml>.resource_manager.slurm_api: must be one of cli, pyslurm "
+     "with <master.yaml>.resource_manager.type: slurm, got 'rest'"),
+    ("type: pbs\nslurm_api: pyslurm", "<master.yaml>.resource_manager.slurm_api: must be one "
+     "of cli with <master.yaml>.resource_manager.type: pbs, got 'pyslurm'"),
+    ("slurm_api: pyslurm\njob_storage_root: /shared/jobs\ntransport: {type: ssh, host: login1, "
+     "insecure_accept_new_host_key: true}",
+     "<master.yaml>.resource_manager.slurm_api: pyslurm talks to the slurmctld of the master's "
+     "own slurm.conf, not through <master.yaml>.resource_manager.transport (type ssh): use "
+     "slurm_api: cli with an SSH transport"),
+])
+def test_a_slurm_api_that_cannot_work_names_its_keys(tmp_path: Path, text: str,
+                                                     error: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(_rm(tmp_path, text), environ={})
+    assert error in info.value.errors
+
+
+def test_the_master_refuses_to_start_with_the_backends_problem(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    import click
+
+    from hpcdet.master import serve
+    from hpcdet.master.scheduling import backend
+
+    cli = load_settings(_rm(tmp_path, f"job_storage_root: {tmp_path}"), environ={})
+    # The default builds no backend to ask.
+    monkeypatch.setattr(backend, "make_backend", lambda _settings: pytest.fail("built"))
+    serve.refuse_unusable_backend(cli)
+    monkeypatch.undo()
+    line = "resource_manager.slurm_api: pyslurm, but ...: run scripts/build-pyslurm"
+    pyslurm = load_settings(_rm(tmp_path, f"slurm_api: pyslurm\njob_storage_root: {tmp_path}"),
+                            environ={})
+    monkeypatch.setattr(backend, "make_backend",
+                        lambda _settings: SimpleNamespace(startup_problem=lambda: line))
+    with pytest.raises(click.ClickException) as info:
+        serve.refuse_unusable_backend(pyslurm)
+    assert info.value.message == line

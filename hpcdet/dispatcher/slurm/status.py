@@ -1,0 +1,187 @@
+"""How the Slurm backend reads its jobs' statuses once per poll cycle: the seam.
+
+A :class:`StatusReader` answers for the controller's queue (running, queued, and ended
+within ``MinJobAge``) and for accounting (older jobs); the backend asks the queue for all
+active jobs, then accounting for those the queue no longer knows
+(:meth:`~hpcdet.dispatcher.slurm.backend.SlurmBackend._statuses`). Two readers, chosen by
+master.yaml's ``resource_manager.slurm_api``:
+
+* ``cli`` (:class:`CliStatusReader`, the default): one ``squeue``, then one ``sacct``;
+* ``pyslurm`` (:class:`~hpcdet.dispatcher.slurm.pyslurm_status.PyslurmStatusReader`): the
+  controller's job table through pyslurm's C API, where a matching pyslurm is installed
+  (``scripts/build-pyslurm``); the same statuses as ``cli`` for the same jobs.
+
+Both build their statuses with :func:`queue_status` so that they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from hpcdet.dispatcher.base import JobStatus
+from hpcdet.dispatcher.commands import Runner
+from hpcdet.dispatcher.slurm import PLUGIN
+from hpcdet.dispatcher.slurm.states import phase_of
+from hpcdet.errors import SchedulerError
+
+logger = logging.getLogger(__name__)
+
+# resource_manager.slurm_api's values, the default first.
+SLURM_APIS = PLUGIN.status_apis
+
+# --Format with "|" after each field (no padding); the reason last, as the only field
+# that could hold a "|".
+# JobArrayID: an array task as <array id>_<index> (JobID would print its raw id), a plain
+# job as its id.
+SQUEUE_FORMAT = "JobArrayID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
+SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
+
+# Parses one output line into (id, status) pairs, or None for a line it cannot read.
+_LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
+
+
+class StatusReader(Protocol):
+    """Where a poll cycle's statuses come from (ids a source knows nothing of left out)."""
+
+    name: str
+
+    def in_queue(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
+        """What the controller's queue says of ``job_ids``: one request."""
+
+    def in_accounting(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
+        """What accounting says of ``job_ids`` (empty where it is off): one request."""
+
+    def problem(self) -> str | None:
+        """Why this reader cannot work on this host (one line saying what to do); None
+        when it can. The master checks it before it starts."""
+
+
+class SlurmCommands(Protocol):
+    """The backend's side the CLI reader uses (read at each call: tests swap the runner)."""
+
+    runner: Runner
+    squeue: str
+    sacct: str
+    scontrol: str
+
+    def only_already_gone(self, stderr: str) -> bool: ...
+
+
+class CliStatusReader:
+    """``squeue`` for the queue, ``sacct`` for accounting: Slurm's text commands."""
+
+    name = "cli"
+
+    def __init__(self, commands: SlurmCommands) -> None:
+        self.commands = commands
+
+    def in_queue(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
+        cmd = self.commands
+        # --array: one line per array task (pending tasks otherwise share one line).
+        argv = (cmd.squeue, "--noheader", "--states=all", f"--jobs={','.join(job_ids)}",
+                f"--Format={SQUEUE_FORMAT}", "--array")  # fmt: skip
+        try:
+            stdout = cmd.runner(argv)
+        except SchedulerError as exc:
+            # When it knows none of the ids, squeue fails instead of printing nothing.
+            if cmd.only_already_gone(exc.stderr):
+                return {}
+            raise
+        return _rows(stdout, _parse_squeue_line, set(job_ids))
+
+    def in_accounting(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
+        cmd = self.commands
+        argv = (cmd.sacct, "--noheader", "--parsable2", "-X", f"--jobs={','.join(job_ids)}",
+                f"--format={SACCT_FORMAT}")  # fmt: skip
+        try:
+            stdout = cmd.runner(argv)
+        except SchedulerError as exc:
+            # Accounting is optional (e.g. "Slurm accounting storage is disabled").
+            logger.info("sacct unavailable, falling back to exit files: %s", exc)
+            return {}
+        return _rows(stdout, _parse_sacct_line, set(job_ids))
+
+    def problem(self) -> str | None:
+        return None
+
+
+def make_status_reader(api: str, commands: SlurmCommands) -> StatusReader:
+    """The reader ``api`` names (:data:`SLURM_APIS`); pyslurm is not imported here."""
+    cli = CliStatusReader(commands)
+    if api == "cli":
+        return cli
+    if api == "pyslurm":
+        from hpcdet.dispatcher.slurm.pyslurm_status import PyslurmStatusReader
+
+        # Accounting stays sacct's: pyslurm.db folds exit codes above 128 (docs/admin/slurm.md).
+        return PyslurmStatusReader(accounting=cli.in_accounting, commands=commands)
+    raise ValueError(f"slurm_api must be one of {SLURM_APIS}, not {api!r}")
+
+
+def queue_status(job_id: str, state: str, *, restarts: int, nodes: str | None,
+                 reason: str | None) -> JobStatus:
+    """A job as the controller's queue shows it (squeue's fields, or pyslurm's same ones)."""
+    return JobStatus(job_id, phase_of(state), state, reason=_none_if(reason or "", "None"),
+                     nodes=nodes or None, source="squeue",
+                     restarts=_finished_executions(state, restarts))  # fmt: skip
+
+
+def _rows(stdout: str, parse: _LineParser, wanted: set[str]) -> dict[str, JobStatus]:
+    """Parse each output line; keep the statuses of ``wanted`` ids (later lines win)."""
+    found: dict[str, JobStatus] = {}
+    for line in stdout.splitlines():
+        if not line.strip():
+            continue
+        parsed = parse(line)
+        if parsed is None:
+            logger.warning("skipping an unexpected Slurm output line: %r", line)
+            continue
+        for key, status in parsed:
+            if key in wanted:
+                found[key] = replace(status, job_id=key)
+    return found
+
+
+def _parse_squeue_line(line: str) -> list[tuple[str, JobStatus]] | None:
+    """``JobID|State|RestartCnt|NodeList|Reason|``, e.g. ``123|PENDING|0||Priority|``."""
+    text = line.strip()
+    fields = (text[:-1] if text.endswith("|") else text).split("|", 4)
+    if len(fields) != 5 or not fields[2].strip().isdigit():
+        return None
+    job_id, state, restarts, nodes, reason = (field.strip() for field in fields)
+    return [(job_id, queue_status(job_id, state, restarts=int(restarts), nodes=nodes,
+                                  reason=reason))]
+
+
+def _finished_executions(state: str, restarts: int) -> int:
+    """Slurm counts a requeue at once, while the ended execution may still be COMPLETING
+    (its code checkpointing after SIGTERM). Count it once it is over, so that whoever
+    reads the count also sees what that execution left behind (its exit reason)."""
+    return restarts - 1 if state == "COMPLETING" and restarts > 0 else restarts
+
+
+def _parse_sacct_line(line: str) -> list[tuple[str, JobStatus]] | None:
+    """``JobID|JobIDRaw|State|ExitCode|NodeList|Reason``, e.g. ``7|7|FAILED|1:0|n1|None``."""
+    fields = line.strip().split("|", 5)
+    if len(fields) != 6:
+        return None
+    job_id, raw_id, state, exit_code, nodes, reason = (field.strip() for field in fields)
+    status = JobStatus(job_id, phase_of(state), state, reason=_none_if(reason, "None"),
+                       exit_code=_exit_code(exit_code), nodes=_none_if(nodes, "None assigned"),
+                       source="sacct")  # fmt: skip
+    return [(job_id, status), (raw_id, status)]
+
+
+def _exit_code(text: str) -> int | None:
+    """sacct's ``rc:signal``; death by a signal reads as 128+signal, as in a shell."""
+    code, _, signal = text.partition(":")
+    if not code.isdigit():
+        return None
+    return 128 + int(signal) if signal.isdigit() and int(signal) else int(code)
+
+
+def _none_if(value: str, placeholder: str) -> str | None:
+    return None if value in ("", placeholder) else value
