@@ -43,6 +43,9 @@ sys.path.insert(0, str(REPO))
 
 from _common import bench_main, log, reproduce_with, run_script  # noqa: E402
 
+from hpcdet.dispatcher.commands import CommandRunner  # noqa: E402
+from hpcdet.dispatcher.slurm.config import SlurmConfig, read_config  # noqa: E402
+
 JOB_NAME = "hpcdet-bench-requeue"
 MODES = {"plain": "--requeue", "expedite": "--requeue=expedite"}
 
@@ -77,13 +80,9 @@ def wait_for(job_id: str, what: str, test: Any, timeout: float = 300.0) -> dict[
     raise RuntimeError(f"job {job_id}: not {what} within {timeout:.0f} s: {job_fields(job_id)}")
 
 
-def expedite_allowed() -> bool:
-    """Whether this cluster takes ``--requeue=expedite`` (25.11's SlurmctldParameters)."""
-    for line in slurm("scontrol", "show", "config").splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "SlurmctldParameters":
-            return "enable_expedited_requeue" in value
-    return False
+def cluster_config() -> SlurmConfig:
+    """What the controller says it is (hpcdet's own reading: release, parameters)."""
+    return read_config(CommandRunner())
 
 
 def one_try(mode: str, partition: str, workdir: str) -> float:
@@ -109,7 +108,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Each mode ``args.repeat`` times, alternating, so that both see the same machine."""
     if not os.environ.get("SLURM_CONF"):
         raise SystemExit('no SLURM_CONF: eval "$(scripts/dev-cluster env --slurm 25.11)" first')
-    modes = ["plain", "expedite"] if expedite_allowed() else ["plain"]
+    config = cluster_config()
+    modes = ["plain", "expedite"] if config.expedited_requeue else ["plain"]
     if "expedite" not in modes:
         log("this cluster does not allow --requeue=expedite "
             "(SlurmctldParameters=enable_expedited_requeue): measuring plain requeue only")
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ratio = (medians["plain"] / medians["expedite"]) if "expedite" in medians else None
     return {"partition": args.partition, "repeat": args.repeat, "gaps_s": gaps,
             "median_s": medians, "plain_over_expedite": ratio,
-            "slurm_version": slurm("scontrol", "--version").split()[-1],
+            "slurm_version": config.version_text,
             "target_met": ratio is None or ratio >= 1.0}
 
 
