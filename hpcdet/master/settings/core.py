@@ -19,7 +19,7 @@ import yaml
 
 from hpcdet.dispatcher import registry
 from hpcdet.dispatcher.plugin import SchedulerPlugin
-from hpcdet.dispatcher.transport.settings import SshSettings
+from hpcdet.dispatcher.transport.settings import RestSettings, SshSettings
 from hpcdet.errors import ConfigError
 from hpcdet.master.settings.capability_checks import refuse_unsupported
 from hpcdet.master.settings.hardening import HardeningSettings, build_hardening
@@ -93,8 +93,9 @@ class ResourceManagerSettings:
     # Seconds before a job's time limit at which Slurm sends SIGUSR2 (--signal=USR2@N), for
     # the trial to checkpoint and exit; must be well below the shortest partition MaxTime.
     walltime_signal_seconds: int = 120
-    # resource_manager.transport: None is the local transport; else a login node over SSH.
-    transport: SshSettings | None = None
+    # resource_manager.transport: None is the local transport; else a login node over SSH,
+    # or slurmrestd (Slurm only; job files on the master's own filesystem).
+    transport: SshSettings | RestSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,8 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     default = ResourceManagerSettings()
     transport = build_transport(get.section("transport"), f"{where}.transport", errors)
     root = environ.get("HPCDET_JOB_STORAGE_ROOT") or doc.get("job_storage_root")
-    if transport is not None and not (isinstance(root, str) and root.startswith("/")):
+    if isinstance(transport, SshSettings) and not (isinstance(root, str)
+                                                   and root.startswith("/")):
         errors.append(f"{where}.job_storage_root: with transport type ssh, give an absolute "
                       f"path on the login node (the default would be the master's home), "
                       f"got {root!r}")
@@ -298,6 +300,9 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     refuse_unsupported(rm.scheduler, where, priority=rm.priority,
                        overrides=rm.partition_overrides, pools=rm.resource_pools,
                        fair_share=rm.fair_share, errors=errors)
+    if isinstance(transport, RestSettings) and "rest_backend" not in rm.scheduler.modules:
+        errors.append(f"{where}.transport.type: rest drives slurmrestd, for Slurm only "
+                      f"(resource_manager.type is {rm.type})")
     return rm
 
 
