@@ -1,6 +1,7 @@
-"""Polling through slurmrestd on the dev cluster's Slurm 25.11: the REST reader's statuses
-equal the CLI reader's (squeue + sacct) for the same jobs, one request per poll, and a poll
-when nothing changed is one cheap "no change" request."""
+"""The Slurm backend through slurmrestd on the dev cluster's Slurm 25.11, against the CLI
+backend: statuses equal the CLI reader's (squeue + sacct) for the same jobs, one request per
+poll, a poll when nothing changed one cheap "no change" request; cancel, hold, release and
+update change what squeue shows; the queue, the pools and node hosts read as the CLI's."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from hpcdet.dispatcher.base import JobPhase, JobRef
+from hpcdet.dispatcher.base import JobPhase, JobRef, UnsupportedError
+from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.slurm.rest.backend import RestSlurmBackend
 from hpcdet.dispatcher.transport.settings import RestSettings, TokenSourceSettings
@@ -123,3 +125,51 @@ def test_a_poll_when_nothing_changed_is_one_cheap_request(rest: RestSlurmBackend
     # quiet second comes within a minute or two.
     wait_for(unchanged_poll, 240, "a poll with nothing changed")
     assert any("No job changes" in str(w) for w in replies[-1]["warnings"])
+
+
+def squeue_fields(job_id: str, fields: str) -> str:
+    return subprocess.run(["squeue", "-h", "--states=all", "-j", job_id, "-o", fields],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_update_hold_release_cancel(rest: RestSlurmBackend,
+                                    submitted: Callable[..., str]) -> None:
+    # Held and not eligible for an hour: released, it still cannot start under the test.
+    first, second, bystander = (submitted("-H", "--begin=now+3600") for _ in range(3))
+    rest.update_job(first, JobUpdate(partition="debug", nice=5))
+    assert squeue_fields(first, "%P %y") == "debug 5"
+    with pytest.raises(JobUpdateRefusedError, match="Invalid qos specification"):
+        rest.update_job(first, JobUpdate(qos="no-such-qos"))
+    rest.release(first)
+    assert squeue_fields(first, "%r") == "BeginTime"
+    rest.hold(first)
+    assert squeue_fields(first, "%r") == "JobHeldAdmin"  # held by root, as scontrol hold
+    with pytest.raises(UnsupportedError, match="not available through slurmrestd"):
+        rest.requeue(first)
+    before = rest.client.count
+    rest.cancel([first, second, str(int(second) + 1_000_000)])  # an unknown id is no error
+    assert rest.client.count - before == 1
+    wait_for(lambda: squeue_fields(first, "%T") == squeue_fields(second, "%T") == "CANCELLED",
+             30, "both jobs cancelled")
+    assert squeue_fields(bystander, "%T") == "PENDING"  # only the jobs named
+
+
+def test_queue_pools_and_node_hosts_read_as_the_cli(rest: RestSlurmBackend,
+                                                    submitted: Callable[..., str]) -> None:
+    mine = {submitted("-H"), submitted("-H", "-a", "0-3%2"), submitted("-H", "-p", "debug")}
+    cli = SlurmBackend()
+    by_id = {entry.job_id.partition("_")[0]: entry for entry in cli.read_queue()
+             if entry.job_id.partition("_")[0] in mine}
+    found = {entry.job_id.partition("_")[0]: entry for entry in rest.read_queue()
+             if entry.job_id.partition("_")[0] in mine}
+    assert found == by_id and len(found) == 3
+    pools, cli_pools = rest.read_pools(), cli.read_pools()
+    assert [p.name for p in pools] == [p.name for p in cli_pools]
+    for pool, cli_pool in zip(pools, cli_pools, strict=True):
+        # slurmrestd does not say which partition is the default (docs/admin/slurmrestd.md).
+        assert not pool.is_default
+        assert [(n.name, n.cpus, n.gpus, n.gpu_types) for n in pool.nodes] == [
+            (n.name, n.cpus, n.gpus, n.gpu_types) for n in cli_pool.nodes]
+    assert next(p for p in pools if p.name == "debug").jobs_pending >= 1
+    nodes = [node.name for node in cli_pools[0].nodes]
+    assert rest.node_hosts(nodes) == cli.node_hosts(nodes)
