@@ -21,6 +21,7 @@ How to reproduce
     scripts/dev-cluster up && eval "$(scripts/dev-cluster env)"
     .venv/bin/python bench/poll.py --scheduler pbs  # OpenPBS instead (bench/poll_pbs.py)
     .venv/bin/python bench/poll.py --transport ssh  # local and SSH side by side (poll_ssh.py)
+    .venv/bin/python bench/poll.py --transport rest  # local, ssh, slurmrestd (poll_ssh.py)
     .venv/bin/python bench/poll.py                 # human table
     .venv/bin/python bench/poll.py --json          # one JSON object on stdout
 
@@ -208,12 +209,16 @@ def cancel_ours(attempts: int = 3) -> None:
 
 def measure_poll(scenario: str, refs: Sequence[JobRef], cycles: int,
                  check: Callable[[dict[str, JobStatus]], str],
-                 transport: Transport | None = None) -> CycleStats:
+                 transport: Transport | None = None,
+                 backend: SlurmBackend | None = None) -> CycleStats:
     """Run ``poll(refs)`` ``cycles`` times with a counting runner; ``check`` returns problems.
-    ``transport``: how the backend reaches the cluster (default: a local one of its own)."""
+    ``transport``: how the backend reaches the cluster (default: a local one of its own);
+    ``backend``: another Slurm backend on it (the slurmrestd one: its requests count as
+    commands, named ``slurmrestd``)."""
     transport = transport or LocalTransport()
-    runner = transport.runner
-    backend = SlurmBackend(transport=transport)
+    backend = backend or SlurmBackend(transport=transport)
+    runner = transport.runner  # the backend's (its scontrol token calls count too)
+    client = getattr(backend, "client", None)  # a RestSlurmBackend's SlurmRestClient
     counts: list[int] = []
     file_ops: list[int] = []
     walls: list[float] = []
@@ -222,18 +227,23 @@ def measure_poll(scenario: str, refs: Sequence[JobRef], cycles: int,
     statuses: dict[str, JobStatus] = {}
     for _ in range(cycles):
         before, ops_before = runner.count, transport.file_ops
+        requests_before = client.count if client is not None else 0
         started = time.perf_counter()
         statuses = backend.poll(refs)
         walls.append(time.perf_counter() - started)
-        counts.append(runner.count - before)
+        commands = runner.count - before
+        requests = client.count - requests_before if client is not None else 0
+        counts.append(commands + requests)
         file_ops.append(transport.file_ops - ops_before)
         used.update(dict.fromkeys(argv[0] for argv in
-                                  list(runner.calls)[len(runner.calls) - counts[-1]:]))
+                                  list(runner.calls)[len(runner.calls) - commands:]))
+        used.update({"slurmrestd": None} if requests else {})
         problems.append(check(statuses))
     phases = Counter(s.phase.value for s in statuses.values())
     detail = "; ".join(sorted({p for p in problems if p}))
     return CycleStats(scenario, len(refs), cycles, counts, list(used), walls, dict(phases),
-                      checks_ok=not detail, check_detail=detail, transport=transport.name,
+                      checks_ok=not detail, check_detail=detail,
+                      transport="rest" if client is not None else transport.name,
                       file_ops_per_cycle=file_ops)
 
 
@@ -288,13 +298,14 @@ def submit_jobs(setup: CommandRunner, jobs: int, ended: int) -> tuple[list[str],
     return held_ids, ended_ids
 
 
-def measure_scenarios(held: list[str], ended: list[str], cycles: int,
-                      job_dir: str, transport: Transport | None = None) -> list[CycleStats]:
+def measure_scenarios(held: list[str], ended: list[str], cycles: int, job_dir: str,
+                      transport: Transport | None = None,
+                      backend: SlurmBackend | None = None) -> list[CycleStats]:
     def refs(ids: list[str]) -> list[JobRef]:
         return [JobRef(job_id, job_dir) for job_id in ids]
 
     def measure(scenario: str, ids: list[str], wanted: dict[str, JobPhase]) -> CycleStats:
-        return measure_poll(scenario, refs(ids), cycles, expect(wanted), transport)
+        return measure_poll(scenario, refs(ids), cycles, expect(wanted), transport, backend)
 
     pending = {i: JobPhase.PENDING for i in held}
     results = [measure("pending", held, pending)]
@@ -411,6 +422,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from poll_pbs import main as pbs_main  # the PBS mode lives in its own module
 
         return pbs_main(rest)
+    if "--transport=rest" in rest or " ".join(rest).find("--transport rest") >= 0:
+        from poll_ssh import main as transports_main  # local, ssh and slurmrestd
+
+        return transports_main([a for a in rest if a not in ("--transport=rest",
+                                                             "--transport", "rest")], rest=True)
     if "--transport=ssh" in rest or " ".join(rest).find("--transport ssh") >= 0:
         from poll_ssh import main as ssh_main  # local vs SSH, side by side
 
