@@ -19,11 +19,13 @@ import pytest
 import yaml
 from it_helpers import (
     STANDIN_ENTRYPOINT,
+    TRANSPORTS,
     LiveMaster,
     experiment_with_trials,
     sacct_row,
     sacct_state,
     standin_context,
+    transport_settings,
     wait_for,
 )
 
@@ -33,11 +35,7 @@ pytestmark = [pytest.mark.slurm]
 @pytest.fixture
 def resource_manager_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
     # Not the conftest's slot_type cpu: batch must be the cuda pool it is by its GPUs.
-    settings: dict[str, Any] = {"slot_type": None}
-    if getattr(request, "param", "local") == "rest":  # Slurm through slurmrestd
-        settings["transport"] = {"type": "rest", "url": request.getfixturevalue("slurmrestd"),
-                                 "token_source": {"type": "scontrol", "lifespan_seconds": 600}}
-    return settings
+    return {"slot_type": None, **transport_settings(request)}
 
 
 def cpu_only_config() -> dict[str, Any]:
@@ -53,8 +51,7 @@ def cpu_only_config() -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("resource_manager_settings", [
-    "local", pytest.param("rest", marks=pytest.mark.slurm2511)], indirect=True)
+@pytest.mark.parametrize("resource_manager_settings", TRANSPORTS, indirect=True)
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_a_zero_slot_trial_runs_one_rank_and_asks_for_no_gpu(
         master: LiveMaster, tmp_path: Path, resource_manager_settings: dict[str, Any]) -> None:
