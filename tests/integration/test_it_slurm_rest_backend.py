@@ -14,9 +14,13 @@ import pytest
 
 from hpcdet.dispatcher.base import JobPhase, JobRef, UnsupportedError
 from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError
+from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.slurm.rest.backend import RestSlurmBackend
+from hpcdet.dispatcher.slurm.rest.submit import submit_body
+from hpcdet.dispatcher.slurm.rest.tokens import ScontrolTokens
 from hpcdet.dispatcher.transport.settings import RestSettings, TokenSourceSettings
+from hpcdet.errors import SchedulerError
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm2511]
 
@@ -173,3 +177,44 @@ def test_queue_pools_and_node_hosts_read_as_the_cli(rest: RestSlurmBackend,
     assert next(p for p in pools if p.name == "debug").jobs_pending >= 1
     nodes = [node.name for node in cli_pools[0].nodes]
     assert rest.node_hosts(nodes) == cli.node_hosts(nodes)
+
+
+OWNED_SCRIPT = """#!/bin/bash
+#SBATCH --job-name=hpcdet-rest-owner
+#SBATCH --chdir=/tmp
+#SBATCH --output=/dev/null
+#SBATCH --hold
+true
+"""
+
+
+def test_per_user_tokens_act_as_the_owner_and_no_one_else(slurmrestd: str) -> None:
+    """Run-as-owner through slurmrestd: ``scontrol token username=U`` tokens (root's power to
+    mint them: docs/admin/slurmrestd.md). A job submitted with user_a's token is user_a's;
+    the backend holds, updates and cancels it as user_a; user_b's token cannot cancel it."""
+    backend = RestSlurmBackend(rest=RestSettings(slurmrestd, TokenSourceSettings(
+        "scontrol", lifespan_seconds=600)), runas=RunAs())  # runas: owner mode on
+    job = ""
+    try:
+        reply = backend.client.post(backend.client.slurm("job/submit"),
+                                    submit_body(OWNED_SCRIPT, "owned.sh"), as_user="user_a")
+        job = str(reply["job_id"])
+        assert squeue_fields(job, "%u %r") == "user_a JobHeldUser"
+        backend.update_job(job, JobUpdate(nice=7), owner="user_a")
+        backend.release(job, owner="user_a")
+        backend.hold(job, owner="user_a")
+        # Held by its owner (root's hold would read JobHeldAdmin); release reset the nice.
+        assert squeue_fields(job, "%u %r") == "user_a JobHeldUser"
+        with pytest.raises(SchedulerError, match="Access/permission denied"):
+            backend.cancel([job], owner="user_b")
+        assert squeue_fields(job, "%T") == "PENDING"
+        backend.cancel([job], owner="user_a")
+        wait_for(lambda: squeue_fields(job, "%T") == "CANCELLED", 30, "user_a's cancel")
+        # The master's own token (None: the version was asked with it) and one per user.
+        tokens = backend.client.tokens
+        assert isinstance(tokens, ScontrolTokens)
+        assert set(tokens._tokens) == {None, "user_a", "user_b"}
+    finally:
+        if job:
+            subprocess.run(["scancel", job], check=False)
+        backend.close()
