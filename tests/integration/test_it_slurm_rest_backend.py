@@ -218,3 +218,15 @@ def test_per_user_tokens_act_as_the_owner_and_no_one_else(slurmrestd: str) -> No
         if job:
             subprocess.run(["scancel", job], check=False)
         backend.close()
+
+
+def test_find_reads_as_the_cli(rest: RestSlurmBackend, submitted: Callable[..., str]) -> None:
+    """By name, the newest job: in the controller, else in accounting (an array task counts
+    as its array, as in sacct's JobID), else nothing."""
+    submitted("-H", "-a", "0-1")
+    listed = subprocess.run(["sacct", "-a", "-X", "-n", "-P", "-o", "JobName", "-S",
+                             "now-2days"], capture_output=True, text=True).stdout.split()
+    names = [*list(dict.fromkeys(listed))[:20], "hpcdet-rest-it", "no-such-job-name"]
+    found = rest.find(names)
+    assert found == SlurmBackend().find(names)
+    assert "hpcdet-rest-it" in found and "no-such-job-name" not in found

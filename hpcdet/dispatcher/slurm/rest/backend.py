@@ -116,16 +116,10 @@ class RestSlurmBackend(SlurmBackend):
         """One slurmdb request for ``job_ids`` (an array task asked for by its array's id,
         as ``sacct -j`` does); nothing when accounting is off or refuses."""
         arrays = dict.fromkeys(job_id.partition("_")[0].partition("+")[0] for job_id in job_ids)
-        params = [("skip_steps", "true"), *(("step", job_id) for job_id in arrays)]
-        try:
-            reply = self.client.get(self.client.slurmdb("jobs/"), params)
-        except TransportUnavailableError:
-            raise
-        except SchedulerError as exc:
-            logger.info("slurmdb unavailable, falling back to exit files: %s", exc)
-            return {}
+        jobs = self._slurmdb_jobs([("step", job_id) for job_id in arrays],
+                                  "falling back to exit files")
         wanted = set(job_ids)
-        statuses = records.accounting_statuses(reply.get("jobs") or [])
+        statuses = records.accounting_statuses(jobs)
         return {job_id: replace(status, job_id=job_id)
                 for job_id, status in statuses.items() if job_id in wanted}
 
@@ -138,19 +132,27 @@ class RestSlurmBackend(SlurmBackend):
         missing = [name for name in names if name not in found]
         if not missing:
             return found
-        params = [("skip_steps", "true"), ("start_time", "now-7days"),
-                  *(("job_name", name) for name in missing)]
+        params = [("start_time", "now-7days"), *(("job_name", name) for name in missing)]
+        for job in self._slurmdb_jobs(params, "only the controller was searched"):
+            # An array task counts as its array (sacct's JobID 12_3), not its raw id.
+            array_id = records.number((job.get("array") or {}).get("job_id"))
+            job_id = array_id or records.number(job.get("job_id"))
+            _newest(found, str(job.get("name") or ""), [str(job_id)], set(missing))
+        return found
+
+    def _slurmdb_jobs(self, params: list[tuple[str, str]], otherwise: str) -> list[Any]:
+        """One ``GET /slurmdb/.../jobs`` (steps left out); nothing when accounting is off or
+        refuses (it is optional, as sacct is), but an unreachable slurmrestd is raised."""
         try:
-            reply = self.client.get(self.client.slurmdb("jobs/"), params)
+            reply = self.client.get(self.client.slurmdb("jobs/"),
+                                    [("skip_steps", "true"), *params])
         except TransportUnavailableError:
             raise
         except SchedulerError as exc:
-            logger.info("slurmdb unavailable; only the controller was searched: %s", exc)
-            return found
-        for job in reply.get("jobs") or []:
-            _newest(found, str(job.get("name") or ""), [str(records.number(job.get("job_id")))],
-                    set(missing))
-        return found
+            logger.info("slurmdb unavailable, %s: %s", otherwise, exc)
+            return []
+        jobs = reply.get("jobs")
+        return jobs if isinstance(jobs, list) else []
 
     # ---- changing jobs ----------------------------------------------------------------------
 
