@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, load_json, sacct_state, write_experiment
+from it_helpers import (
+    REPO,
+    LiveMaster,
+    load_json,
+    sacct_state,
+    transport_settings,
+    write_experiment,
+)
 
 from hpcdet.hostlist import expand_nodelist
 
@@ -35,11 +42,20 @@ def created_id(output: str) -> int:
     return int(line.split()[-1])
 
 
+@pytest.fixture
+def resource_manager_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The local transport, or Slurm through slurmrestd (param ``rest``)."""
+    return transport_settings(request)
+
+
 # CI time: the two-node placement runs on SQLite only (the database plays no part in it);
-# on Slurm 22.05 (the smoke set) only the two-node one.
-@pytest.mark.parametrize(("master", "slots_per_node", "nodes"), [
-    ("sqlite", 2, 1), pytest.param("sqlite", 1, 2, marks=pytest.mark.slurm_smoke),
-    pytest.param("postgresql", 2, 1, marks=pytest.mark.postgres)], indirect=["master"])
+# on Slurm 22.05 (the smoke set) only the two-node one; through slurmrestd (25.11) one case.
+@pytest.mark.parametrize(("master", "slots_per_node", "nodes", "resource_manager_settings"), [
+    ("sqlite", 2, 1, "local"), pytest.param("sqlite", 1, 2, "local",
+                                            marks=pytest.mark.slurm_smoke),
+    pytest.param("postgresql", 2, 1, "local", marks=pytest.mark.postgres),
+    pytest.param("sqlite", 2, 1, "rest", marks=pytest.mark.slurm2511)],
+    indirect=["master", "resource_manager_settings"])
 def test_digits_runs_to_completed(master: LiveMaster, tmp_path: Path, slots_per_node: int,
                                   nodes: int) -> None:
     result = master.det("experiment", "create", str(digits_config(tmp_path, slots_per_node)),
