@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher.base import JobSpec
+from hpcdet.dispatcher.batch_args import check_rest_args
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.slurm.rest import records
 from hpcdet.dispatcher.slurm.rest.submit import megabytes, minutes, submit_body
 from hpcdet.dispatcher.slurm.rest.tokens import FileTokens, ScontrolTokens
 from hpcdet.dispatcher.transport import TransportUnavailableError
-from hpcdet.errors import SchedulerError, ValidationError
+from hpcdet.errors import ConfigError, SchedulerError, ValidationError
 
 JOB_DIR = "/shared/hpcdet/exp-7/trial-42"
 
@@ -145,3 +146,16 @@ def test_records_read_as_squeue_prints_them() -> None:
               "exit_code": {"return_code": n(0), "signal": {"id": n(9)}}}
     status = records.accounting_statuses([killed])["9"]
     assert (status.exit_code, status.nodes, status.source) == (137, None, "sacct")
+
+
+def test_det_e_create_refuses_options_slurmrestd_cannot_be_sent() -> None:
+    """The master's check (dispatcher.batch_args.check_rest_args), as ``-C a100`` and
+    ``--mem-per-gpu=16G`` will read on the job's #SBATCH lines."""
+    path = "<config>.slurm.sbatch_args"
+    check_rest_args("slurm", ["-C a100", "--exclusive", "--mem=4G"], path)
+    with pytest.raises(ConfigError) as caught:
+        check_rest_args("slurm", ["-C a100", "--mem-per-gpu=16G", "--mail-type=END"], path)
+    assert caught.value.errors[0].startswith(
+        f"{path}: --mail-type, --mem-per-gpu are not available through slurmrestd")
+    with pytest.raises(ValueError, match="the pbs scheduler has no rest backend"):
+        check_rest_args("pbs", [], "<config>.pbs.pbsbatch_args")

@@ -42,7 +42,7 @@ from hpcdet.dispatcher.slurm.backend import TEMPLATE_NAME, SlurmBackend, helper_
 from hpcdet.dispatcher.slurm.queue import queue_order, update_argv
 from hpcdet.dispatcher.slurm.rest import records
 from hpcdet.dispatcher.slurm.rest.client import SlurmRestClient
-from hpcdet.dispatcher.slurm.rest.submit import submit_body
+from hpcdet.dispatcher.slurm.rest.submit import check_rest_args, submit_body
 from hpcdet.dispatcher.slurm.rest.tokens import FileTokens, ScontrolTokens, TokenSource
 from hpcdet.dispatcher.slurm.sbatch_options import parse_command_line
 from hpcdet.dispatcher.transport import Transport, TransportUnavailableError
@@ -285,3 +285,5 @@ def _newest(found: dict[str, str], name: str, job_ids: Sequence[str], wanted: se
 
 
 BACKEND = RestSlurmBackend
+# dispatcher/batch_args.py's check_rest_args: det e create refuses what cannot be sent.
+__all__ = ["BACKEND", "RestSlurmBackend", "check_rest_args", "make_tokens"]

@@ -22,8 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hpcdet.dispatcher.options import Setting
+from hpcdet.dispatcher.slurm.sbatch_args import render_sbatch_args
 from hpcdet.dispatcher.slurm.sbatch_options import script_settings
-from hpcdet.errors import ValidationError
+from hpcdet.errors import ConfigError, ValidationError
 
 # The master's variables a job submitted through slurmrestd gets (sbatch --export=ALL would
 # pass them all): where the Slurm clients and Python are, the job's locale, Slurm's config.
@@ -121,16 +122,32 @@ FIELDS: Mapping[str, Callable[[str], dict[str, Any]]] = {
 _BARE_VALUES = {"nice": "100"}
 
 
+def untranslated(settings: Sequence[Setting], where: str) -> str | None:
+    """The one message refusing the options of ``settings`` :data:`FIELDS` cannot send."""
+    refused = sorted({f"--{name}" for name, _ in settings if name not in FIELDS})
+    if not refused:
+        return None
+    return (f"{where}: {', '.join(refused)} {'is' if len(refused) == 1 else 'are'} not "
+            "available through slurmrestd (resource_manager.transport type rest); options "
+            f"translated: {', '.join(f'--{name}' for name in sorted(FIELDS))}")
+
+
+def check_rest_args(args: Sequence[str], path: str) -> None:
+    """A user's ``slurm.sbatch_args`` (already checked as for sbatch) read as their
+    ``#SBATCH`` lines will be: ConfigError naming ``path`` for options without a field."""
+    script = "#!/bin/bash\n" + render_sbatch_args(args, path=path) + "\n"
+    problem = untranslated(script_settings(script, path), path)
+    if problem:
+        raise ConfigError([problem], title="invalid slurm.sbatch_args")
+
+
 def job_description(script: str, where: str, environ: Mapping[str, str] | None = None,
                     ) -> dict[str, Any]:
     """The ``job`` of a submit request for ``script`` (its ``#SBATCH`` lines translated)."""
     settings = script_settings(script, where)
-    refused = sorted({f"--{name}" for name, _ in settings if name not in FIELDS})
-    if refused:
-        raise ValidationError(
-            f"{where}: {', '.join(refused)} {'is' if len(refused) == 1 else 'are'} not "
-            "available through slurmrestd (resource_manager.transport type rest); options "
-            f"translated: {', '.join(f'--{name}' for name in sorted(FIELDS))}")
+    problem = untranslated(settings, where)
+    if problem:
+        raise ValidationError(problem)
     job: dict[str, Any] = {}
     for name, value in settings:
         try:
