@@ -145,7 +145,9 @@ def test_update_hold_release_cancel(rest: RestSlurmBackend,
     with pytest.raises(JobUpdateRefusedError, match="Invalid qos specification"):
         rest.update_job(first, JobUpdate(qos="no-such-qos"))
     rest.release(first)
-    assert squeue_fields(first, "%r") == "BeginTime"
+    # Released: no hold reason (None until the scheduler looks, then BeginTime), priority > 0.
+    state, priority, reason = squeue_fields(first, "%T %Q %r").split()
+    assert (state, reason in ("None", "BeginTime"), int(priority) > 0) == ("PENDING", True, True)
     rest.hold(first)
     assert squeue_fields(first, "%r") == "JobHeldAdmin"  # held by root, as scontrol hold
     with pytest.raises(UnsupportedError, match="not available through slurmrestd"):

@@ -30,6 +30,9 @@ from hpcdet.dispatcher.transport.base import TransportUnavailableError
 from hpcdet.errors import SchedulerError
 
 logger = logging.getLogger(__name__)
+# httpx logs every request at INFO: a line per poll cycle in the master's log. What matters
+# (a refusal, no answer) is raised as an error instead; the proxy quiets it the same way.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 #: The data_parser versions this client reads, preferred first.
 VERSIONS = ("v0.0.44",)
