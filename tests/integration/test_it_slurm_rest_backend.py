@@ -39,8 +39,8 @@ def submitted() -> Iterator[Callable[..., str]]:
     ids: list[str] = []
 
     def sbatch(*args: str, wrap: str = "true") -> str:
-        out = subprocess.run(["sbatch", "--parsable", "-J", "hpcdet-rest-it", *args,
-                              "--wrap", wrap], capture_output=True, text=True, check=True)
+        out = subprocess.run(["sbatch", "--parsable", "-J", "hpcdet-rest-it", "-o", "/dev/null",
+                              *args, "--wrap", wrap], capture_output=True, text=True, check=True)
         ids.append(out.stdout.strip().split(";")[0])
         return ids[-1]
 

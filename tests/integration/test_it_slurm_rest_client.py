@@ -113,8 +113,9 @@ def test_a_refused_token_is_a_scheduler_error_without_the_token(
 def test_slurm_errors_carry_slurms_message(
         slurmrestd: str, make_client: Callable[..., SlurmRestClient]) -> None:
     client = make_client(slurmrestd, ScontrolTokens(CommandRunner(), 600), "root")
-    job = subprocess.run(["sbatch", "--parsable", "-H", "-J", "hpcdet-rest-err", "--wrap",
-                          "true"], capture_output=True, text=True, check=True).stdout.strip()
+    job = subprocess.run(["sbatch", "--parsable", "-H", "-J", "hpcdet-rest-err", "-o",
+                          "/dev/null", "--wrap", "true"], capture_output=True, text=True,
+                         check=True).stdout.strip()
     try:
         with pytest.raises(SchedulerError, match="Invalid qos specification"):
             client.post(client.slurm(f"job/{job}"), {"qos": "no-such-qos"})
