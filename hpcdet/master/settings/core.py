@@ -224,6 +224,14 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         # Jobs run as the caller's name: on an open master anyone could name anyone.
         errors.append(f"{ROOT}.security.jobs_run_as: owner needs auth.mode: munge (jobs run "
                       "as the user MUNGE proves; an open master believes any name)")
+    transport = settings.resource_manager.transport
+    if (settings.runas.owner_mode and isinstance(transport, RestSettings)
+            and transport.token_source.type != "scontrol"):
+        # Acting as the owner through slurmrestd needs the owner's token, which only
+        # scontrol token username= (root's power) mints (docs/admin/slurmrestd.md).
+        errors.append(f"{ROOT}.resource_manager.transport.token_source.type: "
+                      "security.jobs_run_as: owner needs type scontrol (a token file holds "
+                      "one user's token)")
     return settings
 
 

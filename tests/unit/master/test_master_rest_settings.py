@@ -109,3 +109,20 @@ def test_rest_is_for_slurm_only(tmp_path: Path) -> None:
                               "token_source": {"type": "scontrol"}}, type="pbs")
     assert found == [f"{WHERE}.type: rest drives slurmrestd, for Slurm only "
                      "(resource_manager.type is pbs)"]
+
+
+def test_run_as_owner_through_slurmrestd_needs_scontrol_tokens(tmp_path: Path) -> None:
+    path = tmp_path / "master.yaml"
+    rm = {"transport": {"type": "rest", "url": "https://h", "token_source": {
+        "type": "file", "path": str(token_file(tmp_path))}}}
+    path.write_text(yaml.safe_dump({"auth": {"mode": "munge"}, "resource_manager": rm,
+                                    "security": {"jobs_run_as": "owner"}}))
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.errors == [
+        f"{WHERE}.token_source.type: security.jobs_run_as: owner needs type scontrol (a "
+        "token file holds one user's token)"]
+    rm["transport"]["token_source"] = {"type": "scontrol"}
+    path.write_text(yaml.safe_dump({"auth": {"mode": "munge"}, "resource_manager": rm,
+                                    "security": {"jobs_run_as": "owner"}}))
+    assert load_settings(path, environ={}).runas.owner_mode
