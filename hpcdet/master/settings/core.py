@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from hpcdet.dispatcher import registry
+from hpcdet.dispatcher.batch_args import check_rest_args
 from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.dispatcher.transport.settings import RestSettings, SshSettings
 from hpcdet.errors import ConfigError
@@ -308,10 +309,31 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     refuse_unsupported(rm.scheduler, where, priority=rm.priority,
                        overrides=rm.partition_overrides, pools=rm.resource_pools,
                        fair_share=rm.fair_share, errors=errors)
-    if isinstance(transport, RestSettings) and "rest_backend" not in rm.scheduler.modules:
-        errors.append(f"{where}.transport.type: rest drives slurmrestd, for Slurm only "
-                      f"(resource_manager.type is {rm.type})")
+    if isinstance(transport, RestSettings):
+        if "rest_backend" not in rm.scheduler.modules:
+            errors.append(f"{where}.transport.type: rest drives slurmrestd, for Slurm only "
+                          f"(resource_manager.type is {rm.type})")
+        else:
+            _check_rest_args(rm, where, errors)
     return rm
+
+
+def _check_rest_args(rm: ResourceManagerSettings, where: str, errors: list[str]) -> None:
+    """The site's own sbatch_args (defaults, partitions, pools), as slurmrestd can be sent
+    them: refused at start rather than at each job's submission."""
+    found = [(f"{where}.task_container_defaults.slurm.sbatch_args", rm.slurm_defaults),
+             *((f"{where}.partition_overrides.{name}.task_container_defaults.slurm.sbatch_args",
+                override.slurm)
+               for name, override in rm.partition_overrides.items()),
+             *((f"{where}.resource_pools[{index}].task_container_defaults.slurm.sbatch_args",
+                pool.slurm)
+               for index, pool in enumerate(rm.resource_pools))]
+    for path, defaults in found:
+        if defaults.sbatch_args:
+            try:
+                check_rest_args(rm.type, defaults.sbatch_args, path)
+            except ConfigError as exc:
+                errors.extend(exc.errors)
 
 
 def _project_source(get: Getter) -> str:

@@ -126,3 +126,15 @@ def test_run_as_owner_through_slurmrestd_needs_scontrol_tokens(tmp_path: Path) -
     path.write_text(yaml.safe_dump({"auth": {"mode": "munge"}, "resource_manager": rm,
                                     "security": {"jobs_run_as": "owner"}}))
     assert load_settings(path, environ={}).runas.owner_mode
+
+
+def test_site_sbatch_args_slurmrestd_cannot_be_sent_are_refused_at_start(
+        tmp_path: Path) -> None:
+    rest = {"type": "rest", "url": "https://h", "token_source": {"type": "scontrol"}}
+    found = errors(tmp_path, rest,
+                   task_container_defaults={"slurm": {"sbatch_args": ["--mem=4G"]}},
+                   partition_overrides={"gpu": {"task_container_defaults": {
+                       "slurm": {"sbatch_args": ["--mem-per-gpu=8G"]}}}})
+    assert len(found) == 1 and found[0].startswith(
+        "<master.yaml>.resource_manager.partition_overrides.gpu.task_container_defaults.slurm"
+        ".sbatch_args: --mem-per-gpu is not available through slurmrestd"), found
