@@ -22,6 +22,7 @@ How to reproduce
     .venv/bin/python bench/poll.py --api both     # squeue vs pyslurm (Slurm 25.11; poll_api.py)
     .venv/bin/python bench/poll.py --scheduler pbs  # OpenPBS instead (bench/poll_pbs.py)
     .venv/bin/python bench/poll.py --transport ssh  # local and SSH side by side (poll_ssh.py)
+    .venv/bin/python bench/poll.py --transport rest  # local, ssh, slurmrestd (poll_ssh.py)
     .venv/bin/python bench/poll.py                 # human table
     .venv/bin/python bench/poll.py --json          # one JSON object on stdout
 
@@ -213,13 +214,17 @@ def cancel_ours(attempts: int = 3) -> None:
 
 def measure_poll(scenario: str, refs: Sequence[JobRef], cycles: int,
                  check: Callable[[dict[str, JobStatus]], str],
-                 transport: Transport | None = None, api: str = "cli") -> CycleStats:
+                 transport: Transport | None = None, api: str = "cli",
+                 backend: SlurmBackend | None = None) -> CycleStats:
     """Run ``poll(refs)`` ``cycles`` times with a counting runner; ``check`` returns problems.
     ``transport``: how the backend reaches the cluster (default: a local one of its own);
-    ``api``: resource_manager.slurm_api (cli: squeue + sacct; pyslurm: pyslurm + sacct)."""
+    ``api``: resource_manager.slurm_api (cli: squeue + sacct; pyslurm: pyslurm + sacct);
+    ``backend``: another Slurm backend on it (the slurmrestd one: its requests count as
+    commands, named ``slurmrestd``)."""
     transport = transport or LocalTransport()
-    runner = transport.runner
-    backend = SlurmBackend(transport=transport, slurm_api=api)
+    backend = backend or SlurmBackend(transport=transport, slurm_api=api)
+    runner = transport.runner  # the backend's (its scontrol token calls count too)
+    client = getattr(backend, "client", None)  # a RestSlurmBackend's SlurmRestClient
     counts: list[int] = []
     file_ops: list[int] = []
     walls: list[float] = []
@@ -229,20 +234,25 @@ def measure_poll(scenario: str, refs: Sequence[JobRef], cycles: int,
     statuses: dict[str, JobStatus] = {}
     for _ in range(cycles):
         before, ops_before = runner.count, transport.file_ops
+        requests_before = client.count if client is not None else 0
         cpu_before = cpu_seconds()
         started = time.perf_counter()
         statuses = backend.poll(refs)
         walls.append(time.perf_counter() - started)
         cpus.append(cpu_seconds() - cpu_before)
-        counts.append(runner.count - before)
+        commands = runner.count - before
+        requests = client.count - requests_before if client is not None else 0
+        counts.append(commands + requests)
         file_ops.append(transport.file_ops - ops_before)
         used.update(dict.fromkeys(argv[0] for argv in
-                                  list(runner.calls)[len(runner.calls) - counts[-1]:]))
+                                  list(runner.calls)[len(runner.calls) - commands:]))
+        used.update({"slurmrestd": None} if requests else {})
         problems.append(check(statuses))
     phases = Counter(s.phase.value for s in statuses.values())
     detail = "; ".join(sorted({p for p in problems if p}))
     return CycleStats(scenario, len(refs), cycles, counts, list(used), walls, dict(phases),
-                      checks_ok=not detail, check_detail=detail, transport=transport.name,
+                      checks_ok=not detail, check_detail=detail,
+                      transport="rest" if client is not None else transport.name,
                       file_ops_per_cycle=file_ops, cpu_s=cpus, api=api)
 
 
@@ -304,14 +314,15 @@ def submit_jobs(setup: CommandRunner, jobs: int, ended: int) -> tuple[list[str],
     return held_ids, ended_ids
 
 
-def measure_scenarios(held: list[str], ended: list[str], cycles: int,
-                      job_dir: str, transport: Transport | None = None,
-                      api: str = "cli") -> list[CycleStats]:
+def measure_scenarios(held: list[str], ended: list[str], cycles: int, job_dir: str,
+                      transport: Transport | None = None, api: str = "cli",
+                      backend: SlurmBackend | None = None) -> list[CycleStats]:
     def refs(ids: list[str]) -> list[JobRef]:
         return [JobRef(job_id, job_dir) for job_id in ids]
 
     def measure(scenario: str, ids: list[str], wanted: dict[str, JobPhase]) -> CycleStats:
-        return measure_poll(scenario, refs(ids), cycles, expect(wanted), transport, api)
+        return measure_poll(scenario, refs(ids), cycles, expect(wanted), transport, api,
+                            backend)
 
     pending = {i: JobPhase.PENDING for i in held}
     results = [measure("pending", held, pending)]
@@ -433,6 +444,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from poll_pbs import main as pbs_main  # the PBS mode lives in its own module
 
         return pbs_main(rest)
+    if "--transport=rest" in rest or " ".join(rest).find("--transport rest") >= 0:
+        from poll_ssh import main as transports_main  # local, ssh and slurmrestd
+
+        return transports_main([a for a in rest if a not in ("--transport=rest",
+                                                             "--transport", "rest")], rest=True)
     if "--transport=ssh" in rest or " ".join(rest).find("--transport ssh") >= 0:
         from poll_ssh import main as ssh_main  # local vs SSH, side by side
 

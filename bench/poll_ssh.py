@@ -1,4 +1,5 @@
-"""``bench/poll.py --transport ssh``: a poll cycle through a login node beside a local one.
+"""``bench/poll.py --transport ssh|rest``: a poll cycle through a login node (and through
+slurmrestd) beside a local one.
 
 What is measured
     ``SlurmBackend.poll(refs)`` over the same jobs, K cycles per scenario, once with the
@@ -15,15 +16,25 @@ What is measured
     paramiko's own cost with no network latency; a real login node adds one round trip per
     command and per SFTP request.
 
+    With ``--transport rest`` a third row per scenario: the slurmrestd backend
+    (``RestSlurmBackend``, a token from ``scontrol token``), its requests counted as the
+    cycle's commands (one ``GET jobs?update_time``, answered "no change" when the controller
+    changed nothing since the last cycle, plus one slurmdb request for ids it forgot). The
+    SSH row is left out when the dev sshd does not answer.
+
 How to reproduce
     scripts/dev-cluster up && eval "$(scripts/dev-cluster env)" && scripts/dev-sshd up
     .venv/bin/python bench/poll.py --transport ssh [--jobs 1000 --cycles 5 --ended 20] [--json]
+    eval "$(scripts/dev-cluster env --slurm 25.11)"   # slurmrestd: HPCDET_DEV_SLURMRESTD
+    .venv/bin/python bench/poll.py --transport rest [--jobs 1000 ...] [--json]
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -31,6 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import poll
 from _common import log, terminate_as_interrupt
 from poll import (
     REPO,
@@ -46,7 +58,10 @@ from poll import (
 )
 
 from hpcdet.dispatcher.commands import CommandRunner
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.dispatcher.slurm.rest.backend import RestSlurmBackend
 from hpcdet.dispatcher.transport import LocalTransport, SshSettings, Transport
+from hpcdet.dispatcher.transport.settings import RestSettings, TokenSourceSettings
 from hpcdet.dispatcher.transport.sftp import SshTransport
 
 TARGET_COMMANDS = 2
@@ -80,33 +95,44 @@ def unit_costs(transport: Transport, job_dir: str) -> dict[str, float]:
             "file_stat_s": timed(lambda: transport.file_size(f"{job_dir}/exit-1"))}
 
 
-def run(args: Any, setup: CommandRunner, job_dir: str, ssh: SshTransport) -> dict[str, Any]:
+# One row per transport: its name, how files go, and the backend (None: the CLI one).
+Row = tuple[str, Transport, SlurmBackend | None]
+
+
+def run(args: Any, setup: CommandRunner, job_dir: str, rows: list[Row]) -> dict[str, Any]:
     cancel_leftovers(setup)
     held, ended = submit_jobs(setup, args.jobs, args.ended)
-    started = time.perf_counter()
-    ssh.runner(["true"])  # the connection is opened once, here
-    connect_s = time.perf_counter() - started
+    connect_s = None
+    if any(name == "ssh" for name, _, _ in rows):
+        ssh = next(transport for name, transport, _ in rows if name == "ssh")
+        started = time.perf_counter()
+        ssh.runner(["true"])  # the connection is opened once, here
+        connect_s = time.perf_counter() - started
     results: dict[str, list[CycleStats]] = {}
-    for transport in (LocalTransport(), ssh):
-        log(f"measuring {args.cycles} poll cycles per scenario over {transport.name}")
-        results[transport.name] = measure_scenarios(held, ended, args.cycles, job_dir, transport)
-    costs = {"local": unit_costs(LocalTransport(), job_dir), "ssh": unit_costs(ssh, job_dir)}
-    return report(args, results, costs, connect_s, ssh.settings)
+    for name, transport, backend in rows:
+        log(f"measuring {args.cycles} poll cycles per scenario over {name}")
+        results[name] = measure_scenarios(held, ended, args.cycles, job_dir, transport, backend)
+    costs = {name: unit_costs(transport, job_dir) for name, transport, backend in rows
+             if not isinstance(backend, RestSlurmBackend)}
+    login = next((t.settings.where for n, t, _ in rows if isinstance(t, SshTransport)), None)
+    return report(args, results, costs, connect_s, login)
 
 
 def report(args: Any, results: dict[str, list[CycleStats]], costs: dict[str, dict[str, float]],
-           connect_s: float, settings: SshSettings) -> dict[str, Any]:
+           connect_s: float | None, login_node: str | None) -> dict[str, Any]:
     scenarios = []
-    for local, ssh in zip(results["local"], results["ssh"], strict=True):
-        scenarios.append({"scenario": local.scenario, "jobs": local.jobs,
-                          "local": _summary(local), "ssh": _summary(ssh)})
+    names = list(results)
+    for rows in zip(*results.values(), strict=True):
+        scenarios.append({"scenario": rows[0].scenario, "jobs": rows[0].jobs,
+                          **{name: _summary(row) for name, row in zip(names, rows, strict=True)}})
     ok = all(s[t]["checks_ok"] and s[t]["max_commands"] <= TARGET_COMMANDS
-             for s in scenarios for t in ("local", "ssh"))
-    return {"reproduce": reproduce_command(args).replace("bench/poll.py",
-                                                         "bench/poll.py --transport ssh"),
-            "login_node": settings.where, "jobs": args.jobs, "cycles": args.cycles,
-            "connect_s": connect_s, "unit_costs": costs, "scenarios": scenarios,
-            "target_met": ok}
+             for s in scenarios for t in names)
+    flag = "rest" if "rest" in names else "ssh"
+    return {"reproduce": reproduce_command(args).replace(
+                "bench/poll.py", f"bench/poll.py --transport {flag}"),
+            "transports": names, "login_node": login_node, "jobs": args.jobs,
+            "cycles": args.cycles, "connect_s": connect_s, "unit_costs": costs,
+            "scenarios": scenarios, "target_met": ok}
 
 
 def _summary(stats: CycleStats) -> dict[str, Any]:
@@ -118,41 +144,82 @@ def _summary(stats: CycleStats) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
+    names = result["transports"]
     lines = [f"# reproduce: {result['reproduce']}", "",
-             f"Poll cycle, local vs SSH ({result['login_node']}), {result['jobs']} jobs, "
-             f"{result['cycles']} cycles per scenario", ""]
+             f"Poll cycle over {', '.join(names)} (login node: {result['login_node']}), "
+             f"{result['jobs']} jobs, {result['cycles']} cycles per scenario "
+             "(rest: slurmrestd requests count as commands)", ""]
     header = (f"{'scenario':<16} {'transport':<9} {'cmds/cycle':>10} {'file ops':>8} "
               f"{'median ms':>9} {'min ms':>7} {'max ms':>7}  check")
     lines += [header, "-" * len(header)]
     for s in result["scenarios"]:
-        for name in ("local", "ssh"):
+        for name in names:
             t = s[name]
             lines.append(f"{s['scenario']:<16} {name:<9} {t['max_commands']:>10} "
                          f"{t['file_ops_per_cycle']:>8} {t['wall_median_s'] * 1e3:>9.1f} "
                          f"{t['wall_min_s'] * 1e3:>7.1f} {t['wall_max_s'] * 1e3:>7.1f}  "
                          f"{'ok' if t['checks_ok'] else 'FAIL ' + t['check_detail']}")
     c = result["unit_costs"]
-    lines += ["", f"one command (true): local {c['local']['command_s'] * 1e3:.1f} ms, "
-              f"ssh {c['ssh']['command_s'] * 1e3:.1f} ms; one file stat: local "
-              f"{c['local']['file_stat_s'] * 1e3:.2f} ms, ssh {c['ssh']['file_stat_s'] * 1e3:.2f}"
-              f" ms; opening the SSH connection: {result['connect_s'] * 1e3:.0f} ms", "",
-              f"Verdict: {'target met' if result['target_met'] else 'TARGET MISSED'} (at most "
-              f"{TARGET_COMMANDS} scheduler commands per cycle on both transports, every "
-              "status as expected)"]
+    lines += [""] + [f"one command (true) over {name}: {c[name]['command_s'] * 1e3:.1f} ms; "
+                     f"one file stat: {c[name]['file_stat_s'] * 1e3:.2f} ms" for name in c]
+    if result["connect_s"] is not None:
+        lines.append(f"opening the SSH connection: {result['connect_s'] * 1e3:.0f} ms")
+    lines += ["", f"Verdict: {'target met' if result['target_met'] else 'TARGET MISSED'} (at "
+              f"most {TARGET_COMMANDS} scheduler commands or requests per cycle on every "
+              "transport, every status as expected)"]
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str]) -> int:
+def sshd_answers(settings: SshSettings) -> bool:
+    try:
+        socket.create_connection((settings.host, settings.port), timeout=3).close()
+    except OSError:
+        return False
+    return True
+
+
+def rest_backend() -> RestSlurmBackend:
+    """The slurmrestd backend on the dev cluster's 25.11 (HPCDET_DEV_SLURMRESTD)."""
+    url = os.environ.get("HPCDET_DEV_SLURMRESTD")
+    if not url:
+        raise SystemExit("no HPCDET_DEV_SLURMRESTD: eval \"$(scripts/dev-cluster env "
+                         "--slurm 25.11)\"")
+    return RestSlurmBackend(rest=RestSettings(url, TokenSourceSettings(
+        "scontrol", lifespan_seconds=3600)))
+
+
+def main(argv: Sequence[str], *, rest: bool = False) -> int:
     args = parse_args(argv)
     ensure_slurm_conf()
     setup = CommandRunner()
     check_cluster(setup)
-    ssh = SshTransport(ssh_settings())
+    rows: list[Row] = [("local", LocalTransport(), None)]
+    settings = ssh_settings()
+    if not rest or sshd_answers(settings):
+        ssh = SshTransport(settings)
+        # Beside slurmrestd (Slurm 25.11) the login shell's PATH finds Debian's 22.05 clients
+        # first (same host): name this host's 25.11 ones (the SSH session has SLURM_CONF).
+        rows.append(("ssh", ssh, SlurmBackend(
+            transport=ssh, squeue=shutil.which("squeue") or "squeue",
+            sacct=shutil.which("sacct") or "sacct") if rest else None))
+    else:
+        log(f"the dev sshd ({settings.where}) does not answer: no ssh row")
+    if rest:
+        # Jobs of its own name: a concurrent bench/poll.py would cancel "hpcdet-bench-poll".
+        poll.JOB_NAME = "hpcdet-bench-poll-rest"
+        restd = rest_backend()
+        # Set up once, like the SSH connection: the data_parser version and a token.
+        log(f"slurmrestd data_parser {restd.client.version}, token from scontrol")
+        restd.client.tokens.token()
+        rows.append(("rest", restd.transport, restd))
     with terminate_as_interrupt(), tempfile.TemporaryDirectory(prefix="hpcdet-bench-poll-") as tmp:
         try:
-            result = run(args, setup, tmp, ssh)
+            result = run(args, setup, tmp, rows)
         finally:
-            ssh.close()
+            for _, transport, made in rows:
+                transport.close()
+                if isinstance(made, RestSlurmBackend):
+                    made.close()
             cancel_ours()
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0 if result["target_met"] else 1

@@ -81,6 +81,23 @@ def pyslurm_ready(slurm: dict[str, str]) -> None:
         missing(problem)
 
 
+@pytest.fixture(scope="session")
+def slurmrestd(slurm: dict[str, str]) -> str:
+    """slurmrestd's URL on the dev cluster's Slurm 25.11 (HPCDET_DEV_SLURMRESTD); skips/fails
+    when the cluster runs another Slurm or slurmrestd does not answer."""
+    url = slurm.get("HPCDET_DEV_SLURMRESTD", "")
+    if slurm.get("HPCDET_DEV_SLURM") != "25.11" or not url:
+        missing("no slurmrestd: run scripts/dev-cluster with --slurm 25.11")
+    import httpx
+
+    try:
+        httpx.get(f"{url}/openapi/v3", timeout=10)  # any answer (401 without a token) will do
+    except httpx.HTTPError as exc:
+        missing(f"slurmrestd at {url} does not answer: {type(exc).__name__}")
+    os.environ["HPCDET_DEV_SLURMRESTD"] = url
+    return url
+
+
 def postgres_admin_setting() -> str:
     """The PostgreSQL URL the tests create their databases with (HPCDET_TEST_POSTGRES_URL)."""
     return os.environ.get("HPCDET_TEST_POSTGRES_URL", DEFAULT_PG)

@@ -317,13 +317,16 @@ class Backend(abc.ABC):
         raise UnsupportedError(f"the {self.name} backend takes no extra batch options")
 
 
-def backend_class(name: str) -> type[Backend]:
+def backend_class(name: str, role: str = "backend") -> type[Backend]:
     """The backend class of scheduler ``name`` (:mod:`hpcdet.dispatcher.registry`), imported
-    lazily; ValueError naming the known schedulers for an unknown one."""
-    cls: type[Backend] = registry.scheduler(name).attribute("backend", "BACKEND")
+    lazily; ValueError naming the known schedulers for an unknown one. ``role``
+    ``rest_backend``: the one that drives the scheduler's REST server (Slurm's slurmrestd)."""
+    cls: type[Backend] | None = registry.scheduler(name).attribute(role, "BACKEND")
+    if cls is None:
+        raise ValueError(f"the {name} scheduler has no {role.replace('_', ' ')}")
     return cls
 
 
-def get_backend(name: str, **options: Any) -> Backend:
+def get_backend(name: str, role: str = "backend", **options: Any) -> Backend:
     """Import the backend module for ``name`` lazily and construct its backend."""
-    return backend_class(name)(**options)
+    return backend_class(name, role)(**options)

@@ -48,3 +48,13 @@ def node_filter(scheduler: str, args: Sequence[str]) -> tuple[set[str] | None, s
     """(nodes a pool keeps, or None for all; nodes it drops) as its ``args`` carve it."""
     result: tuple[set[str] | None, set[str]] = _module(scheduler).node_filter(args)
     return result
+
+
+def check_rest_args(scheduler: str, args: Sequence[str], path: str) -> None:
+    """Refuse, naming ``path``, the options of ``args`` the scheduler's REST server cannot be
+    sent (Slurm: slurmrestd reads no ``#SBATCH`` line; each option must have a job
+    description field), so that ``det e create`` says so instead of the job's submission."""
+    check = registry.scheduler(scheduler).attribute("rest_backend", "check_rest_args")
+    if check is None:
+        raise ValueError(f"the {scheduler} scheduler has no rest backend")
+    check(args, path)

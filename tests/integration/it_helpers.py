@@ -188,6 +188,23 @@ def sacct_row(job_id: str, env: dict[str, str], fields: str) -> list[str]:
     return row
 
 
+#: ``resource_manager_settings`` parameters of a test run with the local transport and with
+#: Slurm through slurmrestd (Slurm 25.11 only); see :func:`transport_settings`.
+TRANSPORTS = ["local", pytest.param("rest", marks=pytest.mark.slurm2511)]
+
+
+def transport_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """``{"transport": {type: rest, ...}}`` when a test's ``resource_manager_settings`` is
+    parametrized ``rest`` (docs/admin/slurmrestd.md: a token from ``scontrol token``), else
+    nothing (the local transport)."""
+    if getattr(request, "param", "local") != "rest":
+        return {}
+    return {"transport": {"type": "rest", "url": request.getfixturevalue("slurmrestd"),
+                          "token_source": {"type": "scontrol", "lifespan_seconds": 600}},
+            # slurmrestd does not say which partition is Slurm's default.
+            "default_compute_resource_pool": "batch"}
+
+
 STANDIN = Path(__file__).resolve().parent / "standin" / "standin.py"
 STANDIN_ENTRYPOINT = "python3 standin.py"
 

@@ -4,11 +4,14 @@ As in Determined, 0 slots is one process and no GPU. The trial runs in ``batch``
 with ``slot_type: null`` is a cuda pool (node2 and node3 have two stand-in GPUs each), so
 any other slot count would ask Slurm for GPUs: here the dry run's script, the submitted
 script and Slurm's accounting (``ReqTRES``/``AllocTRES``) all show none, and the stand-in
-trial (``standin/standin.py``, a few batches) runs one rank to COMPLETED.
+trial (``standin/standin.py``, a few batches) runs one rank to COMPLETED. It runs twice:
+with the local transport, and with Slurm through slurmrestd (``transport: rest``: the
+script's ``#SBATCH`` lines become the job description, docs/admin/slurmrestd.md).
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +19,13 @@ import pytest
 import yaml
 from it_helpers import (
     STANDIN_ENTRYPOINT,
+    TRANSPORTS,
     LiveMaster,
     experiment_with_trials,
     sacct_row,
     sacct_state,
     standin_context,
+    transport_settings,
     wait_for,
 )
 
@@ -28,9 +33,9 @@ pytestmark = [pytest.mark.slurm]
 
 
 @pytest.fixture
-def resource_manager_settings() -> dict[str, Any]:
+def resource_manager_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
     # Not the conftest's slot_type cpu: batch must be the cuda pool it is by its GPUs.
-    return {"slot_type": None}
+    return {"slot_type": None, **transport_settings(request)}
 
 
 def cpu_only_config() -> dict[str, Any]:
@@ -46,9 +51,10 @@ def cpu_only_config() -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("resource_manager_settings", TRANSPORTS, indirect=True)
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
-def test_a_zero_slot_trial_runs_one_rank_and_asks_for_no_gpu(master: LiveMaster,
-                                                             tmp_path: Path) -> None:
+def test_a_zero_slot_trial_runs_one_rank_and_asks_for_no_gpu(
+        master: LiveMaster, tmp_path: Path, resource_manager_settings: dict[str, Any]) -> None:
     # Once Slurm has been read, batch is what it is by its nodes: a GPU pool.
     pools = wait_for(lambda: {p["name"]: p for p in master.api("/resource-pools")
                               ["resource_pools"]}, "the pools snapshot", 60)
@@ -82,6 +88,10 @@ def test_a_zero_slot_trial_runs_one_rank_and_asks_for_no_gpu(master: LiveMaster,
     assert (state, partition) == ("COMPLETED", "batch"), tres
     assert "gpu" not in req and "gpu" not in alloc, tres
     assert "cpu=1" in req.split(","), tres  # one rank of one CPU
+    # Through slurmrestd no sbatch ran: Slurm records no submit line.
+    submit_line = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "SubmitLine"],
+                                 env=master.env, capture_output=True, text=True).stdout
+    assert submit_line.startswith("sbatch") != ("transport" in resource_manager_settings)
 
     [script] = master.job_root.glob(f"**/trial-{trial['id']}/job-1.sh")
     _assert_no_gpu_request(script.read_text())

@@ -10,7 +10,8 @@ run present exactly once, and the same validation (and training) values as that 
 1. ``kill -9`` of the master, restarted a few seconds later (PostgreSQL);
 2. a node failing under the trial (its slurmd and processes killed, the node marked DOWN);
 3. a job in the high-priority ``urgent`` partition preempting the trial;
-4. ``scontrol requeue`` of the trial's job;
+4. ``scontrol requeue`` of the trial's job (also with the master on slurmrestd, which reads
+   the requeue from the job's restart count: docs/admin/slurmrestd.md);
 5. a partition ``MaxTime`` (one minute) shorter than the trial;
 6. pause, then activate;
 7. ``slurmctld`` restarted while the trial runs;
@@ -33,10 +34,12 @@ import yaml
 from it_helpers import (
     REPO,
     STANDIN_ENTRYPOINT,
+    TRANSPORTS,
     LiveMaster,
     experiment_with_trials,
     load_json,
     standin_context,
+    transport_settings,
     trials_of,
 )
 
@@ -51,9 +54,9 @@ _reference: dict[str, dict[tuple[str, int, str], float]] = {}
 
 
 @pytest.fixture
-def resource_manager_settings() -> dict[str, Any]:
+def resource_manager_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
     # The short partition's MaxTime is one minute: warn the trial 30 s before it.
-    return {"walltime_signal_seconds": 30}
+    return {"walltime_signal_seconds": 30, **transport_settings(request)}
 
 
 def _context(tmp_path: Path) -> Path:
@@ -268,6 +271,7 @@ def test_preemption_by_a_higher_priority_partition_is_not_a_restart(
 
 
 @pytest.mark.slurm_smoke
+@pytest.mark.parametrize("resource_manager_settings", TRANSPORTS, indirect=True)
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_scontrol_requeue_is_adopted_as_an_interruption(
         master: LiveMaster, tmp_path: Path) -> None:

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 import yaml
-from it_helpers import REPO, LiveMaster, load_json, sacct_state, write_experiment
+from it_helpers import (
+    REPO,
+    LiveMaster,
+    load_json,
+    sacct_state,
+    transport_settings,
+    write_experiment,
+)
 
 from hpcdet.hostlist import expand_nodelist
 
@@ -35,11 +42,26 @@ def created_id(output: str) -> int:
     return int(line.split()[-1])
 
 
+@pytest.fixture
+def resource_manager_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """As the test's param says: ``local`` or ``cli`` (the conftest's empty settings),
+    ``rest`` (Slurm through slurmrestd), or ``pyslurm`` (``slurm_api``: only where pyslurm is
+    built for the dev cluster's Slurm, 25.11)."""
+    param = getattr(request, "param", "local")
+    if param == "pyslurm":
+        request.getfixturevalue("pyslurm_ready")
+        return {"slurm_api": param}
+    return transport_settings(request)
+
+
 # CI time: the two-node placement runs on SQLite only (the database plays no part in it);
-# on Slurm 22.05 (the smoke set) only the two-node one.
-@pytest.mark.parametrize(("master", "slots_per_node", "nodes"), [
-    ("sqlite", 2, 1), pytest.param("sqlite", 1, 2, marks=pytest.mark.slurm_smoke),
-    pytest.param("postgresql", 2, 1, marks=pytest.mark.postgres)], indirect=["master"])
+# on Slurm 22.05 (the smoke set) only the two-node one; through slurmrestd (25.11) one case.
+@pytest.mark.parametrize(("master", "slots_per_node", "nodes", "resource_manager_settings"), [
+    ("sqlite", 2, 1, "local"), pytest.param("sqlite", 1, 2, "local",
+                                            marks=pytest.mark.slurm_smoke),
+    pytest.param("postgresql", 2, 1, "local", marks=pytest.mark.postgres),
+    pytest.param("sqlite", 2, 1, "rest", marks=pytest.mark.slurm2511)],
+    indirect=["master", "resource_manager_settings"])
 def test_digits_runs_to_completed(master: LiveMaster, tmp_path: Path, slots_per_node: int,
                                   nodes: int) -> None:
     result = master.det("experiment", "create", str(digits_config(tmp_path, slots_per_node)),
@@ -129,17 +151,6 @@ def test_one_failing_rank_fails_the_trial(master: LiveMaster, tmp_path: Path) ->
     trial = exp["trials"][0]
     assert (exp["experiment"]["state"], len(trial["job_ids"])) == ("ERROR", 1), trial
     assert sacct_state(trial["job_ids"][0], master.env) == "FAILED"
-
-
-@pytest.fixture
-def resource_manager_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """``slurm_api`` as the test's param says (default cli, the conftest's empty settings);
-    pyslurm only where it is built for the dev cluster's Slurm (25.11)."""
-    api = getattr(request, "param", "cli")
-    if api == "cli":
-        return {}
-    request.getfixturevalue("pyslurm_ready")
-    return {"slurm_api": api}
 
 
 # With slurm_api: pyslurm too: the master's polls read the queue through pyslurm.

@@ -34,6 +34,8 @@ PLUGIN = SchedulerPlugin(
     status_apis=("cli", "pyslurm"),
     modules={
         "backend": "hpcdet.dispatcher.slurm.backend",
+        # resource_manager.transport type rest: the same backend through slurmrestd.
+        "rest_backend": "hpcdet.dispatcher.slurm.rest.backend",
         "task": "hpcdet.dispatcher.slurm.task",
         "batch_args": "hpcdet.dispatcher.slurm.sbatch_args",
         "batch_command": "hpcdet.dispatcher.slurm.sbatch_command",

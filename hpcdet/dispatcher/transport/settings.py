@@ -40,3 +40,34 @@ class SshSettings:
     def host_key_name(self) -> str:
         """How ``known_hosts`` names the server (``[host]:port`` off port 22)."""
         return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+
+#: Where a REST master's tokens come from (docs/admin/slurmrestd.md).
+TOKEN_SOURCES = ("file", "scontrol")
+
+
+@dataclass(frozen=True)
+class TokenSourceSettings:
+    """``resource_manager.transport.token_source``: a file an operator keeps fresh, or
+    ``scontrol token`` run by the master itself (root or SlurmUser only)."""
+
+    type: str
+    path: str | None = None  # type file: the token, alone or as SLURM_JWT=<token>
+    lifespan_seconds: int = 1800  # type scontrol: each token's life; renewed at 80% of it
+
+
+@dataclass(frozen=True)
+class RestSettings:
+    """``resource_manager.transport`` with ``type: rest``: Slurm's commands become slurmrestd
+    requests; job files stay on the master's own filesystem (``files: local``)."""
+
+    url: str  # http(s)://host:port of slurmrestd, no path
+    token_source: TokenSourceSettings
+    user: str | None = None  # X-SLURM-USER-NAME; None: the master's own user name
+    files: str = "local"
+    timeout_seconds: float = 30.0
+
+    @property
+    def login_user(self) -> str:
+        """The Slurm user the master's requests run as."""
+        return self.user or getpass.getuser()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hpcdet.dispatcher import Backend, get_backend
-from hpcdet.dispatcher.transport import make_transport
+from hpcdet.dispatcher.transport import RestSettings, SshSettings, make_transport
 from hpcdet.master.settings.core import MasterSettings
 from hpcdet.master.settings.runas import make_runas
 
@@ -20,17 +20,21 @@ def gpu_request(settings: MasterSettings) -> str:
 
 def make_backend(settings: MasterSettings) -> Backend:
     """The backend ``resource_manager.type`` names, with its template folder, run-as and
-    transport (``resource_manager.transport``: local, or one SSH connection)."""
+    transport (``resource_manager.transport``: local, one SSH connection, or slurmrestd)."""
     rm = settings.resource_manager
     transport = make_transport(rm.transport)
     runas = make_runas(settings.runas, transport.runner)
-    if runas is not None and rm.transport is not None:
+    if isinstance(rm.transport, SshSettings) and runas is not None:
         runas.service_user = rm.transport.login_user  # sudo runs as the SSH login user
     # resource_manager.slurm_api: the default (cli) is every backend's own; another is
     # passed only where asked for (settings refuse it for a scheduler without it).
-    status_api = {} if rm.slurm_api == "cli" else {"slurm_api": rm.slurm_api}
-    return get_backend(rm.type, template_dir=rm.template_dir, runas=runas,
-                       gpu_request=gpu_request(settings), transport=transport, **status_api)
+    extra: dict[str, object] = {} if rm.slurm_api == "cli" else {"slurm_api": rm.slurm_api}
+    role = "backend"
+    if isinstance(rm.transport, RestSettings):
+        # The scheduler's verbs through slurmrestd; job files still through ``transport``.
+        role, extra = "rest_backend", {"rest": rm.transport}
+    return get_backend(rm.type, role, template_dir=rm.template_dir, runas=runas,
+                       gpu_request=gpu_request(settings), transport=transport, **extra)
 
 
 def startup_problem(settings: MasterSettings) -> str | None:

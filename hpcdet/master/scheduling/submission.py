@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session
 
 from hpcdet import expconf, safe_yaml, storage
 from hpcdet.dispatcher import Backend, Submission, registry
-from hpcdet.dispatcher.batch_args import check_args
+from hpcdet.dispatcher.batch_args import check_args, check_rest_args
 from hpcdet.dispatcher.jobdir import MASTER_CERT_FILE, context_size, prepare_job_dir
-from hpcdet.dispatcher.transport import Transport
+from hpcdet.dispatcher.transport import RestSettings, Transport
 from hpcdet.errors import ConfigError
 from hpcdet.master.errors import Invalid, TooLarge
 from hpcdet.master.models import Experiment, Template
@@ -105,6 +105,8 @@ def effective_config(settings: MasterSettings, user_doc: Mapping[str, Any],
     scheduler = settings.resource_manager.type
     where, args = batch_args(config, scheduler)
     check_args(scheduler, args, where)
+    if isinstance(settings.resource_manager.transport, RestSettings):
+        check_rest_args(scheduler, args, where)  # what slurmrestd can be sent
     check_patterns(config)
     check_actions(config, settings.resource_manager.scheduler)
     check_storage(settings, config, owner=owner)

@@ -18,8 +18,9 @@ from typing import Any
 import yaml
 
 from hpcdet.dispatcher import registry
+from hpcdet.dispatcher.batch_args import check_rest_args
 from hpcdet.dispatcher.plugin import SchedulerPlugin
-from hpcdet.dispatcher.transport.settings import SshSettings
+from hpcdet.dispatcher.transport.settings import RestSettings, SshSettings
 from hpcdet.errors import ConfigError
 from hpcdet.master.settings.capability_checks import refuse_unsupported
 from hpcdet.master.settings.hardening import HardeningSettings, build_hardening
@@ -93,8 +94,9 @@ class ResourceManagerSettings:
     # Seconds before a job's time limit at which Slurm sends SIGUSR2 (--signal=USR2@N), for
     # the trial to checkpoint and exit; must be well below the shortest partition MaxTime.
     walltime_signal_seconds: int = 120
-    # resource_manager.transport: None is the local transport; else a login node over SSH.
-    transport: SshSettings | None = None
+    # resource_manager.transport: None is the local transport; else a login node over SSH,
+    # or slurmrestd (Slurm only; job files on the master's own filesystem).
+    transport: SshSettings | RestSettings | None = None
     # How the Slurm backend reads its jobs' statuses each cycle: cli (squeue, sacct) or
     # pyslurm (the controller's job table through pyslurm's C API; local transport only,
     # pyslurm built for this Slurm by scripts/build-pyslurm; docs/admin/slurm.md).
@@ -228,6 +230,14 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         # Jobs run as the caller's name: on an open master anyone could name anyone.
         errors.append(f"{ROOT}.security.jobs_run_as: owner needs auth.mode: munge (jobs run "
                       "as the user MUNGE proves; an open master believes any name)")
+    transport = settings.resource_manager.transport
+    if (settings.runas.owner_mode and isinstance(transport, RestSettings)
+            and transport.token_source.type != "scontrol"):
+        # Acting as the owner through slurmrestd needs the owner's token, which only
+        # scontrol token username= (root's power) mints (docs/admin/slurmrestd.md).
+        errors.append(f"{ROOT}.resource_manager.transport.token_source.type: "
+                      "security.jobs_run_as: owner needs type scontrol (a token file holds "
+                      "one user's token)")
     return settings
 
 
@@ -262,7 +272,8 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     default = ResourceManagerSettings()
     transport = build_transport(get.section("transport"), f"{where}.transport", errors)
     root = environ.get("HPCDET_JOB_STORAGE_ROOT") or doc.get("job_storage_root")
-    if transport is not None and not (isinstance(root, str) and root.startswith("/")):
+    if isinstance(transport, SshSettings) and not (isinstance(root, str)
+                                                   and root.startswith("/")):
         errors.append(f"{where}.job_storage_root: with transport type ssh, give an absolute "
                       f"path on the login node (the default would be the master's home), "
                       f"got {root!r}")
@@ -305,10 +316,17 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
     refuse_unsupported(rm.scheduler, where, priority=rm.priority,
                        overrides=rm.partition_overrides, pools=rm.resource_pools,
                        fair_share=rm.fair_share, errors=errors)
+    if isinstance(transport, RestSettings):
+        if "rest_backend" not in rm.scheduler.modules:
+            errors.append(f"{where}.transport.type: rest drives slurmrestd, for Slurm only "
+                          f"(resource_manager.type is {rm.type})")
+        else:
+            _check_rest_args(rm, where, errors)
     return rm
 
 
-def _slurm_api(get: Getter, scheduler: str, transport: SshSettings | None) -> str:
+def _slurm_api(get: Getter, scheduler: str,
+               transport: SshSettings | RestSettings | None) -> str:
     """``cli`` or, for Slurm on the master's own host, ``pyslurm`` (whether pyslurm is there
     and matches this Slurm is checked when the master starts: scheduling/backend.py)."""
     value = get.text("slurm_api", "cli")
@@ -318,10 +336,29 @@ def _slurm_api(get: Getter, scheduler: str, transport: SshSettings | None) -> st
                           f"{get.where}.type: {scheduler}, got {value!r}")
         return apis[0]
     if value != apis[0] and transport is not None:
+        kind = "rest" if isinstance(transport, RestSettings) else "ssh"
         get.errors.append(f"{get.where}.slurm_api: {value} talks to the slurmctld of the "
                           f"master's own slurm.conf, not through {get.where}.transport "
-                          f"(type ssh): use slurm_api: {apis[0]} with an SSH transport")
+                          f"(type {kind}): use slurm_api: {apis[0]} with that transport")
     return value
+
+
+def _check_rest_args(rm: ResourceManagerSettings, where: str, errors: list[str]) -> None:
+    """The site's own sbatch_args (defaults, partitions, pools), as slurmrestd can be sent
+    them: refused at start rather than at each job's submission."""
+    found = [(f"{where}.task_container_defaults.slurm.sbatch_args", rm.slurm_defaults),
+             *((f"{where}.partition_overrides.{name}.task_container_defaults.slurm.sbatch_args",
+                override.slurm)
+               for name, override in rm.partition_overrides.items()),
+             *((f"{where}.resource_pools[{index}].task_container_defaults.slurm.sbatch_args",
+                pool.slurm)
+               for index, pool in enumerate(rm.resource_pools))]
+    for path, defaults in found:
+        if defaults.sbatch_args:
+            try:
+                check_rest_args(rm.type, defaults.sbatch_args, path)
+            except ConfigError as exc:
+                errors.extend(exc.errors)
 
 
 def _project_source(get: Getter) -> str:

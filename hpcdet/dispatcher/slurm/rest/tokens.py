@@ -1,0 +1,149 @@
+"""Where slurmrestd's JWTs come from, and when they are renewed.
+
+Two sources (``resource_manager.transport.token_source``):
+
+* ``file``: an operator (or a timer) keeps a token in a file; it is read again whenever the
+  file changes (inode, size or mtime), so a renewed token is used at once. The file must be
+  a regular file, owned by the master's user and private (no group or other bits): a token
+  is a password to Slurm.
+* ``scontrol``: the master runs ``scontrol token lifespan=N`` itself (through its local
+  command runner) and renews the token once 80% of its life has passed, before slurmrestd
+  would refuse it. ``username=U`` tokens for run-as-owner mode are cached per user the same
+  way; only root or SlurmUser may mint them, which is why this source means the master holds
+  root's power over Slurm (docs/admin/slurmrestd.md).
+
+Tokens never appear in logs or messages: errors name the file or the command only.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import re
+import stat
+import threading
+import time
+from collections.abc import Callable
+
+from hpcdet.dispatcher.commands import Runner
+from hpcdet.dispatcher.safety import check_safe
+from hpcdet.dispatcher.transport.base import TransportUnavailableError
+from hpcdet.errors import SchedulerError
+
+# What scontrol prints (and what a token file may hold): SLURM_JWT=<token>.
+_JWT_LINE = re.compile(r"^(?:SLURM_JWT=)?([A-Za-z0-9_.-]+)$")
+# A token is renewed once this share of its lifespan has passed.
+RENEW_AT = 0.8
+_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+
+
+class TokenSource(abc.ABC):
+    """Gives the token for requests as a user (None: the master's own user)."""
+
+    #: Tokens obtained so far (a new one read from the file, or minted): tests watch it.
+    renewals: int = 0
+
+    @abc.abstractmethod
+    def token(self, user: str | None = None) -> str:
+        """A token valid now for ``user`` (None: the master's own user)."""
+
+    def invalidate(self, user: str | None = None) -> None:  # noqa: B027 - optional
+        """Forget ``user``'s token (slurmrestd refused it): the next call gets a new one."""
+
+
+def parse_token(text: str, where: str) -> str:
+    """The token in ``text`` (``<token>`` or ``SLURM_JWT=<token>``, one line)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    match = _JWT_LINE.match(lines[-1]) if len(lines) == 1 else None
+    if match is None:
+        # Never quote the text: it may be a token in a shape we did not expect.
+        raise SchedulerError([where], 1, "", f"{where} holds no token "
+                             "(expected one line: <token> or SLURM_JWT=<token>)")
+    return match.group(1)
+
+
+class FileTokens(TokenSource):
+    """A token file kept fresh by someone else; read again when it changes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.expanduser(path)
+        self._seen: tuple[int, int, int] | None = None
+        self._token = ""
+        self._lock = threading.Lock()
+        self.renewals = 0
+
+    def token(self, user: str | None = None) -> str:
+        if user is not None:
+            raise SchedulerError(["token_source"], 1, "", "a token file gives the master's own "
+                                 "token only; run-as-owner needs token_source type scontrol")
+        with self._lock:
+            info = check_private_file(self.path)
+            seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+            if seen != self._seen:
+                with open(self.path, encoding="utf-8") as handle:
+                    self._token = parse_token(handle.read(), self.path)
+                self._seen = seen
+                self.renewals += 1
+            return self._token
+
+    def invalidate(self, user: str | None = None) -> None:
+        with self._lock:
+            self._seen = None
+
+
+def check_private_file(path: str) -> os.stat_result:
+    """``lstat`` of ``path`` if it is a regular file of this process's user with no group or
+    other permissions; else TransportUnavailableError saying what is wrong (the master keeps
+    running and tries again next cycle, once an operator fixed it)."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise TransportUnavailableError(["token_source"], f"cannot read the token file "
+                                        f"{path}: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        problem = "is not a regular file"
+    elif info.st_uid != os.geteuid():
+        problem = f"is owned by uid {info.st_uid}, not by the master's user ({os.geteuid()})"
+    elif info.st_mode & 0o077:
+        problem = f"can be read by others (mode {stat.S_IMODE(info.st_mode):04o}); chmod 600 it"
+    else:
+        return info
+    raise TransportUnavailableError(["token_source"], f"refusing the token file {path}: it "
+                                    f"{problem}")
+
+
+class ScontrolTokens(TokenSource):
+    """``scontrol token lifespan=N [username=U]``, renewed at :data:`RENEW_AT` of N."""
+
+    def __init__(self, runner: Runner, lifespan_seconds: int, *, scontrol: str = "scontrol",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if lifespan_seconds < 10:
+            raise ValueError("a token must live at least 10 seconds")
+        self.runner, self.lifespan, self.scontrol, self.clock = (
+            runner, lifespan_seconds, scontrol, clock)
+        self._tokens: dict[str | None, tuple[str, float]] = {}  # user -> (token, renew at)
+        self._lock = threading.Lock()
+        self.renewals = 0
+
+    def token(self, user: str | None = None) -> str:
+        with self._lock:
+            held = self._tokens.get(user)
+            now = self.clock()
+            if held is not None and now < held[1]:
+                return held[0]
+            token = self._mint(user)
+            self._tokens[user] = (token, now + RENEW_AT * self.lifespan)
+            self.renewals += 1
+            return token
+
+    def invalidate(self, user: str | None = None) -> None:
+        with self._lock:
+            self._tokens.pop(user, None)
+
+    def _mint(self, user: str | None) -> str:
+        argv = [self.scontrol, "token", f"lifespan={self.lifespan}"]
+        if user is not None:
+            if not _USER.match(check_safe(user, "user name")):
+                raise SchedulerError(argv, 1, "", f"not a user name: {user!r}")
+            argv.append(f"username={user}")
+        return parse_token(self.runner(argv), "scontrol token")
