@@ -241,7 +241,12 @@ def test_slurm_api_is_cli_unless_pyslurm_is_asked_for(tmp_path: Path) -> None:
      "insecure_accept_new_host_key: true}",
      "<master.yaml>.resource_manager.slurm_api: pyslurm talks to the slurmctld of the master's "
      "own slurm.conf, not through <master.yaml>.resource_manager.transport (type ssh): use "
-     "slurm_api: cli with an SSH transport"),
+     "slurm_api: cli with that transport"),
+    ("slurm_api: pyslurm\ntransport: {type: rest, url: 'http://127.0.0.1:6820', "
+     "token_source: {type: scontrol}}",
+     "<master.yaml>.resource_manager.slurm_api: pyslurm talks to the slurmctld of the master's "
+     "own slurm.conf, not through <master.yaml>.resource_manager.transport (type rest): use "
+     "slurm_api: cli with that transport"),
 ])
 def test_a_slurm_api_that_cannot_work_names_its_keys(tmp_path: Path, text: str,
                                                      error: str) -> None:
