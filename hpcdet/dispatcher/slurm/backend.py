@@ -46,7 +46,12 @@ from hpcdet.dispatcher.slurm import JOB_LOG_STEM, PLUGIN, arrays
 from hpcdet.dispatcher.slurm.cluster import SlurmClusterMixin
 from hpcdet.dispatcher.slurm.config import SlurmConfig, read_config
 from hpcdet.dispatcher.slurm.sbatch_args import SbatchArg, parse_sbatch_args, render_parsed
-from hpcdet.dispatcher.slurm.status import make_status_reader
+from hpcdet.dispatcher.slurm.status import (
+    SLURM_APIS,
+    CliStatusReader,
+    SlurmCommands,
+    StatusReader,
+)
 from hpcdet.dispatcher.slurm.task import gpu_options
 from hpcdet.dispatcher.spec_values import check_shape, check_strings_and_names
 from hpcdet.dispatcher.transport import Transport
@@ -388,3 +393,17 @@ def _newest_by_name(stdout: str, names: Sequence[str], *, sep: str) -> dict[str,
         if name in wanted and job_id.isdigit() and int(job_id) > int(found.get(name, "0")):
             found[name] = job_id
     return found
+
+
+def make_status_reader(api: str, commands: SlurmCommands) -> StatusReader:
+    """The reader ``api`` names (:data:`SLURM_APIS`); pyslurm is imported only for it
+    (and apart from :mod:`.status`, which it imports)."""
+    cli = CliStatusReader(commands)
+    if api == "cli":
+        return cli
+    if api == "pyslurm":
+        from hpcdet.dispatcher.slurm.pyslurm_status import PyslurmStatusReader
+
+        # Accounting stays sacct's: pyslurm.db folds exit codes above 128 (docs/admin/slurm.md).
+        return PyslurmStatusReader(accounting=cli.in_accounting, commands=commands)
+    raise ValueError(f"slurm_api must be one of {SLURM_APIS}, not {api!r}")

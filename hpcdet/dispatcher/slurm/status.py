@@ -108,19 +108,6 @@ class CliStatusReader:
         return None
 
 
-def make_status_reader(api: str, commands: SlurmCommands) -> StatusReader:
-    """The reader ``api`` names (:data:`SLURM_APIS`); pyslurm is not imported here."""
-    cli = CliStatusReader(commands)
-    if api == "cli":
-        return cli
-    if api == "pyslurm":
-        from hpcdet.dispatcher.slurm.pyslurm_status import PyslurmStatusReader
-
-        # Accounting stays sacct's: pyslurm.db folds exit codes above 128 (docs/admin/slurm.md).
-        return PyslurmStatusReader(accounting=cli.in_accounting, commands=commands)
-    raise ValueError(f"slurm_api must be one of {SLURM_APIS}, not {api!r}")
-
-
 def queue_status(job_id: str, state: str, *, restarts: int, nodes: str | None,
                  reason: str | None) -> JobStatus:
     """A job as the controller's queue shows it (squeue's fields, or pyslurm's same ones)."""
