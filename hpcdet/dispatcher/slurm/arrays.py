@@ -31,7 +31,7 @@ from hpcdet.dispatcher.render import DirectiveValue, render_directives
 
 __all__ = ["ARRAY_SCRIPT", "INDEX_FILE", "array_directives", "array_entry", "array_range",
            "check_array", "index_text", "parse_array_limits", "pending_task_ids",
-           "render_array", "task_id", "write_index"]
+           "render_array", "task_id", "task_indices", "write_index"]
 
 ARRAY_TEMPLATE_NAME = "slurm_array.sh.j2"
 # Slurm's defaults, for a configuration line that is missing.
@@ -102,7 +102,7 @@ def array_entry(job_id: str) -> tuple[str, int] | None:
     pending = _PENDING_TASKS.match(job_id)
     if not pending:
         return None
-    return pending["array"], len(_indices(pending["ranges"]))
+    return pending["array"], len(task_indices(pending["ranges"]))
 
 
 def pending_task_ids(job_id: str) -> list[str]:
@@ -111,13 +111,14 @@ def pending_task_ids(job_id: str) -> list[str]:
     pending = _PENDING_TASKS.match(job_id)
     if not pending:
         return []
-    return [task_id(pending["array"], index) for index in _indices(pending["ranges"])]
+    return [task_id(pending["array"], index) for index in task_indices(pending["ranges"])]
 
 
-def _indices(ranges: str) -> list[int]:
-    """``1,4-6`` as 1, 4, 5, 6."""
+def task_indices(ranges: str) -> list[int]:
+    """``1,4-6`` as 1, 4, 5, 6 (a ``%`` throttle after them dropped): squeue's pending
+    tasks, slurmrestd's ``array_task_string``, pyslurm's ``array_tasks_waiting``."""
     indices: list[int] = []
-    for part in ranges.split(","):
+    for part in ranges.partition("%")[0].split(","):
         low, _, high = part.partition("-")
         if low.isdigit() and (not high or high.isdigit()):
             indices += range(int(low), int(high or low) + 1)

@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from hpcdet.dispatcher.base import JobStatus
+from hpcdet.dispatcher.slurm.arrays import task_indices
 from hpcdet.dispatcher.slurm.status import SlurmCommands, queue_status
 from hpcdet.errors import SchedulerError
 
@@ -139,11 +140,3 @@ def _displayed_ids(job: Any) -> Iterator[str]:
         yield f"{job.heterogeneous_id}+{job.heterogeneous_offset}"
     else:
         yield str(job.id)
-
-
-def task_indices(ranges: str) -> Iterator[int]:
-    """The indices of Slurm's bitmap string ``1-3,7`` (``bit_fmt``: ranges and singles)."""
-    for part in ranges.split(","):
-        first, _, last = part.partition("-")
-        if first.isdigit():
-            yield from range(int(first), int(last if last.isdigit() else first) + 1)

@@ -19,12 +19,9 @@ from typing import Any
 import pytest
 
 from hpcdet.dispatcher.base import JobRef
+from hpcdet.dispatcher.slurm.arrays import task_indices
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
-from hpcdet.dispatcher.slurm.pyslurm_status import (
-    PyslurmStatusReader,
-    slurm_version,
-    task_indices,
-)
+from hpcdet.dispatcher.slurm.pyslurm_status import PyslurmStatusReader, slurm_version
 from hpcdet.errors import SchedulerError
 
 

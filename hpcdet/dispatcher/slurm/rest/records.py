@@ -23,9 +23,11 @@ from typing import Any
 from hpcdet.dispatcher.base import JobPhase, JobStatus
 from hpcdet.dispatcher.pools import NodeInfo, PartitionInfo
 from hpcdet.dispatcher.queue import QueueEntry
+from hpcdet.dispatcher.slurm.arrays import task_indices
 from hpcdet.dispatcher.slurm.partitions import gpu_count
 from hpcdet.dispatcher.slurm.queue import QUEUE_STATES, parse_tres
 from hpcdet.dispatcher.slurm.states import phase_of
+from hpcdet.dispatcher.slurm.status import queue_status
 from hpcdet.hostlist import expand_nodelist
 
 logger = logging.getLogger(__name__)
@@ -77,21 +79,11 @@ def job_ids(record: Record) -> list[str]:
         return [f"{array_id}_{task}"]
     pending = str(record.get("array_task_string") or "")
     if array_id and pending:
-        return [f"{array_id}_{index}" for index in _task_indices(pending)]
+        return [f"{array_id}_{index}" for index in task_indices(pending)]
     het_id = number(record.get("het_job_id")) or 0
     if het_id:
         return [f"{het_id}+{number(record.get('het_job_offset')) or 0}"]
     return [str(job_id)]
-
-
-def _task_indices(text: str) -> list[int]:
-    """``0-3%2`` / ``1,4-5`` as ``[0, 1, 2, 3]`` / ``[1, 4, 5]`` (the throttle dropped)."""
-    indices: list[int] = []
-    for part in text.partition("%")[0].split(","):
-        low, _, high = part.partition("-")
-        if low.isdigit() and (not high or high.isdigit()):
-            indices.extend(range(int(low), int(high or low) + 1))
-    return indices
 
 
 def job_statuses(records: Iterable[Record]) -> dict[str, JobStatus]:
@@ -99,15 +91,13 @@ def job_statuses(records: Iterable[Record]) -> dict[str, JobStatus]:
     found: dict[str, JobStatus] = {}
     for record in records:
         state = state_word(record.get("job_state"))
-        restarts = number(record.get("restart_cnt")) or 0
-        # squeue counts a requeue only once the ended execution is over (backend.py).
-        if state == "COMPLETING" and restarts > 0:
-            restarts -= 1
         for job_id in job_ids(record):
-            found[job_id] = JobStatus(job_id, phase_of(state), state,
-                                      reason=_text(record.get("state_reason"), "None"),
-                                      nodes=_text(record.get("nodes")), source="squeue",
-                                      restarts=restarts)  # fmt: skip
+            # The CLI reader's own constructor: the same rules (a requeue counted once the
+            # ended execution is over), so the two paths cannot drift apart.
+            found[job_id] = queue_status(job_id, state,
+                                         restarts=number(record.get("restart_cnt")) or 0,
+                                         nodes=_text(record.get("nodes")),
+                                         reason=_text(record.get("state_reason"), "None"))
     return found
 
 
