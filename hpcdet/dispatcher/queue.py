@@ -10,7 +10,7 @@ words: a Slurm partition or a PBS queue.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from hpcdet.errors import HpcdetError, SchedulerError
@@ -84,6 +84,16 @@ class JobUpdate:
     @property
     def empty(self) -> bool:
         return self.partition is None and self.qos is None and self.nice is None
+
+
+def split_operator_nice(update: JobUpdate) -> tuple[JobUpdate, JobUpdate | None]:
+    """``update`` of a job its owner updates, split into what the owner may change and a
+    negative nice (raising the job above others), which only a Slurm operator may set: the
+    service account (an operator, docs/admin/security.md) sends that part itself; None when
+    there is none."""
+    if update.nice is None or update.nice >= 0:
+        return update, None
+    return replace(update, nice=None), JobUpdate(nice=update.nice)
 
 
 class JobUpdateRefusedError(SchedulerError):

@@ -8,11 +8,15 @@ gives :class:`~hpcdet.dispatcher.slurm.backend.SlurmBackend` the queue and pool 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.pools import PartitionInfo
-from hpcdet.dispatcher.queue import JobUpdate, OrderImpossibleError, QueueEntry
+from hpcdet.dispatcher.queue import (
+    JobUpdate,
+    OrderImpossibleError,
+    QueueEntry,
+    split_operator_nice,
+)
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.slurm import reasons
 from hpcdet.dispatcher.slurm.partitions import read_partitions
@@ -52,12 +56,11 @@ class SlurmClusterMixin:
         if self.runas is None or not owner:
             update_job(self.runner, job_id, update, scontrol=self.scontrol)
             return
-        raise_it = update.nice is not None and update.nice < 0
-        own = replace(update, nice=None) if raise_it else update
+        own, operator = split_operator_nice(update)
         if not own.empty:
             update_job_as(self.runas, owner, job_id, own)
-        if raise_it:
-            update_job(self.runner, job_id, JobUpdate(nice=update.nice), scontrol=self.scontrol)
+        if operator is not None:
+            update_job(self.runner, job_id, operator, scontrol=self.scontrol)
 
     def nice_to_pass(self, entry: QueueEntry, other: QueueEntry, *, ahead: bool) -> int:
         """The nice that puts ``entry``'s priority :data:`ORDER_MARGIN` above (``ahead``) or

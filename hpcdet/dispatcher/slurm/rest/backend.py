@@ -34,7 +34,12 @@ from hpcdet.dispatcher.base import ArrayLimits, JobStatus, Submission, Unsupport
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.pools import PartitionInfo
-from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError, QueueEntry
+from hpcdet.dispatcher.queue import (
+    JobUpdate,
+    JobUpdateRefusedError,
+    QueueEntry,
+    split_operator_nice,
+)
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.script_backend import SCRIPT_MODE
@@ -203,12 +208,11 @@ class RestSlurmBackend(SlurmBackend):
         owner makes), as ``scontrol update`` does in :class:`SlurmClusterMixin`."""
         update_argv(job_id, update)  # validates the id and every value, as for scontrol
         as_owner = self._owner(owner)
-        raise_it = as_owner is not None and update.nice is not None and update.nice < 0
-        own = replace(update, nice=None) if raise_it else update
+        own, operator = (update, None) if as_owner is None else split_operator_nice(update)
         if not own.empty:
             self._post_job(job_id, _update_body(own), as_owner)
-        if raise_it:
-            self._post_job(job_id, {"nice": update.nice}, None)
+        if operator is not None:
+            self._post_job(job_id, _update_body(operator), None)
 
     def hold(self, job_id: str, owner: str | None = None) -> None:
         """``scontrol hold``: one request."""
