@@ -148,6 +148,15 @@ def job_description(script: str, where: str, environ: Mapping[str, str] | None =
     problem = untranslated(settings, where)
     if problem:
         raise ValidationError(problem)
+    job = _fields(settings, where)
+    source = os.environ if environ is None else environ
+    job["environment"] = [f"{name}={source[name]}" for name in EXPORTED if name in source]
+    _derive_tasks(job)
+    return job
+
+
+def _fields(settings: Sequence[Setting], where: str) -> dict[str, Any]:
+    """The job description fields of ``settings`` (each option in :data:`FIELDS`)."""
     job: dict[str, Any] = {}
     for name, value in settings:
         try:
@@ -155,9 +164,6 @@ def job_description(script: str, where: str, environ: Mapping[str, str] | None =
                                     _BARE_VALUES.get(name, "")))
         except ValueError as exc:
             raise ValidationError(f"{where}: --{name}: {exc}") from None
-    source = os.environ if environ is None else environ
-    job["environment"] = [f"{name}={source[name]}" for name in EXPORTED if name in source]
-    _derive_tasks(job)
     return job
 
 
@@ -174,8 +180,8 @@ def submit_body(script: str, where: str, *, environ: Mapping[str, str] | None = 
     """``{"script": ..., "job": ...}``; ``extra``: options given beside the script
     (an sbatch command line's), translated like the script's own."""
     description = job_description(script, where, environ)
-    for name, value in extra:
+    for name, _value in extra:
         if name not in FIELDS:
             raise ValidationError(f"{where}: --{name} is not available through slurmrestd")
-        description.update(FIELDS[name](value or _BARE_VALUES.get(name, "")))
+    description.update(_fields(extra, where))
     return {"script": script, "job": description}
