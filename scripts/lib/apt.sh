@@ -32,3 +32,24 @@ apt_install() {
     return 1
   }
 }
+
+# apt_missing PKG...: those of PKG... that dpkg has not installed, space-separated (one line).
+apt_missing() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  echo "${missing[*]}"
+}
+
+# apt_ensure LOG PKG...: install those of PKG... that are missing (nothing when none is),
+# naming them on stderr; non-zero, with the log's tail, when that fails.
+apt_ensure() {
+  local log="$1" missing
+  shift
+  missing="$(apt_missing "$@")"
+  [ -z "$missing" ] && return 0
+  echo "installing (apt): $missing..." >&2
+  # shellcheck disable=SC2086  # one word per package
+  apt_install "$log" $missing
+}

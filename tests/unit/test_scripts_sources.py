@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-HELPERS = {"apt_install": "lib/apt.sh"}
+HELPERS = {"apt_install": "lib/apt.sh", "apt_ensure": "lib/apt.sh"}
 
 
 def _scripts() -> list[Path]:
