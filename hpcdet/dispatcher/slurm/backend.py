@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from hpcdet.dispatcher.base import (
     ArrayLimits,
@@ -383,15 +383,21 @@ def _checked_id(job_id: str) -> str:
 
 
 def _newest_by_name(stdout: str, names: Sequence[str], *, sep: str) -> dict[str, str]:
-    """``{name: highest job id}`` from ``id<sep>name`` lines; an array's task (``12_3``,
-    ``12_[4-9]``) counts as its array's id (``12``); het components are skipped."""
+    """:func:`newest_by_name` of ``id<sep>name`` lines."""
+    lines = (line.strip().rstrip(sep).partition(sep) for line in stdout.splitlines())
+    return newest_by_name(((job_id, name) for job_id, _, name in lines), names)
+
+
+def newest_by_name(jobs: Iterable[tuple[str, str]], names: Sequence[str]) -> dict[str, str]:
+    """``{name: highest job id}`` over ``(job id, name)`` pairs, for the wanted ``names``; an
+    array's task (``12_3``, ``12_[4-9]``) counts as its array's id (``12``); het components
+    (``12+0``) are skipped."""
     found: dict[str, str] = {}
     wanted = set(names)
-    for line in stdout.splitlines():
-        job_id, _, name = line.strip().rstrip(sep).partition(sep)
-        job_id = job_id.partition("_")[0]
-        if name in wanted and job_id.isdigit() and int(job_id) > int(found.get(name, "0")):
-            found[name] = job_id
+    for job_id, name in jobs:
+        base = job_id.partition("_")[0]
+        if name in wanted and base.isdigit() and int(base) > int(found.get(name, "0")):
+            found[name] = base
     return found
 
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 from hpcdet.dispatcher.base import JobStatus
-from hpcdet.dispatcher.slurm.arrays import task_indices
-from hpcdet.dispatcher.slurm.status import SlurmCommands, queue_status
+from hpcdet.dispatcher.slurm.status import SlurmCommands, displayed_ids, queue_status
 from hpcdet.errors import SchedulerError
 
 logger = logging.getLogger(__name__)
@@ -126,17 +125,9 @@ def slurm_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(part) for part in parts)
 
 
-def _displayed_ids(job: Any) -> Iterator[str]:
-    """The ids ``squeue --array`` shows for one controller record (its JobArrayID field):
-    ``123_4`` for an array task, one per task of a record of pending tasks, ``123+0`` for a
-    het job's component, else the job id."""
-    waiting = job.array_tasks_waiting  # "5-9,12" (its "%limit" taken off by pyslurm)
-    if waiting:
-        for index in task_indices(waiting):
-            yield f"{job.array_id}_{index}"
-    elif job.array_task_id is not None:
-        yield f"{job.array_id}_{job.array_task_id}"
-    elif job.heterogeneous_id:
-        yield f"{job.heterogeneous_id}+{job.heterogeneous_offset}"
-    else:
-        yield str(job.id)
+def _displayed_ids(job: Any) -> list[str]:
+    """:func:`~hpcdet.dispatcher.slurm.status.displayed_ids` of one pyslurm record (its
+    ``array_tasks_waiting`` has the ``%limit`` taken off by pyslurm)."""
+    return displayed_ids(job.id, array_id=job.array_id, task_id=job.array_task_id,
+                         pending_tasks=job.array_tasks_waiting, het_id=job.heterogeneous_id,
+                         het_offset=job.heterogeneous_offset)

@@ -24,6 +24,7 @@ from typing import Protocol
 from hpcdet.dispatcher.base import JobStatus
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.slurm import PLUGIN
+from hpcdet.dispatcher.slurm.arrays import task_indices
 from hpcdet.dispatcher.slurm.states import phase_of
 from hpcdet.errors import SchedulerError
 
@@ -106,6 +107,22 @@ class CliStatusReader:
 
     def problem(self) -> str | None:
         return None
+
+
+def displayed_ids(job_id: int, *, array_id: int | None, task_id: int | None,
+                  pending_tasks: str | None, het_id: int | None,
+                  het_offset: int | None) -> list[str]:
+    """The ids ``squeue --array`` prints for one controller record (its JobArrayID field):
+    ``5_0`` for an array task, one per task of a record of pending tasks (``5_[2-3%2]``:
+    ``5_2``, ``5_3``), ``12+0`` for a het job's component, else the job id. The pyslurm and
+    slurmrestd readers name their records with it, as the CLI reader's squeue does."""
+    if array_id and task_id is not None:
+        return [f"{array_id}_{task_id}"]
+    if array_id and pending_tasks:
+        return [f"{array_id}_{index}" for index in task_indices(pending_tasks)]
+    if het_id:
+        return [f"{het_id}+{het_offset or 0}"]
+    return [str(job_id)]
 
 
 def queue_status(job_id: str, state: str, *, restarts: int, nodes: str | None,

@@ -43,7 +43,12 @@ from hpcdet.dispatcher.queue import (
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.script_backend import SCRIPT_MODE
-from hpcdet.dispatcher.slurm.backend import TEMPLATE_NAME, SlurmBackend, helper_submit_args
+from hpcdet.dispatcher.slurm.backend import (
+    TEMPLATE_NAME,
+    SlurmBackend,
+    helper_submit_args,
+    newest_by_name,
+)
 from hpcdet.dispatcher.slurm.queue import queue_order, update_argv
 from hpcdet.dispatcher.slurm.rest import records
 from hpcdet.dispatcher.slurm.rest.client import SlurmRestClient
@@ -130,20 +135,18 @@ class RestSlurmBackend(SlurmBackend):
 
     def _find_names(self, names: Sequence[str]) -> dict[str, str]:
         """The controller's jobs, then accounting (the last 7 days) for names not there."""
-        found: dict[str, str] = {}
-        wanted = set(names)
-        for job in self.controller_jobs():
-            _newest(found, str(job.get("name") or ""), records.job_ids(job), wanted)
+        found = newest_by_name(((job_id, str(job.get("name") or ""))
+                                for job in self.controller_jobs()
+                                for job_id in records.job_ids(job)), names)
         missing = [name for name in names if name not in found]
         if not missing:
             return found
         params = [("start_time", "now-7days"), *(("job_name", name) for name in missing)]
-        for job in self._slurmdb_jobs(params, "only the controller was searched"):
-            # An array task counts as its array (sacct's JobID 12_3), not its raw id.
-            array_id = records.number((job.get("array") or {}).get("job_id"))
-            job_id = array_id or records.number(job.get("job_id"))
-            _newest(found, str(job.get("name") or ""), [str(job_id)], set(missing))
-        return found
+        # An array task counts as its array (sacct's JobID 12_3), not its raw id.
+        accounted = ((str(records.number((job.get("array") or {}).get("job_id"))
+                          or records.number(job.get("job_id"))), str(job.get("name") or ""))
+                     for job in self._slurmdb_jobs(params, "only the controller was searched"))
+        return {**found, **newest_by_name(accounted, missing)}
 
     def _slurmdb_jobs(self, params: list[tuple[str, str]], otherwise: str) -> list[Any]:
         """One ``GET /slurmdb/.../jobs`` (steps left out); nothing when accounting is off or
@@ -276,16 +279,6 @@ def _update_body(update: JobUpdate) -> dict[str, Any]:
     if update.nice is not None:
         body["nice"] = update.nice
     return body
-
-
-def _newest(found: dict[str, str], name: str, job_ids: Sequence[str], wanted: set[str]) -> None:
-    """Keep the highest id per wanted name (an array task counts as its array's id)."""
-    if name not in wanted:
-        return
-    for job_id in job_ids:
-        base = job_id.partition("_")[0]
-        if base.isdigit() and int(base) > int(found.get(name, "0")):
-            found[name] = base
 
 
 BACKEND = RestSlurmBackend

@@ -23,11 +23,10 @@ from typing import Any
 from hpcdet.dispatcher.base import JobPhase, JobStatus
 from hpcdet.dispatcher.pools import NodeInfo, PartitionInfo
 from hpcdet.dispatcher.queue import QueueEntry
-from hpcdet.dispatcher.slurm.arrays import task_indices
 from hpcdet.dispatcher.slurm.partitions import gpu_count
 from hpcdet.dispatcher.slurm.queue import QUEUE_STATES, parse_tres
 from hpcdet.dispatcher.slurm.states import phase_of
-from hpcdet.dispatcher.slurm.status import queue_status
+from hpcdet.dispatcher.slurm.status import displayed_ids, queue_status
 from hpcdet.hostlist import expand_nodelist
 
 logger = logging.getLogger(__name__)
@@ -68,22 +67,16 @@ def _text(value: Any, *placeholders: str) -> str | None:
 
 
 def job_ids(record: Record) -> list[str]:
-    """The ids ``squeue --array`` prints for one controller record: ``7``, ``5_0``, or one
-    per pending task of ``5_[2-3%2]`` (``5_2``, ``5_3``); ``12+0`` for a het component."""
+    """The ids ``squeue --array`` prints for one controller record
+    (:func:`~hpcdet.dispatcher.slurm.status.displayed_ids`)."""
     job_id = number(record.get("job_id"))
-    array_id = number(record.get("array_job_id")) or 0
-    task = number(record.get("array_task_id"))
     if job_id is None:
         return []
-    if array_id and task is not None:
-        return [f"{array_id}_{task}"]
-    pending = str(record.get("array_task_string") or "")
-    if array_id and pending:
-        return [f"{array_id}_{index}" for index in task_indices(pending)]
-    het_id = number(record.get("het_job_id")) or 0
-    if het_id:
-        return [f"{het_id}+{number(record.get('het_job_offset')) or 0}"]
-    return [str(job_id)]
+    return displayed_ids(job_id, array_id=number(record.get("array_job_id")),
+                         task_id=number(record.get("array_task_id")),
+                         pending_tasks=str(record.get("array_task_string") or ""),
+                         het_id=number(record.get("het_job_id")),
+                         het_offset=number(record.get("het_job_offset")))
 
 
 def job_statuses(records: Iterable[Record]) -> dict[str, JobStatus]:
