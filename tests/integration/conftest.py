@@ -16,6 +16,46 @@ import yaml
 from db_templates import SchemaTemplates
 from it_helpers import BIN, LiveMaster
 
+# A failed test that ran a live master says what the master and its jobs printed last: CI
+# keeps no temporary directories, and a hang (a trial that stops mid-way) is diagnosed from
+# these or not at all.
+_TAIL_LINES = 40
+_JOB_LOGS_SHOWN = 4
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "call" or not report.failed:
+        return
+    for value in getattr(item, "funcargs", {}).values():
+        if isinstance(value, LiveMaster):
+            for title, path in _master_files(value):
+                report.sections.append((f"{title} (last {_TAIL_LINES} lines)", _tail(path)))
+
+
+def _master_files(master: LiveMaster) -> list[tuple[str, Path]]:
+    """The master's log and its newest job logs (``slurm-<id>.out/.err`` and PBS's)."""
+    try:
+        jobs = sorted((p for p in master.job_root.rglob("*") if p.is_file()
+                       and (p.name.startswith("slurm-") or p.suffix in (".OU", ".ER"))),
+                      key=lambda p: p.stat().st_mtime)
+    except OSError:
+        jobs = []
+    return [("master log", master.log),
+            *((f"job log {p.relative_to(master.job_root)}", p) for p in jobs[-_JOB_LOGS_SHOWN:])]
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 64 * 1024))
+            lines = handle.read().decode(errors="replace").splitlines()
+    except OSError as exc:
+        return f"(not readable: {exc.strerror})"
+    return "\n".join(lines[-_TAIL_LINES:])
+
 
 def free_port() -> int:
     with socket.socket() as sock:
