@@ -79,6 +79,9 @@ def users(slurm: dict[str, str]) -> None:
 class OwnerMaster(LiveMaster):
     """det-master as ``hpcdet``; ``det_as`` runs det as a given user against it."""
 
+    #: resource_manager.transport's type: ``local`` (sbatch through the helper) or ``rest``.
+    transport = "local"
+
     def det_as(self, user: str, *args: str) -> subprocess.CompletedProcess[str]:
         result = _as(user, str(BIN / "det"), "-m", self.url, *args,
                      env={"PYTHONPATH": str(REPO)})
@@ -134,6 +137,7 @@ def _owner_master(db_url: str | None, helper: str = HELPER,
             str(BIN / "det-master"), "--config", str(state / "master.yaml"))
     live = OwnerMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=JOB_ROOT, log=log,
                        db_url=db_url, argv=argv)
+    live.transport = config["resource_manager"].get("transport", {}).get("type", "local")
     try:
         live.start()
         wait_until_up(live.url, live.process, log)  # type: ignore[arg-type]
@@ -168,6 +172,23 @@ def _wait_ended(master: OwnerMaster, exp_id: int, timeout: float = 300) -> dict[
     raise AssertionError(f"experiment {exp_id} did not end:\n{master.log.read_text()[-3000:]}")
 
 
+def _submitted_by(job_ids: list[str]) -> set[tuple[str, str]]:
+    """(user, through what) of each job, once sacct knows them all: ``sbatch`` (the helper's
+    submit; its SubmitLine starts with the program's path) or ``slurmrestd``, whose jobs have
+    no SubmitLine."""
+    rows: list[str] = []
+    for _ in range(30):
+        rows = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "User,SubmitLine", "-j",
+                               ",".join(job_ids)], env={**os.environ, "SLURM_CONF": SLURM_CONF},
+                              capture_output=True, text=True, check=False).stdout.splitlines()
+        if len(rows) == len(job_ids):
+            break
+        time.sleep(1)
+    found = {tuple(row.split("|", 1)) for row in rows}
+    return {(user, os.path.basename(line.split()[0]) if line else "slurmrestd")
+            for user, line in found}
+
+
 def _sacct_users(job_ids: list[str]) -> set[str]:
     for _ in range(30):
         out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "User", "-j", ",".join(job_ids)],
@@ -196,7 +217,9 @@ def test_user_as_experiment_runs_as_user_a_and_its_files_are_private(
         assert "API_KEY seen: True" in logs  # the master read the job's log
         detail = load_json(owner_master.det_as("user_a", "trial", "describe", str(trial["id"]),
                                                "--json").stdout)
-        assert _sacct_users(detail["trial"]["job_ids"]) == {"user_a"}
+        # user_a's in Slurm, through the master's transport (slurmrestd: her own token).
+        via = "slurmrestd" if owner_master.transport == "rest" else "sbatch"
+        assert _submitted_by(detail["trial"]["job_ids"]) == {("user_a", via)}
         _assert_private(Path(detail["trial"].get("job_dir") or _job_dir(exp_id, trial["id"])))
         assert detail["checkpoints"], "a checkpoint was registered"
         checkpoints = JOB_ROOT / "user_a" / "checkpoints"  # the default: user_a's own
@@ -341,6 +364,8 @@ def test_the_token_verb_mints_only_its_callers_own_token(slurmrestd: str) -> Non
     assert (_jwt_user(user_a), _jwt_user(intruder)) == ("user_a", "intruder")
     assert _slurmrestd_status(slurmrestd, "user_a", user_a) == 200
     assert _slurmrestd_status(slurmrestd, "intruder", intruder) == 200
+    # A token names its user: slurmctld refuses it for anyone else ("attempt to
+    # authenticate as alternate user user_a from non-SlurmUser user_b").
     for name, token in (("user_a", intruder), ("user_b", user_a), ("root", intruder),
                         (SERVICE, user_a)):
         assert _slurmrestd_status(slurmrestd, name, token) in (401, 403, 511), name
@@ -362,8 +387,9 @@ def _jwt_user(token: str) -> str:
 
 
 def _slurmrestd_status(url: str, user: str, token: str) -> int:
-    """The status slurmrestd answers a ping with, as ``user`` with ``token``."""
-    reply = httpx.get(f"{url}/slurm/v0.0.44/ping/", timeout=30,
+    """The status slurmrestd answers a partitions request with, as ``user`` with ``token``
+    (not a ping: slurmrestd answers it without asking slurmctld who the token is)."""
+    reply = httpx.get(f"{url}/slurm/v0.0.44/partitions/", timeout=30,
                       headers={"X-SLURM-USER-NAME": user, "X-SLURM-USER-TOKEN": token})
     return reply.status_code
 

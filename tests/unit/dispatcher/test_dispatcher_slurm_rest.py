@@ -123,7 +123,8 @@ def test_without_run_as_no_other_users_token_is_minted(recorded_slurm: Any) -> N
     garbled = ScontrolTokens(runner, 100, mint_as=lambda user, lifespan: "oops: secret\n")
     with pytest.raises(SchedulerError) as caught:
         garbled.token("user_a")
-    assert "holds no token" in str(caught.value) and "secret" not in str(caught.value)
+    assert "hpcdet-runas token (as user_a) holds no token" in str(caught.value)
+    assert "secret" not in str(caught.value)
 
 
 def test_one_users_slow_mint_holds_up_no_one_else(recorded_slurm: Any) -> None:

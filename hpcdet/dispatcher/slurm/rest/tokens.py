@@ -167,4 +167,4 @@ class ScontrolTokens(TokenSource):
             raise SchedulerError(["scontrol token"], 1, "", f"no token for {user}: another "
                                  "user's tokens come from the run-as helper "
                                  "(security.jobs_run_as: owner)")
-        return parse_token(self.mint_as(user, self.lifespan), f"the token of {user}")
+        return parse_token(self.mint_as(user, self.lifespan), f"hpcdet-runas token (as {user})")
