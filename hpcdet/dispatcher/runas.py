@@ -4,7 +4,8 @@ With ``security.jobs_run_as: owner`` the master (the unprivileged service accoun
 submits, cancels or changes a job itself: it asks the root-installed helper
 (:mod:`hpcdet.runas.helper`) to do it *as the user who owns the job*, through sudo. The verbs
 are scheduler-neutral (``submit``, ``cancel``, ``hold``, ``release``, ``requeue``,
-``update``, ``prepare``, ``remove``); the helper maps them to the scheduler's commands.
+``update``, ``prepare``, ``remove``; Slurm's ``token``: the owner's own JWT for slurmrestd);
+the helper maps them to the scheduler's commands.
 Every command still runs through the one runner of :mod:`hpcdet.dispatcher.commands`.
 """
 
@@ -18,7 +19,8 @@ from hpcdet.dispatcher.commands import NOT_FOUND, CommandRunner
 from hpcdet.errors import SchedulerError, ValidationError
 
 DEFAULT_HELPER = "/usr/local/libexec/hpcdet-runas"
-VERBS = ("submit", "cancel", "hold", "release", "requeue", "update", "prepare", "remove")
+VERBS = ("submit", "cancel", "hold", "release", "requeue", "update", "prepare", "remove",
+         "token")
 # The helper's own refusals (see hpcdet.runas.helper EXIT_*).
 HELPER_EXIT_CODES = {64: "usage", 65: "invalid argument", 69: "scheduler unavailable",
                      77: "not permitted", 78: "helper misconfigured"}
@@ -103,3 +105,24 @@ class RunAs:
 
     def remove(self, user: str, job_dir: str) -> None:
         self.run(user, "remove", job_dir)
+
+    def token(self, user: str, lifespan_seconds: int) -> str:
+        """``user``'s own Slurm JWT (what ``scontrol token`` prints: ``SLURM_JWT=...``),
+        minted by the helper as ``user``: the master needs no power to mint anyone's token.
+
+        A failure never carries the helper's stdout: it could hold a token.
+        """
+        if isinstance(lifespan_seconds, bool) or not isinstance(lifespan_seconds, int) \
+                or lifespan_seconds <= 0:
+            raise ValidationError(f"a token lifespan is a number of seconds, not "
+                                  f"{lifespan_seconds!r}")
+        try:
+            return self.run(user, "token", str(lifespan_seconds))
+        except SchedulerError as exc:
+            raise _without_stdout(exc) from None  # no chain: the original holds stdout
+
+
+def _without_stdout(exc: SchedulerError) -> SchedulerError:
+    """``exc`` with its stdout dropped (and so out of its message), the rest kept."""
+    bare = SchedulerError(exc.argv, exc.returncode, "", exc.stderr)
+    return RunAsRefusedError(bare, exc.args[0]) if isinstance(exc, RunAsRefusedError) else bare

@@ -20,6 +20,9 @@ Verbs (scheduler-neutral; :data:`SCHEDULERS` maps them to one scheduler's argv):
     prepare JOB_DIR                   unpack a tar stream (stdin) of plain files and dirs
                                       (and make <job_root>/<user>/checkpoints)
     remove  JOB_DIR                   delete a job directory
+    token   LIFESPAN_SECONDS          print a Slurm JWT of the calling user's own
+                                      (``scontrol token lifespan=N``: SLURM_JWT=...), for
+                                      slurmrestd; Slurm only, N in 10..604800
 
 Every JOB_DIR must resolve (realpath) to a directory strictly below the user's own root,
 ``<job_root>/<user>``; settings come from the root-owned ``/etc/hpcdet/runas.conf``.
@@ -63,6 +66,10 @@ _PBS_JOB_ID = re.compile(r"^[0-9]{1,18}(?:\[[0-9]{0,9}\])?(?:\.[A-Za-z0-9][A-Za-
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 _TIME = re.compile(r"^[0-9][0-9:-]{0,15}$")
+# token: seconds, as the master's token_source.lifespan_seconds allows (at most a week); a
+# site caps it lower with Slurm's own AuthAltParameters=max_token_lifespan=N.
+TOKEN_LIFESPAN = (10, 7 * 24 * 3600)
+_LIFESPAN = re.compile(r"^[0-9]{1,7}$")
 _UNSAFE = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL byte"}
 _MAX_ARG = 4096
 # A script is read whole, or refused: Slurm's default max_script_size (hpcdet's are ~KB).
@@ -181,6 +188,8 @@ SCHEDULERS: Mapping[str, Mapping[str, _Argv]] = {
         "release": lambda a: ["scontrol", "release", a[0]],
         "requeue": lambda a: ["scontrol", "requeue", a[0]],
         "update": _slurm_update,
+        # No username=: slurmctld mints the token of whoever asks, here the job's owner.
+        "token": lambda a: ["scontrol", "token", f"lifespan={a[0]}"],
     },
     "pbs": {
         # a: [script, "--"] (no options: see SUBMIT_OPTIONS)
@@ -339,6 +348,15 @@ def check_update(args: Sequence[str]) -> list[str]:
         if not _update_value_ok(key, value):
             raise Refused(EXIT_INVALID, f"update: invalid value for {key}: {value!r}")
     return list(args)
+
+
+def check_lifespan(value: str) -> str:
+    """A token's lifespan: digits only, within :data:`TOKEN_LIFESPAN` seconds."""
+    low, high = TOKEN_LIFESPAN
+    if not _LIFESPAN.match(check_text(value, "token lifespan")) or not low <= int(value) <= high:
+        raise Refused(EXIT_INVALID, f"invalid token lifespan {value[:80]!r}: seconds, "
+                      f"{low} to {high}")
+    return value
 
 
 def _update_value_ok(key: str, value: str) -> bool:
@@ -508,7 +526,8 @@ def check_script(job_dir: str, script_name: str, scheduler: str) -> str:
 # ---- dispatch -----------------------------------------------------------------------------
 
 _ARITY = {"submit": (2, 1000), "cancel": (1, 1000), "hold": (1, 1), "release": (1, 1),
-          "requeue": (1, 1), "update": (2, 16), "prepare": (1, 1), "remove": (1, 1)}
+          "requeue": (1, 1), "update": (2, 16), "prepare": (1, 1), "remove": (1, 1),
+          "token": (1, 1)}
 
 
 def plan(verb: str, args: Sequence[str], config: Config, caller: Caller) -> tuple[str, list[str]]:
@@ -526,9 +545,14 @@ def plan(verb: str, args: Sequence[str], config: Config, caller: Caller) -> tupl
         job_dir = check_job_dir(args[0], config, caller, must_exist=True)
         script = check_script(job_dir, args[1], config.scheduler)
         return "run", table[verb]([script, *check_submit_extras(args[2:], config.scheduler)])
+    if verb not in table:  # token: slurmrestd's JWTs are Slurm's alone
+        raise Refused(EXIT_USAGE, f"{verb} is not available with scheduler "
+                      f"{config.scheduler} (Slurm only)")
     if verb == "update":
         job_id = check_job_id(args[0], config.scheduler)
         return "run", table[verb]([job_id, *check_update(args[1:])])
+    if verb == "token":
+        return "run", table[verb]([check_lifespan(args[0])])
     return "run", table[verb]([check_job_id(arg, config.scheduler) for arg in args])
 
 

@@ -8,7 +8,9 @@ munge``) knows them by their MUNGE credential.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from conftest import free_port
@@ -28,6 +31,7 @@ from it_helpers import (
     SLURM_BIN_PATH,
     LiveMaster,
     load_json,
+    transport_settings,
     wait_until_up,
 )
 
@@ -75,6 +79,9 @@ def users(slurm: dict[str, str]) -> None:
 class OwnerMaster(LiveMaster):
     """det-master as ``hpcdet``; ``det_as`` runs det as a given user against it."""
 
+    #: resource_manager.transport's type: ``local`` (sbatch through the helper) or ``rest``.
+    transport = "local"
+
     def det_as(self, user: str, *args: str) -> subprocess.CompletedProcess[str]:
         result = _as(user, str(BIN / "det"), "-m", self.url, *args,
                      env={"PYTHONPATH": str(REPO)})
@@ -87,10 +94,17 @@ class OwnerMaster(LiveMaster):
             self.process.wait(30)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+#: ``owner_master``'s parameters: its database. A test may ask for ``REST`` too.
+OWNER_MASTERS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+#: A SQLite master driving Slurm through slurmrestd (25.11), each owner's token minted by
+#: the helper's ``token`` verb as the owner (docs/admin/slurmrestd.md).
+REST = pytest.param("rest", marks=pytest.mark.slurm2511)
+
+
+@pytest.fixture(params=OWNER_MASTERS)
 def owner_master(request: pytest.FixtureRequest, users: None) -> Iterator[OwnerMaster]:
-    db = None if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
-    with _owner_master(db) as live:
+    db = str(request.getfixturevalue("postgres_url")) if request.param == "postgresql" else None
+    with _owner_master(db, resource_manager=transport_settings(request)) as live:
         yield live
 
 
@@ -123,6 +137,7 @@ def _owner_master(db_url: str | None, helper: str = HELPER,
             str(BIN / "det-master"), "--config", str(state / "master.yaml"))
     live = OwnerMaster(url=f"http://127.0.0.1:{port}", env=env, job_root=JOB_ROOT, log=log,
                        db_url=db_url, argv=argv)
+    live.transport = config["resource_manager"].get("transport", {}).get("type", "local")
     try:
         live.start()
         wait_until_up(live.url, live.process, log)  # type: ignore[arg-type]
@@ -157,6 +172,23 @@ def _wait_ended(master: OwnerMaster, exp_id: int, timeout: float = 300) -> dict[
     raise AssertionError(f"experiment {exp_id} did not end:\n{master.log.read_text()[-3000:]}")
 
 
+def _submitted_by(job_ids: list[str]) -> set[tuple[str, str]]:
+    """(user, through what) of each job, once sacct knows them all: ``sbatch`` (the helper's
+    submit; its SubmitLine starts with the program's path) or ``slurmrestd``, whose jobs have
+    no SubmitLine."""
+    rows: list[str] = []
+    for _ in range(30):
+        rows = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "User,SubmitLine", "-j",
+                               ",".join(job_ids)], env={**os.environ, "SLURM_CONF": SLURM_CONF},
+                              capture_output=True, text=True, check=False).stdout.splitlines()
+        if len(rows) == len(job_ids):
+            break
+        time.sleep(1)
+    found = {tuple(row.split("|", 1)) for row in rows}
+    return {(user, os.path.basename(line.split()[0]) if line else "slurmrestd")
+            for user, line in found}
+
+
 def _sacct_users(job_ids: list[str]) -> set[str]:
     for _ in range(30):
         out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "User", "-j", ",".join(job_ids)],
@@ -168,6 +200,7 @@ def _sacct_users(job_ids: list[str]) -> set[str]:
     return set(out)
 
 
+@pytest.mark.parametrize("owner_master", [*OWNER_MASTERS, REST], indirect=True)
 def test_user_as_experiment_runs_as_user_a_and_its_files_are_private(
         owner_master: OwnerMaster) -> None:
     directory = _experiment(f"exp-{secrets.token_hex(4)}")
@@ -184,7 +217,9 @@ def test_user_as_experiment_runs_as_user_a_and_its_files_are_private(
         assert "API_KEY seen: True" in logs  # the master read the job's log
         detail = load_json(owner_master.det_as("user_a", "trial", "describe", str(trial["id"]),
                                                "--json").stdout)
-        assert _sacct_users(detail["trial"]["job_ids"]) == {"user_a"}
+        # user_a's in Slurm, through the master's transport (slurmrestd: her own token).
+        via = "slurmrestd" if owner_master.transport == "rest" else "sbatch"
+        assert _submitted_by(detail["trial"]["job_ids"]) == {("user_a", via)}
         _assert_private(Path(detail["trial"].get("job_dir") or _job_dir(exp_id, trial["id"])))
         assert detail["checkpoints"], "a checkpoint was registered"
         checkpoints = JOB_ROOT / "user_a" / "checkpoints"  # the default: user_a's own
@@ -281,7 +316,8 @@ def test_hostile_arguments_are_refused_in_every_position(bad: str) -> None:
                  ("requeue", bad), ("update", bad, "nice=1"), ("update", "1", bad),
                  ("update", "1", f"partition={bad}"), ("update", "1", f"qos={bad}"),
                  ("prepare", bad), ("remove", bad), ("submit", bad, "job.sh"),
-                 ("submit", own, bad), (bad,), (bad, "1")]:
+                 ("submit", own, bad), ("token", bad), ("token", "60", bad), (bad,),
+                 (bad, "1")]:
         result = _helper(SERVICE, "user_a", *args)
         assert result.returncode in (64, 65), (args, result)
         assert result.stderr.decode().startswith("hpcdet-runas: "), (args, result)
@@ -311,6 +347,51 @@ def test_intruder_running_the_helper_directly_acts_only_as_itself() -> None:
                              check=True).stdout
     result = _as("intruder", HELPER, "prepare", str(JOB_ROOT / "user_a" / "x"), stdin=archive)
     assert result.returncode == 65 and not (JOB_ROOT / "user_a" / "x").exists(), result
+
+
+@pytest.mark.slurm2511
+@pytest.mark.usefixtures("users")
+def test_the_token_verb_mints_only_its_callers_own_token(slurmrestd: str) -> None:
+    """What lets a REST master act as an owner (docs/admin/slurmrestd.md): the helper's
+    ``token`` verb. No token for root or the service account; through sudo, user_a's own;
+    run directly by intruder, intruder's own. slurmrestd takes each for its user only."""
+    root = _helper(SERVICE, "root", "token", "60")
+    assert root.returncode == 1 and b"sudo:" in root.stderr, root
+    itself = _helper(SERVICE, SERVICE, "token", "60")
+    assert itself.returncode == 77 and b"service account" in itself.stderr, itself
+    user_a = _jwt(_helper(SERVICE, "user_a", "token", "60"))
+    intruder = _jwt(_as("intruder", HELPER, "token", "60"))
+    assert (_jwt_user(user_a), _jwt_user(intruder)) == ("user_a", "intruder")
+    assert _slurmrestd_status(slurmrestd, "user_a", user_a) == 200
+    assert _slurmrestd_status(slurmrestd, "intruder", intruder) == 200
+    # A token names its user: slurmctld refuses it for anyone else ("attempt to
+    # authenticate as alternate user user_a from non-SlurmUser user_b").
+    for name, token in (("user_a", intruder), ("user_b", user_a), ("root", intruder),
+                        (SERVICE, user_a)):
+        assert _slurmrestd_status(slurmrestd, name, token) in (401, 403, 511), name
+
+
+def _jwt(result: subprocess.CompletedProcess[bytes]) -> str:
+    """The token a successful ``token`` verb printed (``SLURM_JWT=<token>``)."""
+    out = result.stdout.decode().strip()
+    assert result.returncode == 0 and out.startswith("SLURM_JWT="), (result.returncode,
+                                                                     result.stderr)
+    return out.removeprefix("SLURM_JWT=")
+
+
+def _jwt_user(token: str) -> str:
+    """The user a Slurm JWT names (its ``sun`` claim): read, not verified."""
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return str(claims["sun"])
+
+
+def _slurmrestd_status(url: str, user: str, token: str) -> int:
+    """The status slurmrestd answers a partitions request with, as ``user`` with ``token``
+    (not a ping: slurmrestd answers it without asking slurmctld who the token is)."""
+    reply = httpx.get(f"{url}/slurm/v0.0.44/partitions/", timeout=30,
+                      headers={"X-SLURM-USER-NAME": user, "X-SLURM-USER-TOKEN": token})
+    return reply.status_code
 
 
 @pytest.mark.usefixtures("users")

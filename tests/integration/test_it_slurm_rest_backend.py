@@ -1,7 +1,8 @@
 """The Slurm backend through slurmrestd on the dev cluster's Slurm 25.11, against the CLI
 backend: statuses equal the CLI reader's (squeue + sacct) for the same jobs, one request per
 poll, a poll when nothing changed one cheap "no change" request; cancel, hold, release and
-update change what squeue shows; the queue, the pools and node hosts read as the CLI's."""
+update change what squeue shows; the queue, the pools and node hosts read as the CLI's; in
+run-as-owner mode each owner's token comes from the run-as helper, minted as the owner."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from test_it_multiuser import RUNUSER, SERVICE, users
 
 from hpcdet.dispatcher.base import JobPhase, JobRef, UnsupportedError
+from hpcdet.dispatcher.commands import CommandRunner, Completed, run_locally
 from hpcdet.dispatcher.queue import JobUpdate, JobUpdateRefusedError
 from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
@@ -22,6 +25,7 @@ from hpcdet.dispatcher.slurm.rest.tokens import ScontrolTokens
 from hpcdet.dispatcher.transport.settings import RestSettings, TokenSourceSettings
 from hpcdet.errors import SchedulerError
 
+__all__ = ["users"]  # the fixture the per-user test uses
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm2511]
 
 
@@ -190,12 +194,25 @@ true
 """
 
 
+def _as_service_account() -> CommandRunner:
+    """A runner that starts each command as the service account (``runuser -u hpcdet``), as
+    a run-as-owner master runs its ``sudo -n -u OWNER hpcdet-runas ...``."""
+    def executor(argv: tuple[str, ...], timeout: float, stdin: bytes | None) -> Completed:
+        return run_locally((RUNUSER, "-u", SERVICE, "--", *argv), timeout, stdin)
+
+    return CommandRunner(executor=executor)
+
+
+@pytest.mark.multiuser
+@pytest.mark.usefixtures("users")
 def test_per_user_tokens_act_as_the_owner_and_no_one_else(slurmrestd: str) -> None:
-    """Run-as-owner through slurmrestd: ``scontrol token username=U`` tokens (root's power to
-    mint them: docs/admin/slurmrestd.md). A job submitted with user_a's token is user_a's;
-    the backend holds, updates and cancels it as user_a; user_b's token cannot cancel it."""
+    """Run-as-owner through slurmrestd: each owner's token is minted by the run-as helper's
+    ``token`` verb as the owner (sudo, as the service account would). A job submitted with
+    user_a's token is user_a's; the backend holds, updates and cancels it as user_a;
+    user_b's token cannot cancel it."""
+    runas = RunAs(runner=_as_service_account())  # owner mode on
     backend = RestSlurmBackend(rest=RestSettings(slurmrestd, TokenSourceSettings(
-        "scontrol", lifespan_seconds=600)), runas=RunAs())  # runas: owner mode on
+        "scontrol", lifespan_seconds=600)), runas=runas)
     job = ""
     try:
         reply = backend.client.post(backend.client.slurm("job/submit"),
@@ -212,10 +229,13 @@ def test_per_user_tokens_act_as_the_owner_and_no_one_else(slurmrestd: str) -> No
         assert squeue_fields(job, "%T") == "PENDING"
         backend.cancel([job], owner="user_a")
         wait_for(lambda: squeue_fields(job, "%T") == "CANCELLED", 30, "user_a's cancel")
-        # The master's own token (None: the version was asked with it) and one per user.
+        # The master's own token (None: the version was asked with it) and one per user,
+        # each minted once, through the helper.
         tokens = backend.client.tokens
         assert isinstance(tokens, ScontrolTokens)
-        assert set(tokens._tokens) == {None, "user_a", "user_b"}
+        assert set(tokens._tokens) == {None, "user_a", "user_b"} and tokens.renewals == 3
+        assert list(runas.runner.calls) == [runas.argv(user, "token", "600")
+                                            for user in ("user_a", "user_b")]
     finally:
         if job:
             subprocess.run(["scancel", job], check=False)

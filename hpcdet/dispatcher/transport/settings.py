@@ -49,7 +49,8 @@ TOKEN_SOURCES = ("file", "scontrol")
 @dataclass(frozen=True)
 class TokenSourceSettings:
     """``resource_manager.transport.token_source``: a file an operator keeps fresh, or
-    ``scontrol token`` run by the master itself (root or SlurmUser only)."""
+    ``scontrol token`` run by the master itself (its own user's token; in run-as-owner mode
+    each owner's is minted by the run-as helper as the owner)."""
 
     type: str
     path: str | None = None  # type file: the token, alone or as SLURM_JWT=<token>

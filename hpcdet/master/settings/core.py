@@ -233,8 +233,9 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
     transport = settings.resource_manager.transport
     if (settings.runas.owner_mode and isinstance(transport, RestSettings)
             and transport.token_source.type != "scontrol"):
-        # Acting as the owner through slurmrestd needs the owner's token, which only
-        # scontrol token username= (root's power) mints (docs/admin/slurmrestd.md).
+        # Acting as the owner through slurmrestd needs the owner's token, which the run-as
+        # helper mints as the owner with the scontrol source's lifespan_seconds; a token
+        # file holds one user's (docs/admin/slurmrestd.md).
         errors.append(f"{ROOT}.resource_manager.transport.token_source.type: "
                       "security.jobs_run_as: owner needs type scontrol (a token file holds "
                       "one user's token)")

@@ -168,3 +168,28 @@ def test_job_files_are_private_in_service_mode_too(tmp_path: Any) -> None:
     assert stat.S_IMODE((root / "trial.json").stat().st_mode) == 0o600
     assert stat.S_IMODE((root / ".token").stat().st_mode) == 0o600
 
+
+
+def test_token_is_minted_as_the_owner_and_a_failure_never_carries_stdout() -> None:
+    """The ``token`` verb: the owner's own JWT through sudo; a failed mint's error (and its
+    message) keeps stderr only, since stdout could hold a token."""
+    sudo = FakeSudo()
+    _runas(sudo).token("user_a", 600)
+    assert sudo.calls == [((*SUDO, "user_a", "--", HELPER, "token", "600"), None)]
+    for bad in (0, -5, True, "600"):
+        with pytest.raises(ValidationError, match="number of seconds"):
+            _runas(sudo).token("user_a", bad)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        _runas(sudo).token("root", 600)
+    assert len(sudo.calls) == 1
+    failed = SchedulerError(("sudo",), 1, "SLURM_JWT=secret.to.ken\n", "")
+    with pytest.raises(SchedulerError) as info:
+        _runas(FakeSudo(failed)).token("user_a", 600)
+    assert info.value.stdout == "" and "secret" not in str(info.value)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    refused = SchedulerError(("sudo",), 77, "SLURM_JWT=secret.to.ken\n",
+                             "hpcdet-runas: refusing to run as the service account hpcdet\n")
+    with pytest.raises(RunAsRefusedError, match=r"^hpcdet-runas: refusing to run as the "
+                       r"service account hpcdet$") as refusal:
+        _runas(FakeSudo(refused)).token("user_a", 600)
+    assert refusal.value.stdout == ""

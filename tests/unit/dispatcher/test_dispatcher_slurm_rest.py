@@ -1,12 +1,15 @@
 """The slurmrestd path without a cluster: a rendered script as a job description (options
 without a translation refused by name), Slurm's time and memory forms, token sources (renewal
 at 80% of a lifespan, a file read again when it changes and refused unless private), and
-v0.0.44 records read as squeue would print them. Live: tests/integration/test_it_slurm_rest_*."""
+v0.0.44 records read as squeue would print them; an owner's token minted through the run-as
+helper, never for another user by the master. Live: tests/integration/test_it_slurm_rest_*."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,11 +18,14 @@ import pytest
 
 from hpcdet.dispatcher.base import JobSpec
 from hpcdet.dispatcher.batch_args import check_rest_args
+from hpcdet.dispatcher.runas import RunAs
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.dispatcher.slurm.rest import records
+from hpcdet.dispatcher.slurm.rest.backend import make_tokens
 from hpcdet.dispatcher.slurm.rest.submit import megabytes, minutes, submit_body
 from hpcdet.dispatcher.slurm.rest.tokens import FileTokens, ScontrolTokens
 from hpcdet.dispatcher.transport import TransportUnavailableError
+from hpcdet.dispatcher.transport.settings import RestSettings, TokenSourceSettings
 from hpcdet.errors import ConfigError, SchedulerError, ValidationError
 
 JOB_DIR = "/shared/hpcdet/exp-7/trial-42"
@@ -81,22 +87,87 @@ class Clock:
 
 def test_scontrol_tokens_are_renewed_at_80_percent_and_kept_per_user(
         recorded_slurm: Any) -> None:
+    """The master's own token from its own ``scontrol token``; an owner's from ``mint_as``
+    (the run-as helper's token verb), never ``username=``; each renewed at 80% of its life."""
     minted = iter(f"SLURM_JWT=tok.en.{i}\n" for i in range(10))
     runner = recorded_slurm({"scontrol": lambda argv: next(minted)})
+    asked: list[tuple[str, int]] = []
+
+    def mint_as(user: str, lifespan: int) -> str:
+        asked.append((user, lifespan))
+        return next(minted)
+
     clock = Clock()
-    tokens = ScontrolTokens(runner, 100, clock=clock)
+    tokens = ScontrolTokens(runner, 100, mint_as=mint_as, clock=clock)
     assert tokens.token() == "tok.en.0" and tokens.token() == "tok.en.0"
     clock.now += 79
     assert tokens.token() == "tok.en.0"
     clock.now += 1
     assert tokens.token() == "tok.en.1"
     assert tokens.token("user_a") == "tok.en.2" and tokens.token("user_a") == "tok.en.2"
-    assert runner.calls == [("scontrol", "token", "lifespan=100")] * 2 + [
-        ("scontrol", "token", "lifespan=100", "username=user_a")]
+    assert runner.calls == [("scontrol", "token", "lifespan=100")] * 2
+    assert asked == [("user_a", 100)]
     tokens.invalidate("user_a")
-    assert tokens.token("user_a") == "tok.en.3"
-    with pytest.raises(SchedulerError, match="not a user name"):
-        tokens.token("-oops")
+    assert tokens.token("user_a") == "tok.en.3" and tokens.renewals == 4
+    clock.now += 80
+    assert tokens.token("user_a") == "tok.en.4" and asked[-1] == ("user_a", 100)
+
+
+def test_without_run_as_no_other_users_token_is_minted(recorded_slurm: Any) -> None:
+    runner = recorded_slurm({"scontrol": "SLURM_JWT=own.to.ken\n"})
+    tokens = ScontrolTokens(runner, 100)
+    with pytest.raises(SchedulerError, match="no token for user_a: another user's tokens "
+                       r"come from the run-as helper \(security.jobs_run_as: owner\)"):
+        tokens.token("user_a")
+    assert runner.calls == []
+    garbled = ScontrolTokens(runner, 100, mint_as=lambda user, lifespan: "oops: secret\n")
+    with pytest.raises(SchedulerError) as caught:
+        garbled.token("user_a")
+    assert "hpcdet-runas token (as user_a) holds no token" in str(caught.value)
+    assert "secret" not in str(caught.value)
+
+
+def test_one_users_slow_mint_holds_up_no_one_else(recorded_slurm: Any) -> None:
+    """Minting through sudo and the helper takes a while: user_b's token and the master's
+    own are handed out meanwhile; a second request for user_a waits for the first mint."""
+    started, release = threading.Event(), threading.Event()
+    minted: list[str] = []
+
+    def mint_as(user: str, lifespan: int) -> str:
+        minted.append(user)
+        if user == "user_a":
+            started.set()
+            assert release.wait(10)
+        return f"SLURM_JWT=tok.{user}.x\n"
+
+    runner = recorded_slurm({"scontrol": "SLURM_JWT=own.to.ken\n"})
+    tokens = ScontrolTokens(runner, 100, mint_as=mint_as)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(tokens.token, "user_a")
+        assert started.wait(10)
+        second = pool.submit(tokens.token, "user_a")
+        assert tokens.token("user_b") == "tok.user_b.x" and tokens.token() == "own.to.ken"
+        release.set()
+        assert first.result(10) == second.result(10) == "tok.user_a.x"
+    assert sorted(minted) == ["user_a", "user_b"]  # user_a's second request: no new mint
+
+
+def test_make_tokens_mints_owners_tokens_through_the_run_as_helper(recorded_slurm: Any) -> None:
+    settings = RestSettings("http://127.0.0.1:6820", TokenSourceSettings(
+        "scontrol", lifespan_seconds=900))
+    asked: list[tuple[str, ...]] = []
+
+    def sudo(argv: Sequence[str], *, timeout: float = 60, stdin: bytes | None = None) -> str:
+        asked.append(tuple(argv))
+        return "SLURM_JWT=tok.user_a.x\n"
+
+    runas = RunAs(runner=sudo)  # type: ignore[arg-type]
+    tokens = make_tokens(settings, recorded_slurm(), runas)
+    assert tokens.token("user_a") == "tok.user_a.x"
+    assert asked == [("sudo", "-n", "-u", "user_a", "--", runas.helper, "token", "900")]
+    assert isinstance(make_tokens(settings, recorded_slurm()), ScontrolTokens)
+    with pytest.raises(SchedulerError, match="no token for user_a"):
+        make_tokens(settings, recorded_slurm()).token("user_a")
 
 
 def test_a_token_file_is_read_when_it_changes_and_must_be_private(tmp_path: Path) -> None:

@@ -38,6 +38,8 @@ def test_plans_map_neutral_verbs_to_slurm_argv(setup: tuple[Config, Caller, Path
     assert helper.plan("requeue", ["12"], config, caller)[1] == ["scontrol", "requeue", "12"]
     assert helper.plan("update", ["12", "partition=batch", "nice=10"], config, caller)[1] == \
         ["scontrol", "update", "JobId=12", "Partition=batch", "Nice=10"]
+    assert helper.plan("token", ["600"], config, caller) == \
+        ("run", ["scontrol", "token", "lifespan=600"])  # never username=: the caller's own
     assert helper.plan("submit", [str(job_dir), "job-1.sh"], config, caller)[1] == \
         ["sbatch", "--parsable", str(job_dir / "job-1.sh")]
     assert helper.plan("submit", [str(job_dir), "job-1.sh", "--job-name=a b", "--exclusive",
@@ -55,6 +57,19 @@ def test_every_job_id_argument_refuses_injection(setup: tuple[Config, Caller, Pa
         with pytest.raises(Refused) as info:
             helper.plan(verb, args, config, caller)
         assert info.value.code == helper.EXIT_INVALID, (verb, args)
+
+
+@pytest.mark.parametrize("bad", [*INJECTIONS, "9", "604801", "0600x", "1e3", "+600", "６００",
+                                 "600 username=root", "username=root"])
+def test_token_lifespans_are_bounded_seconds(setup: tuple[Config, Caller, Path],
+                                             bad: str) -> None:
+    config, caller, _ = setup
+    with pytest.raises(Refused) as info:
+        helper.plan("token", [bad], config, caller)
+    assert info.value.code == helper.EXIT_INVALID
+    assert str(info.value).count("\n") == 0
+    for good in ("10", "604800"):
+        assert helper.plan("token", [good], config, caller)[1][-1] == f"lifespan={good}"
 
 
 @pytest.mark.parametrize("bad", INJECTIONS)
@@ -96,7 +111,8 @@ def test_paths_outside_the_callers_own_root_are_refused(setup: tuple[Config, Cal
 def test_unknown_verbs_and_arity_are_usage_errors(setup: tuple[Config, Caller, Path]) -> None:
     config, caller, _ = setup
     for verb, args in [("sh", ["-c", "id"]), ("sbatch", ["x"]), ("exec", []), ("hold", []),
-                       ("hold", ["1", "2"]), ("submit", ["x"]), ("update", ["1"])]:
+                       ("hold", ["1", "2"]), ("submit", ["x"]), ("update", ["1"]),
+                       ("token", []), ("token", ["60", "user_b"])]:
         with pytest.raises(Refused) as info:
             helper.plan(verb, args, config, caller)
         assert info.value.code == helper.EXIT_USAGE

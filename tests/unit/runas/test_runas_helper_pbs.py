@@ -85,6 +85,14 @@ def test_slurm_ids_stay_digits_only(setup: tuple[Config, Caller, Path]) -> None:
         helper.plan("cancel", ["12.vm"], slurm, caller)
 
 
+def test_pbs_has_no_token_verb(setup: tuple[Config, Caller, Path]) -> None:
+    config, caller, _ = setup
+    with pytest.raises(Refused, match=r"^token is not available with scheduler pbs \(Slurm "
+                       r"only\)$") as info:
+        helper.plan("token", ["600"], config, caller)
+    assert info.value.code == helper.EXIT_USAGE
+
+
 def test_scheduler_env_points_pbs_at_its_conf() -> None:
     env = helper.scheduler_env(Config(job_root="/x", scheduler="pbs",
                                       scheduler_conf="/etc/pbs.conf"))

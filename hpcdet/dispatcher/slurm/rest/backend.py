@@ -65,14 +65,17 @@ logger = logging.getLogger(__name__)
 _ALREADY_GONE = ("Invalid job id specified", "already completing or completed")
 
 
-def make_tokens(rest: RestSettings, runner: Runner) -> TokenSource:
-    """The token source ``rest.token_source`` names (``scontrol`` runs through ``runner``)."""
+def make_tokens(rest: RestSettings, runner: Runner, runas: RunAs | None = None) -> TokenSource:
+    """The token source ``rest.token_source`` names (``scontrol`` runs through ``runner``);
+    with ``runas`` (run-as-owner mode) each owner's token is minted by the run-as helper,
+    as the owner."""
     source = rest.token_source
     if source.type == "file":
         if source.path is None:
             raise ValidationError("token_source type file needs a path")
         return FileTokens(source.path)
-    return ScontrolTokens(runner, source.lifespan_seconds)
+    return ScontrolTokens(runner, source.lifespan_seconds,
+                          mint_as=runas.token if runas is not None else None)
 
 
 class RestSlurmBackend(SlurmBackend):
@@ -87,7 +90,7 @@ class RestSlurmBackend(SlurmBackend):
                          gpu_request=gpu_request)
         self.rest = rest
         self.client = client if client is not None else SlurmRestClient(
-            rest.url, make_tokens(rest, self.runner), rest.login_user,
+            rest.url, make_tokens(rest, self.runner, runas), rest.login_user,
             timeout=rest.timeout_seconds)
         # The controller's last full jobs answer and its time (update_time of the next).
         self._jobs: list[dict[str, Any]] = []

@@ -7,10 +7,11 @@ Two sources (``resource_manager.transport.token_source``):
   a regular file, owned by the master's user and private (no group or other bits): a token
   is a password to Slurm.
 * ``scontrol``: the master runs ``scontrol token lifespan=N`` itself (through its local
-  command runner) and renews the token once 80% of its life has passed, before slurmrestd
-  would refuse it. ``username=U`` tokens for run-as-owner mode are cached per user the same
-  way; only root or SlurmUser may mint them, which is why this source means the master holds
-  root's power over Slurm (docs/admin/slurmrestd.md).
+  command runner: a token of its own user, which any user may mint) and renews the token
+  once 80% of its life has passed, before slurmrestd would refuse it. In run-as-owner mode
+  each owner's token is minted the same way *as the owner*, by the run-as helper's
+  ``token`` verb through sudo, and cached and renewed per user: the master never holds
+  the power to mint a token for someone else (docs/admin/slurmrestd.md).
 
 Tokens never appear in logs or messages: errors name the file or the command only.
 """
@@ -26,7 +27,6 @@ import time
 from collections.abc import Callable
 
 from hpcdet.dispatcher.commands import Runner
-from hpcdet.dispatcher.safety import check_safe
 from hpcdet.dispatcher.transport.base import TransportUnavailableError
 from hpcdet.errors import SchedulerError
 
@@ -34,7 +34,9 @@ from hpcdet.errors import SchedulerError
 _JWT_LINE = re.compile(r"^(?:SLURM_JWT=)?([A-Za-z0-9_.-]+)$")
 # A token is renewed once this share of its lifespan has passed.
 RENEW_AT = 0.8
-_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+#: Mints ``user``'s own token with a lifespan in seconds; returns what ``scontrol token``
+#: prints (the run-as helper's ``token`` verb: :meth:`hpcdet.dispatcher.runas.RunAs.token`).
+Minter = Callable[[str, int], str]
 
 
 class TokenSource(abc.ABC):
@@ -113,37 +115,56 @@ def check_private_file(path: str) -> os.stat_result:
 
 
 class ScontrolTokens(TokenSource):
-    """``scontrol token lifespan=N [username=U]``, renewed at :data:`RENEW_AT` of N."""
+    """Tokens minted by ``scontrol token lifespan=N``, each renewed at :data:`RENEW_AT` of N.
 
-    def __init__(self, runner: Runner, lifespan_seconds: int, *, scontrol: str = "scontrol",
+    The master's own (user None) is minted by the master, as itself. In run-as-owner mode
+    each owner's comes from ``mint_as(user, N)``: the run-as helper's ``token`` verb
+    (:meth:`hpcdet.dispatcher.runas.RunAs.token`), which runs ``scontrol token`` as that
+    user. Without ``mint_as`` no other user's token can be had: the master never mints
+    one for someone else (``username=``, root's or SlurmUser's power).
+    """
+
+    def __init__(self, runner: Runner, lifespan_seconds: int, *, mint_as: Minter | None = None,
+                 scontrol: str = "scontrol",
                  clock: Callable[[], float] = time.monotonic) -> None:
         if lifespan_seconds < 10:
             raise ValueError("a token must live at least 10 seconds")
-        self.runner, self.lifespan, self.scontrol, self.clock = (
-            runner, lifespan_seconds, scontrol, clock)
+        self.runner, self.lifespan, self.mint_as, self.scontrol, self.clock = (
+            runner, lifespan_seconds, mint_as, scontrol, clock)
         self._tokens: dict[str | None, tuple[str, float]] = {}  # user -> (token, renew at)
-        self._lock = threading.Lock()
+        self._minting: dict[str | None, threading.Lock] = {}  # user -> held while minting
+        self._lock = threading.Lock()  # guards both dicts and renewals
         self.renewals = 0
 
     def token(self, user: str | None = None) -> str:
-        with self._lock:
-            held = self._tokens.get(user)
+        # One mint per user at a time; another user's requests never wait on it (a mint
+        # through sudo and the helper takes a while).
+        with self._user_lock(user):
             now = self.clock()
+            with self._lock:
+                held = self._tokens.get(user)
             if held is not None and now < held[1]:
                 return held[0]
             token = self._mint(user)
-            self._tokens[user] = (token, now + RENEW_AT * self.lifespan)
-            self.renewals += 1
+            with self._lock:
+                self._tokens[user] = (token, now + RENEW_AT * self.lifespan)
+                self.renewals += 1
             return token
 
     def invalidate(self, user: str | None = None) -> None:
         with self._lock:
             self._tokens.pop(user, None)
 
+    def _user_lock(self, user: str | None) -> threading.Lock:
+        with self._lock:
+            return self._minting.setdefault(user, threading.Lock())
+
     def _mint(self, user: str | None) -> str:
-        argv = [self.scontrol, "token", f"lifespan={self.lifespan}"]
-        if user is not None:
-            if not _USER.match(check_safe(user, "user name")):
-                raise SchedulerError(argv, 1, "", f"not a user name: {user!r}")
-            argv.append(f"username={user}")
-        return parse_token(self.runner(argv), "scontrol token")
+        if user is None:
+            argv = [self.scontrol, "token", f"lifespan={self.lifespan}"]
+            return parse_token(self.runner(argv), "scontrol token")
+        if self.mint_as is None:
+            raise SchedulerError(["scontrol token"], 1, "", f"no token for {user}: another "
+                                 "user's tokens come from the run-as helper "
+                                 "(security.jobs_run_as: owner)")
+        return parse_token(self.mint_as(user, self.lifespan), f"hpcdet-runas token (as {user})")
