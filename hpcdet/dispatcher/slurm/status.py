@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from hpcdet.dispatcher.base import JobStatus
+from hpcdet.dispatcher.base import JobPhase, JobStatus
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.slurm import PLUGIN
 from hpcdet.dispatcher.slurm.states import phase_of
@@ -38,6 +38,10 @@ SLURM_APIS = PLUGIN.status_apis
 # job as its id.
 SQUEUE_FORMAT = "JobArrayID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
 SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
+# How squeue shows a job Slurm requeued and held after its execution failed (see
+# held_after_failure); the reason is slurmctld's description, which squeue prints in place
+# of the reason's code (JobHeldUser).
+HELD_STATE, HELD_REASON = "REQUEUE_HOLD", "job requeued in held state"
 
 # Parses one output line into (id, status) pairs, or None for a line it cannot read.
 _LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
@@ -111,9 +115,23 @@ class CliStatusReader:
 def queue_status(job_id: str, state: str, *, restarts: int, nodes: str | None,
                  reason: str | None) -> JobStatus:
     """A job as the controller's queue shows it (squeue's fields, or pyslurm's same ones)."""
+    if held_after_failure(state, reason):
+        # The hold is how this execution ended, not a requeue: the restart Slurm counted for
+        # it is the end the master reads, and the held job is left for it to cancel.
+        return JobStatus(job_id, JobPhase.FAILED, state, reason=reason, nodes=nodes or None,
+                         source="squeue", restarts=max(restarts - 1, 0), lingering=True)
     return JobStatus(job_id, phase_of(state), state, reason=_none_if(reason or "", "None"),
                      nodes=nodes or None, source="squeue",
                      restarts=_finished_executions(state, restarts))  # fmt: skip
+
+
+def held_after_failure(state: str, reason: str | None) -> bool:
+    """Whether Slurm holds the job because its execution failed: with ``--requeue=expedite``
+    (25.11) a non-zero exit requeues the job, and, no epilog having failed, slurmctld holds
+    it for ever (state ``REQUEUE_HOLD``, reason "job requeued in held state", priority 0;
+    ``batch_requeue_fini`` in src/slurmctld/job_mgr.c) where a plain job ends FAILED. A node
+    failure requeues such a job to run at once (``EXPEDITING``), read as any requeue."""
+    return state == HELD_STATE and reason == HELD_REASON
 
 
 def _rows(stdout: str, parse: _LineParser, wanted: set[str]) -> dict[str, JobStatus]:
