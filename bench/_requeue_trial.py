@@ -18,7 +18,6 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -26,7 +25,7 @@ from typing import Any
 
 from _common import log
 from ingest import free_port
-from requeue import REPO, dev_cluster, job_fields
+from requeue import REPO, dev_cluster, job_fields, wait_for, wait_until
 from soak import BIN, Master, cancel_leftovers, create_experiment
 
 from hpcdet.master.db import migrate
@@ -109,24 +108,25 @@ class TrialTries:
         config.write_text(json.dumps(experiment_config(mode, self.partition)))
         exp_id = create_experiment(master, config, self.workdir / "context")
         try:
-            trial = wait(lambda: running_trial(master, exp_id), "the trial running")
+            trial = wait_until(lambda: running_trial(master, exp_id), "the trial running",
+                               poll=0.2)
             job = trial["jobs"][-1]
             check_requeue_line(master, trial, mode)
             failed = time.monotonic()
             dev_cluster("fail-node", job["nodes"])
             try:
-                wait(lambda: again(job_fields(job["job_id"])), "the job running again")
+                wait_for(job["job_id"], "running again", again)
                 slurm_s = time.monotonic() - failed
-                wait(lambda: (lambda t: t["state"] == "RUNNING" and t["restarts"] == 1)(
-                    running_trial(master, exp_id) or {"state": "", "restarts": 0}),
-                    "the trial running again", poll=0.1)
+                wait_until(lambda: (running_trial(master, exp_id) or {}).get("restarts") == 1,
+                           "the trial running again", poll=0.1)
                 return slurm_s, time.monotonic() - failed
             finally:
                 dev_cluster("revive-node", job["nodes"])
         finally:
             subprocess.run([str(BIN / "det"), "-m", master.url, "experiment", "kill",
                             str(exp_id)], env=master.env, capture_output=True, check=False)
-            wait(lambda: not active_jobs(master, exp_id), "the killed trial's job to end")
+            wait_until(lambda: not active_jobs(master, exp_id), "the killed trial's job to end",
+                       poll=0.5)
 
 
 def experiment_config(mode: str, partition: str) -> dict[str, Any]:
@@ -175,14 +175,3 @@ def check_requeue_line(master: Master, trial: dict[str, Any], mode: str) -> None
     if expedited != (mode == "expedite") or fields.get("Requeue") != "1":
         raise SystemExit(f"{mode}: job {trial['jobs'][-1]['job_id']} has Requeue="
                          f"{fields.get('Requeue')} ExpeditedRequeue={expedited}")
-
-
-def wait(probe: Callable[[], Any], what: str, timeout: float = 300,
-         poll: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(poll)
-    raise SystemExit(f"not {what} within {timeout:.0f} s")

@@ -44,7 +44,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,15 +79,22 @@ def job_fields(job_id: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in out.split() if "=" in item)
 
 
-def wait_for(job_id: str, what: str, test: Any, timeout: float = 300.0) -> dict[str, str]:
-    """Poll ``scontrol show job`` every 50 ms until ``test(fields)`` holds."""
+def wait_until(probe: Callable[[], Any], what: str, timeout: float = 300.0,
+               poll: float = 0.05) -> Any:
+    """Call ``probe`` every ``poll`` seconds until it answers something true; that answer."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        fields = job_fields(job_id)
-        if test(fields):
-            return fields
-        time.sleep(0.05)
-    raise RuntimeError(f"job {job_id}: not {what} within {timeout:.0f} s: {job_fields(job_id)}")
+        value = probe()
+        if value:
+            return value
+        time.sleep(poll)
+    raise RuntimeError(f"not {what} within {timeout:.0f} s")
+
+
+def wait_for(job_id: str, what: str, test: Any, timeout: float = 300.0) -> dict[str, str]:
+    """Poll ``scontrol show job`` every 50 ms until ``test(fields)`` holds."""
+    return dict(wait_until(lambda: (lambda fields: fields if test(fields) else None)(
+        job_fields(job_id)), f"job {job_id} {what}", timeout))
 
 
 def cluster_config() -> SlurmConfig:
