@@ -42,6 +42,8 @@ SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
 # held_after_failure); the reason is slurmctld's description, which squeue prints in place
 # of the reason's code (JobHeldUser).
 HELD_STATE, HELD_REASON = "REQUEUE_HOLD", "job requeued in held state"
+# States in which the execution Slurm counted a requeue for is not settled yet.
+_UNSETTLED = frozenset({"COMPLETING", "EXPEDITING"})
 
 # Parses one output line into (id, status) pairs, or None for a line it cannot read.
 _LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
@@ -164,8 +166,12 @@ def _parse_squeue_line(line: str) -> list[tuple[str, JobStatus]] | None:
 def _finished_executions(state: str, restarts: int) -> int:
     """Slurm counts a requeue at once, while the ended execution may still be COMPLETING
     (its code checkpointing after SIGTERM). Count it once it is over, so that whoever
-    reads the count also sees what that execution left behind (its exit reason)."""
-    return restarts - 1 if state == "COMPLETING" and restarts > 0 else restarts
+    reads the count also sees what that execution left behind (its exit reason).
+
+    EXPEDITING (25.11) is not over either: Slurm has not yet decided whether the job runs
+    again (a node failure) or is held (a failed execution, see :func:`held_after_failure`),
+    and a restart adopted now would be counted a second time as that failure."""
+    return restarts - 1 if state in _UNSETTLED and restarts > 0 else restarts
 
 
 def _parse_sacct_line(line: str) -> list[tuple[str, JobStatus]] | None:
