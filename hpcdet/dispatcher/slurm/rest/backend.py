@@ -16,9 +16,11 @@ Requests per verb:
 * submit: one ``POST /slurm/v0.0.44/job/submit`` (the script's ``#SBATCH`` lines made job
   description fields by :mod:`.submit`).
 
-Not available: requeue (v0.0.44 has no requeue endpoint: :meth:`requeue` refuses), and job
+Not available: requeue (v0.0.44 has no requeue endpoint: :meth:`requeue` refuses), job
 arrays (slurmrestd reports no ``MaxArraySize``: :meth:`array_limits` is None, so the master
-submits one job per trial).
+submits one job per trial), and expedited requeue (no ``SlurmctldParameters`` either: jobs
+ask for a plain ``--requeue``; a held failure of one submitted otherwise is still read, from
+the record's ``state_description``).
 """
 
 from __future__ import annotations
