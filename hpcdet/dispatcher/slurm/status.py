@@ -132,7 +132,9 @@ def held_after_failure(state: str, reason: str | None) -> bool:
     (25.11) a non-zero exit requeues the job, and, no epilog having failed, slurmctld holds
     it for ever (state ``REQUEUE_HOLD``, reason "job requeued in held state", priority 0;
     ``batch_requeue_fini`` in src/slurmctld/job_mgr.c) where a plain job ends FAILED. A node
-    failure requeues such a job to run at once (``EXPEDITING``), read as any requeue."""
+    failure requeues such a job to run at once (``EXPEDITING``), read as any requeue, and an
+    administrator's ``scontrol requeuehold`` gives the same reason in state ``PENDING``: a
+    requeue, held."""
     return state == HELD_STATE and reason == HELD_REASON
 
 

@@ -27,14 +27,17 @@ SHOW_CONFIG = {
              "SLURM_VERSION = 25.11.7\n",
 }
 # squeue --Format=JobArrayID:|,State:|,RestartCnt:|,NodeList:|,Reason:| on 25.11.7 for a job
-# submitted with --requeue=expedite whose script exited 3: requeued, then held for ever.
+# submitted with --requeue=expedite whose script exited 3: requeued, then held for ever
+# (scontrol: JobState=REQUEUE_HOLD Restarts=1 ExitCode=3:0 Priority=0 ExpeditedRequeue=Yes).
 HELD_AFTER_FAILURE = "1000007|REQUEUE_HOLD|1||job requeued in held state|\n"
 # A job between its end and Slurm's decision (run again at once after a node failure, or
-# hold after a failed execution): its requeue is not counted until it is settled.
-EXPEDITING = "1000008|EXPEDITING|1||None|\n"
-RUNNING_AGAIN = "1000008|RUNNING|1|node2||\n"
-# An administrator's hold of a queued job: held, not ended.
-HELD_BY_ADMIN = "1000009|PENDING|0||JobHeldAdmin|\n"
+# hold after a failed execution): its requeue is not counted until it is settled. Recorded
+# after a node failure: EXPEDITING for about half a second, then RUNNING on the other node.
+EXPEDITING = "1000003|EXPEDITING|1||None|\n"
+RUNNING_AGAIN = "1000003|RUNNING|1|node6|None|\n"
+# An administrator's scontrol requeuehold of a running job (expedited or not): the same reason,
+# but PENDING, not REQUEUE_HOLD: a requeue, held (as before).
+HELD_BY_ADMIN = "1000002|PENDING|1||job requeued in held state|\n"
 
 
 def _requeueable(job_spec: Callable[[str], JobSpec]) -> JobSpec:
@@ -118,8 +121,8 @@ def test_a_failed_execution_slurm_holds_reads_as_a_failure_left_to_cancel(
 
 @pytest.mark.parametrize(("line", "phase", "restarts"), [
     (EXPEDITING, JobPhase.PENDING, 0), (RUNNING_AGAIN, JobPhase.RUNNING, 1),
-    (HELD_BY_ADMIN, JobPhase.PENDING, 0)])
-def test_a_node_failures_requeue_and_an_admins_hold_read_as_before(
+    (HELD_BY_ADMIN, JobPhase.PENDING, 1)])
+def test_a_node_failures_requeue_and_an_admins_requeuehold_read_as_before(
         line: str, phase: JobPhase, restarts: int, tmp_path: Any, recorded_slurm: Any) -> None:
     job_id = line.split("|")[0]
     status = SlurmBackend(runner=recorded_slurm({"squeue": line})).poll(
