@@ -17,9 +17,19 @@ What is measured
     sbatch refuses ``--requeue=expedite`` elsewhere, so the bench asks ``scontrol show
     config`` first.
 
+With ``--trial`` the same happens to a trial's job under a real ``det-master`` (SQLite,
+    reconcile interval 1 s), one master per mode (``resource_manager.expedited_requeue``
+    true or false: hpcdet itself renders ``--requeue=expedite`` or ``--requeue``): a Core
+    API trial that sleeps in pool ``--partition`` is created with ``det experiment create``;
+    once it runs, its node fails, and two clocks run from that moment: until Slurm runs the
+    job again (``slurm_s``, as above) and until the master shows the trial RUNNING again
+    after counting the restart (``trial_s``: what a user sees, the master's poll included).
+    The trial is killed after each try; the rendered script's requeue line is checked.
+
 How to reproduce
     scripts/dev-cluster up --slurm 25.11 && eval "$(scripts/dev-cluster env --slurm 25.11)"
     .venv/bin/python bench/requeue.py            # table; --json for one JSON object
+    .venv/bin/python bench/requeue.py --trial    # through det-master, end to end
 
 Uses partition ``side`` (node5, node6) by default: run it when no test uses them. Its jobs
 (``--job-name=hpcdet-bench-requeue``) are cancelled and failed nodes revived at the end, also
@@ -34,7 +44,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,15 +79,22 @@ def job_fields(job_id: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in out.split() if "=" in item)
 
 
-def wait_for(job_id: str, what: str, test: Any, timeout: float = 300.0) -> dict[str, str]:
-    """Poll ``scontrol show job`` every 50 ms until ``test(fields)`` holds."""
+def wait_until(probe: Callable[[], Any], what: str, timeout: float = 300.0,
+               poll: float = 0.05) -> Any:
+    """Call ``probe`` every ``poll`` seconds until it answers something true; that answer."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        fields = job_fields(job_id)
-        if test(fields):
-            return fields
-        time.sleep(0.05)
-    raise RuntimeError(f"job {job_id}: not {what} within {timeout:.0f} s: {job_fields(job_id)}")
+        value = probe()
+        if value:
+            return value
+        time.sleep(poll)
+    raise RuntimeError(f"not {what} within {timeout:.0f} s")
+
+
+def wait_for(job_id: str, what: str, test: Any, timeout: float = 300.0) -> dict[str, str]:
+    """Poll ``scontrol show job`` every 50 ms until ``test(fields)`` holds."""
+    return dict(wait_until(lambda: (lambda fields: fields if test(fields) else None)(
+        job_fields(job_id)), f"job {job_id} {what}", timeout))
 
 
 def cluster_config() -> SlurmConfig:
@@ -113,29 +130,46 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "expedite" not in modes:
         log("this cluster does not allow --requeue=expedite "
             "(SlurmctldParameters=enable_expedited_requeue): measuring plain requeue only")
+    if args.trial:
+        from _requeue_trial import TrialTries  # a det-master per mode
+
+        with TrialTries(modes, args.partition) as tries:
+            return summarize(args, config, tries.run(args.repeat))
     gaps: dict[str, list[float]] = {mode: [] for mode in modes}
     for attempt in range(args.repeat):
         for mode in modes:
             gap = one_try(mode, args.partition, args.workdir)
             log(f"try {attempt + 1}/{args.repeat} {mode}: running again after {gap:.1f} s")
             gaps[mode].append(gap)
-    medians = {mode: statistics.median(values) for mode, values in gaps.items()}
-    ratio = (medians["plain"] / medians["expedite"]) if "expedite" in medians else None
-    return {"partition": args.partition, "repeat": args.repeat, "gaps_s": gaps,
-            "median_s": medians, "plain_over_expedite": ratio,
+    return summarize(args, config, {"slurm_s": gaps})
+
+
+def summarize(args: argparse.Namespace, config: SlurmConfig,
+              clocks: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
+    """Medians per clock and mode, and plain over expedite (Slurm's clock)."""
+    medians = {clock: {mode: statistics.median(values) for mode, values in gaps.items()}
+               for clock, gaps in clocks.items()}
+    slurm_medians = medians["slurm_s"]
+    ratio = (slurm_medians["plain"] / slurm_medians["expedite"]
+             if "expedite" in slurm_medians else None)
+    return {"partition": args.partition, "repeat": args.repeat, "trial": args.trial,
+            "gaps_s": clocks["slurm_s"], "clocks": clocks, "median_s": slurm_medians,
+            "medians": medians, "plain_over_expedite": ratio,
             "slurm_version": config.version_text,
             "target_met": ratio is None or ratio >= 1.0}
 
 
 def render_table(result: dict[str, Any]) -> str:
-    lines = [f"requeue after a node failure, Slurm {result['slurm_version']}, "
+    what = "a trial's job (det-master)" if result.get("trial") else "a job"
+    lines = [f"requeue of {what} after a node failure, Slurm {result['slurm_version']}, "
              f"partition {result['partition']}, {result['repeat']} tries per mode",
-             f"{'mode':<10} {'median s':>9} {'min s':>7} {'max s':>7}"]
-    for mode, values in result["gaps_s"].items():
-        lines.append(f"{mode:<10} {statistics.median(values):>9.1f} {min(values):>7.1f} "
-                     f"{max(values):>7.1f}")
+             f"{'clock':<9} {'mode':<10} {'median s':>9} {'min s':>7} {'max s':>7}"]
+    for clock, gaps in result.get("clocks", {"slurm_s": result["gaps_s"]}).items():
+        for mode, values in gaps.items():
+            lines.append(f"{clock:<9} {mode:<10} {statistics.median(values):>9.1f} "
+                         f"{min(values):>7.1f} {max(values):>7.1f}")
     if result["plain_over_expedite"] is not None:
-        lines.append(f"plain / expedite: {result['plain_over_expedite']:.1f}x")
+        lines.append(f"plain / expedite (slurm_s): {result['plain_over_expedite']:.1f}x")
     return "\n".join(lines)
 
 
@@ -144,6 +178,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--partition", default="side", help="two nodes or more (default side)")
     parser.add_argument("--repeat", type=int, default=3, help="tries per mode (default 3)")
     parser.add_argument("--workdir", default="/tmp", help="the jobs' working directory")
+    parser.add_argument("--trial", action="store_true",
+                        help="a trial's job under det-master, one master per mode")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     return parser.parse_args(argv)
 

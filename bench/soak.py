@@ -60,6 +60,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))  # its sibling modules, also when loaded by path
 
 from _common import log, reproduce_with, run_script, terminate_as_interrupt  # noqa: E402
+from _ingest_setup import tail  # noqa: E402
 from ingest import (  # noqa: E402
     ADMIN_URL,
     BenchDb,
@@ -68,7 +69,6 @@ from ingest import (  # noqa: E402
     drop_database,
     free_port,
     seed_trials,
-    tail,
 )
 from sqlalchemy import Engine, create_engine, text  # noqa: E402
 

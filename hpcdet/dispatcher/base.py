@@ -123,6 +123,11 @@ class JobSpec:
     # Signal for a graceful stop before the time limit; never USR1 (NCCL uses it).
     signal: str | None = "USR2@120"
     requeue: bool = False
+    # Ask for the scheduler's expedited requeue (Slurm 25.11's --requeue=expedite: back at
+    # once, at the top of the queue, after a node failure). Only a live cluster says whether
+    # it allows it, so the master sets it at submit time (Backend.with_expedited_requeue),
+    # never for a dry run; it means nothing without ``requeue``.
+    expedited_requeue: bool = False
     # The user's extra batch options (slurm.sbatch_args / pbs.pbsbatch_args), checked by the
     # backend that renders them.
     sbatch_args: tuple[str, ...] = ()
@@ -167,6 +172,10 @@ class JobStatus:
     source: str = "squeue"  # squeue | sacct | exit-file | none
     # How many times the scheduler has requeued the job (None: it did not say).
     restarts: int | None = None
+    # The job has ended (a terminal phase), but the scheduler still keeps it queued and will
+    # never run it again by itself (Slurm holds an expedited job's failed execution): whoever
+    # acts on the end cancels it, so that it does not linger in the queue.
+    lingering: bool = False
 
 
 @dataclass(frozen=True)
@@ -219,6 +228,13 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def submit(self, submission: Submission) -> str:
         """Write the script and submit it; return the scheduler's job id."""
+
+    def with_expedited_requeue(self, spec: JobSpec) -> JobSpec:
+        """``spec`` asking for the scheduler's expedited requeue where the live cluster
+        allows one, for a real submission (it may ask the scheduler once; :meth:`render`
+        stays pure, and a dry run renders ``spec`` as it is). The default, for a scheduler
+        without one, changes nothing."""
+        return spec
 
     @abc.abstractmethod
     def poll(self, jobs: Sequence[JobRef]) -> dict[str, JobStatus]:

@@ -67,9 +67,11 @@ def _names(kind: str, names: str) -> dict[str, str]:
 # they make prefixes ambiguous), with whether each takes a value.
 SBATCH_LONG: Mapping[str, str] = MappingProxyType({
     **_names(FLAG, "contiguous help hold ignore-pbs no-requeue overcommit oversubscribe "
-             "parsable quiet reboot requeue spread-job test-only use-min-nodes verbose "
+             "parsable quiet reboot spread-job test-only use-min-nodes verbose "
              "version usage wait"),
-    **_names(OPTIONAL, "exclusive get-user-env nice no-kill propagate"),
+    # requeue: a flag in 22.05; 25.11 takes --requeue=expedite (its only value), which an
+    # older sbatch refuses on its own.
+    **_names(OPTIONAL, "exclusive get-user-env nice no-kill propagate requeue"),
     **_names(VALUE, "account acctg-freq array batch begin bb bbf cluster-constraint chdir "
              "cluster clusters comment container context constraint core-spec "
              "cores-per-socket cpu-freq cpus-per-gpu cpus-per-task deadline delay-boot "

@@ -16,7 +16,10 @@ run present exactly once, and the same validation (and training) values as that 
 6. pause, then activate;
 7. ``slurmctld`` restarted while the trial runs;
 
-and a trial whose code fails every time ends ERROR after exactly ``max_restarts`` restarts.
+and a trial whose code fails every time ends ERROR after exactly ``max_restarts`` restarts
+(on 25.11 with expedited requeue: each failed execution Slurm holds is read as the failure
+and its held job cancelled). The node failure, the preemption and the ``scontrol requeue``
+run with expedited requeue too, where the cluster allows it (25.11), and read as before.
 """
 
 from __future__ import annotations
@@ -244,7 +247,12 @@ def test_node_failure_restarts_the_trial_from_its_checkpoint(
         master: LiveMaster, tmp_path: Path, revive_nodes: list[str]) -> None:
     gate = tmp_path / "gate"
     exp_id, trial_id = create(master, tmp_path, _config("node-failure", gate=gate))
-    node = active_job(wait_for_epochs(master, trial_id, 1))["nodes"]
+    job = active_job(wait_for_epochs(master, trial_id, 1))
+    node = job["nodes"]
+    # On 25.11 the job asked for an expedited requeue: it runs again at once, read as before.
+    expedited = master.env.get("HPCDET_DEV_SLURM") == "25.11"
+    assert ("ExpeditedRequeue=Yes" in slurm(master, "scontrol", "show", "job", "-o",
+                                            job["job_id"])) is expedited
     revive_nodes.append(node)
     dev_cluster("fail-node", node)
     wait_for(lambda: trial_of(master, trial_id)["restarts"] == 1, "the failure to count", 180)
@@ -332,6 +340,9 @@ def test_slurmctld_restart_while_the_trial_runs(master: LiveMaster, tmp_path: Pa
     assert (trial["restarts"], len(trial["jobs"])) == (0, 1), trial
 
 
+# slurm2511: the dev cluster's 25.11 allows an expedited requeue, so every job of this trial
+# asks for one, and Slurm requeues and holds each failed execution instead of ending it FAILED.
+@pytest.mark.slurm2511
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
 def test_a_trial_failing_every_time_ends_error_after_max_restarts(
         master: LiveMaster, tmp_path: Path) -> None:
@@ -346,3 +357,18 @@ def test_a_trial_failing_every_time_ends_error_after_max_restarts(
     assert any("max_restarts (2) reached" in cause for cause in history), history
     assert load_json(master.det("trial", "describe", str(trial_id), "--json",
                                 check=True).stdout)["trial"]["restarts"] == 2
+    check_held_failures_cancelled(master, trial)
+
+
+def check_held_failures_cancelled(master: LiveMaster, trial: dict[str, Any]) -> None:
+    """Each job asked for an expedited requeue, ended held after its failure (read as that
+    failure, its exit code from the exit file) and was cancelled: none is left queued."""
+    for job in trial["jobs"]:
+        shown = slurm(master, "scontrol", "show", "job", "-o", job["job_id"])
+        assert "Requeue=1" in shown.split() and "ExpeditedRequeue=Yes" in shown.split(), shown
+        assert "JobState=CANCELLED" in shown.split(), shown  # held, then cancelled
+        assert (job["phase"], job["native_state"], job["exit_code"], job["active"]) == (
+            "FAILED", "REQUEUE_HOLD", 3, False), job
+    queued = slurm(master, "squeue", "-h", "-t", "PENDING,REQUEUE_HOLD", "-o", "%i",
+                   "-j", ",".join(job["job_id"] for job in trial["jobs"]))
+    assert queued.strip() == "", queued

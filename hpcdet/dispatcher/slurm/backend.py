@@ -22,6 +22,7 @@ import logging
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from hpcdet.dispatcher.base import (
     ArrayLimits,
@@ -131,6 +132,13 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
     def _helper_submit_args(self, submission: Submission) -> tuple[tuple[str, ...],
                                                                    tuple[str, ...]]:
         return helper_submit_args(submission)
+
+    def with_expedited_requeue(self, spec: JobSpec) -> JobSpec:
+        """``spec`` asking for an expedited requeue where it is requeueable and the cluster
+        allows one (:attr:`SlurmConfig.expedited_requeue`: one ``scontrol show config``,
+        read once); plain ``--requeue`` elsewhere."""
+        expedite = spec.requeue and self.cluster_config().expedited_requeue
+        return replace(spec, expedited_requeue=expedite)
 
     def cluster_config(self) -> SlurmConfig:
         """What the controller says it is (release, limits, parameters): one ``scontrol show
@@ -306,12 +314,20 @@ def _directives(spec: JobSpec, user_args: Sequence[SbatchArg],
         # A requeued job keeps its id and so its files: append, or Slurm truncates what the
         # master already read (and the logs of the earlier run are lost).
         "open-mode": "append",
-        "signal": spec.signal, "requeue": spec.requeue, "no-requeue": not spec.requeue,
+        "signal": spec.signal, "requeue": _requeue(spec), "no-requeue": not spec.requeue,
         "time": spec.time_limit, "account": spec.account, "qos": spec.qos,
         "wckey": spec.wckey, "comment": spec.comment, "nice": spec.nice,
         "exclude": spec.exclude,
     }  # fmt: skip
     return {**directives, **gpu_directives(spec, gpu_request)}
+
+
+def _requeue(spec: JobSpec) -> DirectiveValue:
+    """``--requeue``, or ``--requeue=expedite`` where the submitter found the cluster allows
+    it (:meth:`SlurmBackend.with_expedited_requeue`); none for a job that is not requeueable."""
+    if not spec.requeue:
+        return False
+    return "expedite" if spec.expedited_requeue else True
 
 
 def gpu_directives(spec: JobSpec, gpu_request: str) -> dict[str, DirectiveValue]:

@@ -61,6 +61,7 @@ def _opt(name: str, kind: ArgKind, short: str | None = None, *env: str) -> Sbatc
 
 
 # Every option of sbatch 22.05.8 (its man page and the hidden --context, --ntasks-per-tres;
+# --requeue with 25.11's optional value, --requeue=expedite;
 # --cluster and --tasks-per-node read as --clusters and --ntasks-per-node: the reader's
 # SBATCH_ALIASES), with the SBATCH_* variables that set it.
 OPTIONS: tuple[SbatchOption, ...] = (
@@ -101,7 +102,7 @@ OPTIONS: tuple[SbatchOption, ...] = (
     _opt("power", _R, None, "POWER"), _opt("prefer", _R), _opt("priority", _R),
     _opt("profile", _R, None, "PROFILE"), _opt("propagate", _O),
     _opt("qos", _R, "q", "QOS"), _opt("quiet", _N, "Q"), _opt("reboot", _N),
-    _opt("requeue", _N, None, "REQUEUE"), _opt("reservation", _R, None, "RESERVATION"),
+    _opt("requeue", _O, None, "REQUEUE"), _opt("reservation", _R, None, "RESERVATION"),
     _opt("signal", _R, None, "SIGNAL"), _opt("sockets-per-node", _R),
     _opt("spread-job", _N, None, "SPREAD_JOB"), _opt("switches", _R, None, "REQ_SWITCH"),
     _opt("test-only", _N), _opt("thread-spec", _R, None, "THREAD_SPEC"),
@@ -187,7 +188,7 @@ def environment_settings(environ: Mapping[str, str]) -> list[Setting]:
         value = next((environ[name] for name in option.env if name in environ), None)
         if value is None:
             continue
-        if option.kind is ArgKind.NONE:
+        if option.kind is ArgKind.NONE or _env_flag(option.name, value):
             if _flag_on(value):
                 settings.append((option.name, None))
         elif option.kind is ArgKind.OPTIONAL:
@@ -195,6 +196,12 @@ def environment_settings(environ: Mapping[str, str]) -> list[Setting]:
         else:
             settings.append((option.name, _with_wait(option, value, environ)))
     return settings
+
+
+def _env_flag(name: str, value: str) -> bool:
+    """``SBATCH_REQUEUE`` stays the flag 22.05 reads (``1``, ``yes``), unless it holds the one
+    value 25.11 adds (``expedite``): rendered as ``--requeue=1``, 22.05 would refuse it."""
+    return name == "requeue" and value.strip().lower() != "expedite"
 
 
 def _flag_on(value: str) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from hpcdet.dispatcher.base import JobStatus
+from hpcdet.dispatcher.base import JobPhase, JobStatus
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.slurm import PLUGIN
 from hpcdet.dispatcher.slurm.arrays import task_indices
@@ -39,6 +39,12 @@ SLURM_APIS = PLUGIN.status_apis
 # job as its id.
 SQUEUE_FORMAT = "JobArrayID:|,State:|,RestartCnt:|,NodeList:|,Reason:|"
 SACCT_FORMAT = "JobID,JobIDRaw,State,ExitCode,NodeList,Reason"
+# How squeue shows a job Slurm requeued and held after its execution failed (see
+# held_after_failure); the reason is slurmctld's description, which squeue prints in place
+# of the reason's code (JobHeldUser).
+HELD_STATE, HELD_REASON = "REQUEUE_HOLD", "job requeued in held state"
+# States in which the execution Slurm counted a requeue for is not settled yet.
+_UNSETTLED = frozenset({"COMPLETING", "EXPEDITING"})
 
 # Parses one output line into (id, status) pairs, or None for a line it cannot read.
 _LineParser = Callable[[str], "list[tuple[str, JobStatus]] | None"]
@@ -128,9 +134,25 @@ def displayed_ids(job_id: int, *, array_id: int | None, task_id: int | None,
 def queue_status(job_id: str, state: str, *, restarts: int, nodes: str | None,
                  reason: str | None) -> JobStatus:
     """A job as the controller's queue shows it (squeue's fields, or pyslurm's same ones)."""
+    if held_after_failure(state, reason):
+        # The hold is how this execution ended, not a requeue: the restart Slurm counted for
+        # it is the end the master reads, and the held job is left for it to cancel.
+        return JobStatus(job_id, JobPhase.FAILED, state, reason=reason, nodes=nodes or None,
+                         source="squeue", restarts=max(restarts - 1, 0), lingering=True)
     return JobStatus(job_id, phase_of(state), state, reason=_none_if(reason or "", "None"),
                      nodes=nodes or None, source="squeue",
                      restarts=_finished_executions(state, restarts))  # fmt: skip
+
+
+def held_after_failure(state: str, reason: str | None) -> bool:
+    """Whether Slurm holds the job because its execution failed: with ``--requeue=expedite``
+    (25.11) a non-zero exit requeues the job, and, no epilog having failed, slurmctld holds
+    it for ever (state ``REQUEUE_HOLD``, reason "job requeued in held state", priority 0;
+    ``batch_requeue_fini`` in src/slurmctld/job_mgr.c) where a plain job ends FAILED. A node
+    failure requeues such a job to run at once (``EXPEDITING``), read as any requeue, and an
+    administrator's ``scontrol requeuehold`` gives the same reason in state ``PENDING``: a
+    requeue, held."""
+    return state == HELD_STATE and reason == HELD_REASON
 
 
 def _rows(stdout: str, parse: _LineParser, wanted: set[str]) -> dict[str, JobStatus]:
@@ -163,8 +185,12 @@ def _parse_squeue_line(line: str) -> list[tuple[str, JobStatus]] | None:
 def _finished_executions(state: str, restarts: int) -> int:
     """Slurm counts a requeue at once, while the ended execution may still be COMPLETING
     (its code checkpointing after SIGTERM). Count it once it is over, so that whoever
-    reads the count also sees what that execution left behind (its exit reason)."""
-    return restarts - 1 if state == "COMPLETING" and restarts > 0 else restarts
+    reads the count also sees what that execution left behind (its exit reason).
+
+    EXPEDITING (25.11) is not over either: Slurm has not yet decided whether the job runs
+    again (a node failure) or is held (a failed execution, see :func:`held_after_failure`),
+    and a restart adopted now would be counted a second time as that failure."""
+    return restarts - 1 if state in _UNSETTLED and restarts > 0 else restarts
 
 
 def _parse_sacct_line(line: str) -> list[tuple[str, JobStatus]] | None:

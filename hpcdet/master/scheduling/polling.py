@@ -24,7 +24,8 @@ from hpcdet.master.reports.spool_ingest import ingest_spooled_reports
 from hpcdet.master.scheduling import job_outcomes, tasks
 from hpcdet.master.scheduling.cycle_steps import CycleSteps
 from hpcdet.master.scheduling.health import HealthTracker
-from hpcdet.master.scheduling.stopping import configs_of
+from hpcdet.master.scheduling.stopping import cancel_jobs, configs_of
+from hpcdet.master.settings.core import MasterSettings
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,9 @@ class Poller:
     """Polls the scheduler once a cycle and applies its statuses; keeps which jobs the
     last poll could not find (see :meth:`_settle_missing`)."""
 
-    def __init__(self, sessions: sessionmaker[Session], backend: Backend,
-                 health: HealthTracker, steps: CycleSteps) -> None:
+    def __init__(self, settings: MasterSettings, sessions: sessionmaker[Session],
+                 backend: Backend, health: HealthTracker, steps: CycleSteps) -> None:
+        self.settings = settings  # run-as-owner mode: whom a lingering job is cancelled as
         self.sessions, self.backend, self.health, self.steps = sessions, backend, health, steps
         self._metric_writer: MetricWriter | None = None
         # Jobs the last poll could not find anywhere (see _settle_missing).
@@ -64,8 +66,22 @@ class Poller:
         self.health.scheduler_ok()
         tasks.apply_task_statuses(self.sessions, task_refs, statuses)
         self._collect_spools([(trial_id, ref) for _, trial_id, ref in refs], statuses)
+        self._cancel_lingering([(trial_id, ref.job_id) for _, trial_id, ref in refs], statuses)
         self._apply_all([pk for pk, _, _ in refs], statuses)
         return len(refs) + len(task_refs)
+
+    def _cancel_lingering(self, jobs: Sequence[tuple[int, str]],
+                          statuses: dict[str, JobStatus]) -> None:
+        """Cancel the trials' jobs that ended but that the scheduler keeps queued (Slurm
+        holds an expedited job's failed execution), before their end is applied: a failed
+        cancel raises, and the next cycle reads the held job again instead of losing it."""
+        lingering = [(trial_id, job_id) for trial_id, job_id in jobs
+                     if job_id in statuses and statuses[job_id].lingering]
+        if lingering:
+            log.info("cancelling jobs the scheduler holds after their failure: %s",
+                     ", ".join(job_id for _, job_id in lingering))
+            with session_scope(self.sessions) as session:
+                cancel_jobs(session, self.settings, self.backend, lingering)
 
     def _apply_all(self, job_pks: Sequence[int], statuses: dict[str, JobStatus]) -> None:
         with session_scope(self.sessions) as session:

@@ -61,7 +61,7 @@ class Reconciler:
         self.health = HealthTracker(sessions, settings.reconcile_interval)
         self.cluster_view = ClusterView(settings, sessions, backend, health=self.health)
         self.submitter = Submitter(settings, sessions, backend, self.cluster_view)
-        self.poller = Poller(sessions, backend, self.health, steps)
+        self.poller = Poller(settings, sessions, backend, self.health, steps)
         # Allocation mode (resources.allocation): trials as steps of one job per experiment.
         self.allocations = allocations.AllocationManager(settings, sessions, backend)
 

@@ -43,12 +43,22 @@ def cancel_stopping(settings: MasterSettings, sessions: sessionmaker[Session],
         to_cancel = [j for j in jobs if j.job_id and not j.cancel_requested
                      and _must_cancel(by_id[j.trial_id], j, timeouts)]
         if to_cancel:
-            owners = _owners(session, {j.trial_id for j in to_cancel}, settings)
-            for owner, ids in _by_owner(to_cancel, owners).items():
-                backend.cancel(ids, owner=owner)
+            cancel_jobs(session, settings, backend,
+                        [(j.trial_id, str(j.job_id)) for j in to_cancel])
             for j in to_cancel:
                 j.cancel_requested = True
         return len(to_cancel)
+
+
+def cancel_jobs(session: Session, settings: MasterSettings, backend: Backend,
+                jobs: Sequence[tuple[int, str]]) -> None:
+    """Cancel ``(trial id, job id)`` pairs: one scheduler call per owner they are cancelled
+    as (the experiment's owner in run-as-owner mode, else the service account)."""
+    if not jobs:
+        return
+    owners = _owners(session, {trial_id for trial_id, _ in jobs}, settings)
+    for owner, ids in _by_owner(jobs, owners).items():
+        backend.cancel(ids, owner=owner)
 
 
 def configs_of(session: Session, experiment_ids: set[int]) -> dict[int, dict[str, Any]]:
@@ -94,9 +104,10 @@ def _owners(session: Session, trial_ids: set[int], settings: MasterSettings) -> 
     return {trial_id: owner for trial_id, owner in rows}
 
 
-def _by_owner(jobs: Sequence[Job], owners: Mapping[int, str]) -> dict[str | None, list[str]]:
+def _by_owner(jobs: Sequence[tuple[int, str]],
+              owners: Mapping[int, str]) -> dict[str | None, list[str]]:
     """Job ids grouped by the owner they are cancelled as (None: the service account)."""
     groups: dict[str | None, list[str]] = {}
-    for job in jobs:
-        groups.setdefault(owners.get(job.trial_id), []).append(str(job.job_id))
+    for trial_id, job_id in jobs:
+        groups.setdefault(owners.get(trial_id), []).append(job_id)
     return groups

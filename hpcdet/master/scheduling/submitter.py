@@ -224,6 +224,10 @@ class Submitter:
         pool = pool or pool_for_config(self.sessions, self.settings, plan.config)
         spec = build_job_spec(self.settings, plan.config, plan.run, pool,
                               files=self.backend.transport)
+        if self.settings.resource_manager.expedited_requeue:
+            # Whether the cluster allows it is asked here, at submit time: dry runs and the
+            # check at an experiment's creation render a plain requeue, asking nothing.
+            spec = self.backend.with_expedited_requeue(spec)
         return spec, self.backend.render(spec)
 
     def _clear_stale_job_dir(self, run: TrialRun, runas: RunAs | None) -> None:

@@ -101,6 +101,10 @@ class ResourceManagerSettings:
     # pyslurm (the controller's job table through pyslurm's C API; local transport only,
     # pyslurm built for this Slurm by scripts/build-pyslurm; docs/admin/slurm.md).
     slurm_api: str = "cli"
+    # Ask for the scheduler's expedited requeue where the cluster allows it (Slurm 25.11's
+    # --requeue=expedite, SlurmctldParameters=enable_expedited_requeue): a trial's job that
+    # lost its node runs again at once, at the top of the queue. false: a plain requeue.
+    expedited_requeue: bool = True
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,7 @@ _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_r
             "tres_supported", "gres_supported", "default_aux_resource_pool",
             "job_project_source", "pool_refresh_seconds", "task_container_defaults", "job_arrays",
             "partition_overrides", "resource_pools", "priority", "fair_share", "transport",
-            "slurm_api"}
+            "slurm_api", "expedited_requeue"}
 
 
 def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> MasterSettings:
@@ -313,6 +317,7 @@ def _build_rm(doc: Mapping[str, Any], environ: Mapping[str, str],
         fair_share=build_fair_share(doc.get("fair_share"), f"{where}.fair_share", errors),
         transport=transport,
         slurm_api=_slurm_api(get, scheduler, transport),
+        expedited_requeue=get.flag("expedited_requeue", True),
     )
     refuse_unsupported(rm.scheduler, where, priority=rm.priority,
                        overrides=rm.partition_overrides, pools=rm.resource_pools,

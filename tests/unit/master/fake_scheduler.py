@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from hpcdet.dispatcher import ArrayLimits, ArraySpec, JobPhase, JobRef, JobStatus, Submission
+from hpcdet.dispatcher import (
+    ArrayLimits,
+    ArraySpec,
+    JobPhase,
+    JobRef,
+    JobSpec,
+    JobStatus,
+    Submission,
+)
 from hpcdet.dispatcher.pbs.backend import PbsBackend
 from hpcdet.dispatcher.slurm.backend import SlurmBackend
 from hpcdet.errors import SchedulerError
@@ -39,6 +48,15 @@ class FakeSchedulerBackend(SlurmBackend):
         # Job arrays: None submits one job per trial (as a scheduler without arrays does).
         self.arrays: ArrayLimits | None = None
         self.submitted_arrays: list[tuple[Submission, ArraySpec]] = []
+        # Whether the cluster allows an expedited requeue (what scontrol show config says).
+        self.expedite = False
+        # Jobs the scheduler still holds after they ended (Slurm: an expedited job's failed
+        # execution, requeued and held); poll reports them lingering until cancelled.
+        self.lingering: set[str] = set()
+
+    def with_expedited_requeue(self, spec: JobSpec) -> JobSpec:
+        """As the real backend, with :attr:`expedite` for the cluster's answer."""
+        return replace(spec, expedited_requeue=spec.requeue and self.expedite)
 
     def array_limits(self) -> ArrayLimits | None:
         return self.arrays
@@ -86,7 +104,8 @@ class FakeSchedulerBackend(SlurmBackend):
                                     reason=self.reasons.get(j.job_id, "Resources"),
                                     exit_code=self._exit_code(j.job_id),
                                     nodes=self.nodes.get(j.job_id, "node1"),
-                                    restarts=self.restarts.get(j.job_id, 0))
+                                    restarts=self.restarts.get(j.job_id, 0),
+                                    lingering=j.job_id in self.lingering)
                 for j in jobs}
 
     def _exit_code(self, job_id: str) -> int:
@@ -99,6 +118,7 @@ class FakeSchedulerBackend(SlurmBackend):
 
     def cancel(self, job_ids: Sequence[str], owner: str | None = None) -> None:
         self.cancelled += job_ids
+        self.lingering -= set(job_ids)
         for job_id in job_ids if self.cancel_ends_jobs else ():
             self.phases[job_id] = JobPhase.CANCELLED
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,11 @@ from flask.testing import FlaskClient
 from master_helpers import CONFIG, create, make_context
 from sqlalchemy import func, select
 
+from hpcdet.dispatcher.slurm.backend import SlurmBackend
+from hpcdet.master.app import create_app
 from hpcdet.master.models import CommandTask, Experiment, Trial
 from hpcdet.master.security.tokens import hash_token
+from hpcdet.master.settings.core import MasterSettings
 from hpcdet.states import State
 
 
@@ -107,6 +111,22 @@ def test_dry_run_renders_and_stores_nothing(app: Flask, client: FlaskClient) -> 
     assert script.startswith("#!/bin/bash") and "#SBATCH --nodes=2" in script
     assert body["jobs"][0]["argv"][:2] == ["sbatch", "--parsable"]
     assert experiment_count(app) == 0
+
+
+def test_a_dry_run_asks_the_cluster_nothing_and_renders_a_plain_requeue(
+        settings: MasterSettings) -> None:
+    """Whether the cluster allows an expedited requeue is asked at submit time only."""
+    calls: list[tuple[str, ...]] = []
+
+    def runner(argv: Sequence[str], *, timeout: float = 60) -> str:
+        calls.append(tuple(argv))
+        return ""
+
+    app = create_app(settings, backend=SlurmBackend(runner=runner))
+    body = create(app.test_client(), dry_run=True).get_json()
+    assert "#SBATCH --requeue\n" in body["jobs"][0]["script"]
+    assert not [call for call in calls if call[:1] == ("scontrol",)]
+    app.config["HPCDET_ENGINE"].dispose()
 
 
 def test_a_master_that_requires_users_refuses_anonymous_calls(app: Flask) -> None:

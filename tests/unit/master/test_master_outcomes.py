@@ -334,6 +334,28 @@ def test_requeues_beyond_max_restarts_cancel_the_job_and_end_in_error(
     assert _experiment_state(app, exp_id) == "ERROR"
 
 
+def test_a_job_slurm_holds_after_its_failure_is_that_failure_and_is_cancelled(
+        client: FlaskClient, app: Flask, reconciler: Reconciler,
+        fake: FakeSchedulerBackend) -> None:
+    """Slurm 25.11 holds an expedited job whose execution failed (the dispatcher reads it
+    FAILED and lingering): one restart counted, the held job cancelled, a new job; the last
+    failure ends the trial ERROR and its held job is cancelled too."""
+    fake.expedite = True
+    exp_id, trial_id = start(client, reconciler, fake, CONFIG + "max_restarts: 1\n")
+    assert "#SBATCH --requeue=expedite\n" in fake.submitted[0].script
+    for job_id, state in (("101", "QUEUED"), ("102", "ERROR")):
+        fake.phases[job_id] = JobPhase.FAILED
+        fake.lingering.add(job_id)
+        reconciler.cycle()
+        assert fake.cancelled[-1] == job_id
+        assert (trial_of(app, exp_id).state, trial_of(app, exp_id).restarts) == (state, 1)
+        reconciler.cycle()  # submits the next run, if there is one
+    assert fake.cancelled == ["101", "102"]
+    assert [(j.job_id, j.active) for j in jobs_of(app, trial_id)] == [("101", False),
+                                                                      ("102", False)]
+    assert "max_restarts (1) reached" in causes(app, trial_id)[-1]
+
+
 def test_two_requeues_in_one_poll_are_both_counted(
         client: FlaskClient, app: Flask, reconciler: Reconciler,
         fake: FakeSchedulerBackend) -> None:

@@ -16,9 +16,11 @@ Requests per verb:
 * submit: one ``POST /slurm/v0.0.44/job/submit`` (the script's ``#SBATCH`` lines made job
   description fields by :mod:`.submit`).
 
-Not available: requeue (v0.0.44 has no requeue endpoint: :meth:`requeue` refuses), and job
+Not available: requeue (v0.0.44 has no requeue endpoint: :meth:`requeue` refuses), job
 arrays (slurmrestd reports no ``MaxArraySize``: :meth:`array_limits` is None, so the master
-submits one job per trial).
+submits one job per trial), and expedited requeue (no ``SlurmctldParameters`` either: jobs
+ask for a plain ``--requeue``; a held failure of one submitted otherwise is still read, from
+the record's ``state_description``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from hpcdet.dispatcher.base import ArrayLimits, JobStatus, Submission, UnsupportedError
+from hpcdet.dispatcher.base import (
+    ArrayLimits,
+    JobSpec,
+    JobStatus,
+    Submission,
+    UnsupportedError,
+)
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.jobdir import tar_of
 from hpcdet.dispatcher.pools import PartitionInfo
@@ -268,6 +276,12 @@ class RestSlurmBackend(SlurmBackend):
         """None: slurmrestd reports no MaxArraySize (neither diag nor a config path in
         v0.0.44), so the master submits one job per trial instead of arrays."""
         return None
+
+    def with_expedited_requeue(self, spec: JobSpec) -> JobSpec:
+        """``spec`` as it is, plain ``--requeue``: slurmrestd reports no SlurmctldParameters
+        (v0.0.44 has no config path), so whether the cluster allows an expedited requeue
+        cannot be told from here, and the master may have no ``scontrol``."""
+        return replace(spec, expedited_requeue=False)
 
     def close(self) -> None:
         self.client.close()

@@ -90,8 +90,15 @@ def job_statuses(records: Iterable[Record]) -> dict[str, JobStatus]:
             found[job_id] = queue_status(job_id, state,
                                          restarts=number(record.get("restart_cnt")) or 0,
                                          nodes=_text(record.get("nodes")),
-                                         reason=_text(record.get("state_reason"), "None"))
+                                         reason=squeue_reason(record))
     return found
+
+
+def squeue_reason(record: Record) -> str | None:
+    """The reason as squeue prints it: slurmctld's description where it wrote one ("job
+    requeued in held state"), else the reason's code (``JobHeldUser``)."""
+    return (_text(record.get("state_description"))
+            or _text(record.get("state_reason"), "None"))
 
 
 def accounting_statuses(records: Iterable[Record]) -> dict[str, JobStatus]:
@@ -167,7 +174,7 @@ def queue_entry(record: Record, state: str) -> QueueEntry:
     return QueueEntry(
         job_id=_queue_id(record), partition=str(record.get("partition") or ""),
         name=str(record.get("name") or ""), user=str(record.get("user_name") or ""),
-        state=state, reason=_text(record.get("state_reason"), "None"), priority=priority,
+        state=state, reason=squeue_reason(record), priority=priority,
         nice=int(record.get("nice") or 0), qos=_text(record.get("qos")),
         account=_text(record.get("account")), submit_time=_time(record.get("submit_time")),
         tasks=number(record.get("tasks")) or 0, cpus=number(record.get("cpus")) or 0,
