@@ -95,12 +95,13 @@ def install(built: Built, root: Path, extras: str = "master") -> InstalledHpcdet
     installed = InstalledHpcdet(built=built, venv=venv, workdir=workdir)
     # The system's python3, not this venv's: the venv must not inherit the project's one.
     # --without-pip, then this pip installs into it (pip --python): ensurepip alone costs
-    # about 10 s on a busy host. --no-compile: the programs compile what they import.
+    # about 10 s on a busy host. pip compiles the bytecode, as at a site: the master's
+    # first start then takes what an installed master's takes.
     base = Path(getattr(sys, "_base_executable", sys.executable))
     _check([str(base), "-m", "venv", "--without-pip", str(venv)], cwd=workdir,
            env=installed.env())
     _check([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-            "--quiet", "--no-compile", "--disable-pip-version-check", f"{built.wheel}[{extras}]"],
+            "--quiet", "--disable-pip-version-check", f"{built.wheel}[{extras}]"],
            cwd=workdir, env=installed.env())
     return installed
 
