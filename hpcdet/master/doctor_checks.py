@@ -185,13 +185,16 @@ def check_helper(doctor: Doctor) -> Result:
         conf.read(doctor.runas_conf)
         job_root = conf.get("runas", "job_root")
         service = conf.get("runas", "service_user")
+        scheduler = conf.get("runas", "scheduler", fallback="slurm")
     except (configparser.Error, OSError) as exc:
         return Result("runas-helper", FAIL, f"{doctor.runas_conf}: {exc}", install)
-    wanted = os.path.normpath(doctor.settings.resource_manager.job_storage_root)
-    if os.path.normpath(job_root) != wanted or service != doctor.service_user:
-        return Result("runas-helper", FAIL, f"{doctor.runas_conf} has job_root {job_root}, "
-                      f"service_user {service}; master.yaml: {wanted}, {doctor.service_user}",
-                      install)
+    rm = doctor.settings.resource_manager
+    have = (os.path.normpath(job_root), service, scheduler)
+    wanted = (os.path.normpath(rm.job_storage_root), doctor.service_user, rm.type)
+    if have != wanted:
+        return Result("runas-helper", FAIL, f"{doctor.runas_conf} has job_root, service_user, "
+                      f"scheduler {', '.join(have)}; master.yaml: {', '.join(wanted)}",
+                      f"{install} --scheduler {rm.type}")
     return Result("runas-helper", OK, f"{helper} and {doctor.runas_conf} root-owned")
 
 

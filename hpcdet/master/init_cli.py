@@ -19,11 +19,14 @@ from pathlib import Path
 
 import click
 
+from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.errors import HpcdetError
 from hpcdet.master import install_files as files
 from hpcdet.master.install_files import Detected, SiteChoices
 
 MUNGE_SOCKET = "/run/munge/munge.socket.2"
+# systemd's PATH for services (systemd.exec(5), "Environment variables in spawned processes").
+SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Each file init writes, and its mode (the config may hold a database password).
 MODES = {files.CONFIG: 0o600, files.UNIT: 0o644, files.VACUUM_SERVICE: 0o644,
          files.VACUUM_TIMER: 0o644, files.SUDOERS: 0o440, files.ROOT_SCRIPT: 0o700}
@@ -72,7 +75,20 @@ def detect(scheduler: str | None, munge_socket: str) -> Detected:
                     version=scheduler_version(name),
                     partitions=tuple(sorted(pool.name for pool in pools)),
                     default_partition=default, munge_socket=socket_found,
-                    host=socket.getfqdn())
+                    host=socket.getfqdn(), environment=unit_environment(plugin))
+
+
+def unit_environment(plugin: SchedulerPlugin) -> tuple[tuple[str, str], ...]:
+    """PATH with the scheduler's commands, when systemd's default PATH lacks them, and the
+    scheduler's config variable, when this environment sets it."""
+    found: list[tuple[str, str]] = []
+    command = shutil.which(plugin.submit_command)
+    if command is not None and os.path.dirname(command) not in SYSTEMD_PATH.split(":"):
+        found.append(("PATH", f"{os.path.dirname(command)}:{SYSTEMD_PATH}"))
+    conf = os.environ.get(plugin.conf_variable) if plugin.conf_variable else None
+    if conf:
+        found.append((plugin.conf_variable, conf))
+    return tuple(found)
 
 
 def _is_socket(path: str) -> bool:
@@ -86,10 +102,11 @@ def _is_socket(path: str) -> bool:
 
 def render_all(site: SiteChoices, found: Detected) -> dict[str, str]:
     """Every file init writes, by name."""
-    units = {files.UNIT: files.master_unit(site), **files.vacuum_units(site)}
+    units = {files.UNIT: files.master_unit(site, found.environment),
+             **files.vacuum_units(site)}
     return {files.CONFIG: files.master_yaml(site, found), **units,
             files.SUDOERS: files.sudoers_file(site),
-            files.ROOT_SCRIPT: files.root_script(site, list(units))}
+            files.ROOT_SCRIPT: files.root_script(site, found.scheduler, list(units))}
 
 
 def write_all(out: Path, texts: dict[str, str], force: bool) -> None:
@@ -150,9 +167,9 @@ def init_command(out_dir: str, force: bool, scheduler: str | None, munge_socket:
     try:
         site.check()
         found = detect(scheduler, munge_socket)
+        texts = render_all(site, found)
     except (HpcdetError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    texts = render_all(site, found)
     out = Path(out_dir)
     write_all(out, texts, force)
     _report(out, found, sorted(texts))

@@ -39,6 +39,9 @@ class Detected:
     default_partition: str | None
     munge_socket: str | None  # None: no MUNGE socket found
     host: str
+    # What the master's unit needs to find the scheduler as init did: PATH (when its
+    # commands are outside systemd's default PATH) and the scheduler's config variable.
+    environment: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,12 +190,20 @@ NoNewPrivileges=false
 """
 
 
-def master_unit(site: SiteChoices) -> str:
+def master_unit(site: SiteChoices, environment: Sequence[tuple[str, str]] = ()) -> str:
     """``hpcdet-master.service``: the master as the service account, hardened."""
-    return _master_unit_text(site, " ".join((site.state_dir, site.job_root)))
+    return _master_unit_text(site, " ".join((site.state_dir, site.job_root)), environment)
 
 
-def _master_unit_text(site: SiteChoices, rw: str) -> str:
+def unit_environment(name: str, value: str) -> str:
+    """One ``Environment=`` line; ``value`` is absolute paths joined by ':' (checked)."""
+    for part in value.split(":"):
+        unit_path(part, f"${name}")
+    return f"Environment={name}={value}"
+
+
+def _master_unit_text(site: SiteChoices, rw: str,
+                      environment: Sequence[tuple[str, str]]) -> str:
     head = [
         "# hpcdet-master.service, written by `det-master init`.",
         "[Unit]",
@@ -204,6 +215,7 @@ def _master_unit_text(site: SiteChoices, rw: str) -> str:
         "[Service]",
         "Type=simple",
         f"User={site.service_user}",
+        *(unit_environment(name, value) for name, value in environment),
         f"ExecStart={site.det_master} --config {site.config_path}",
         "Restart=on-failure",
         "RestartSec=5",
@@ -258,7 +270,7 @@ def sudoers_file(site: SiteChoices) -> str:
             + sudoers_line(site.service_user, site.helper) + "\n")
 
 
-def root_script(site: SiteChoices, unit_names: Sequence[str]) -> str:
+def root_script(site: SiteChoices, scheduler: str, unit_names: Sequence[str]) -> str:
     """The commands a root admin runs, in order, each value quoted."""
     q = shlex.quote
     here = '"$(dirname -- "$0")"'
@@ -269,8 +281,8 @@ def root_script(site: SiteChoices, unit_names: Sequence[str]) -> str:
         "set -euo pipefail",
         "# 1. The run-as helper, /etc/hpcdet/runas.conf, the job root (1733) and the sudo",
         "#    rule (checked with visudo -cf before it is put in place).",
-        f"{q(site.installer)} --service-user {q(site.service_user)} --job-root "
-        f"{q(site.job_root)} --helper {q(site.helper)}",
+        f"{q(site.installer)} --service-user {q(site.service_user)} --scheduler "
+        f"{q(scheduler)} --job-root {q(site.job_root)} --helper {q(site.helper)}",
         "# 2. The master's settings, readable by root and the service account only.",
         f"install -d -o root -g root -m 0755 {q(site.config_dir)}",
         f"install -o root -g {q(site.service_user)} -m 0640 {here}/{CONFIG} "

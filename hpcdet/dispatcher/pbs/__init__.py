@@ -44,6 +44,7 @@ PLUGIN = SchedulerPlugin(
             "them (PBS: sched_priv/resource_group); hpcdet passes each job's account"),
     ),
     version_command=("qstat", "--version"),
+    conf_variable="PBS_CONF_FILE",
     modules={
         "backend": "hpcdet.dispatcher.pbs.backend",
         "task": "hpcdet.dispatcher.pbs.task",

@@ -33,6 +33,7 @@ PLUGIN = SchedulerPlugin(
         fair_share_accounts=SUPPORTED),
     status_apis=("cli", "pyslurm"),
     version_command=("scontrol", "version"),
+    conf_variable="SLURM_CONF",
     modules={
         "backend": "hpcdet.dispatcher.slurm.backend",
         # resource_manager.transport type rest: the same backend through slurmrestd.

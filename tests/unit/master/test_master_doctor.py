@@ -103,7 +103,8 @@ def test_helper_and_runas_conf_root_owned_and_naming_this_job_root(tmp_path: Pat
     assert checks.check_helper(d).status == OK
     conf.write_text("[runas]\nservice_user = nobody\njob_root = /elsewhere\n")
     wrong_root = checks.check_helper(d)
-    assert wrong_root.status == FAIL and "job_root /elsewhere" in wrong_root.message
+    assert wrong_root.status == FAIL
+    assert "/elsewhere, nobody, slurm; master.yaml: " in wrong_root.message
     assert "install-runas-helper --service-user nobody --job-root" in wrong_root.fix
     helper.chmod(0o777)
     assert "not root-owned and writable by root only" in checks.check_helper(d).message

@@ -25,7 +25,9 @@ from tests.conftest import missing
 
 FOUND = Detected(scheduler="slurm", display_name="Slurm", version="slurm 25.11.7",
                  partitions=("batch", "debug"), default_partition="batch",
-                 munge_socket="/run/munge/munge.socket.2", host="login1.example.org")
+                 munge_socket="/run/munge/munge.socket.2", host="login1.example.org",
+                 environment=(("PATH", "/opt/slurm/bin:/usr/bin:/bin"),
+                              ("SLURM_CONF", "/etc/slurm/slurm.conf")))
 DET_MASTER = str(Path(sys.executable).parent / "det-master")
 
 
@@ -92,7 +94,7 @@ def test_written_all_or_nothing_and_never_over_a_file_without_force(tmp_path: Pa
     assert stat.S_IMODE((out / files.SUDOERS).stat().st_mode) == 0o440
     (out / files.CONFIG).write_text("mine\n")
     changed = {name: text + "# new\n" for name, text in texts.items()}
-    with pytest.raises(Exception, match="master.yaml, sudoers-hpcdet-runas already exist; nothing written"):
+    with pytest.raises(Exception, match="sudoers-hpcdet-runas already exist; nothing written"):
         init_cli.write_all(out, changed, force=False)
     assert (out / files.CONFIG).read_text() == "mine\n"
     assert (out / files.UNIT).read_text() == texts[files.UNIT]
@@ -106,7 +108,7 @@ def test_the_sudoers_line_and_root_commands_are_the_helpers(tmp_path: Path) -> N
     assert "svc ALL=(ALL,!root) NOPASSWD: /usr/local/libexec/hpcdet-runas" \
         in texts[files.SUDOERS]
     script = texts[files.ROOT_SCRIPT]
-    assert f"--service-user svc --job-root {tmp_path / 'jobs'} --helper " \
+    assert f"--service-user svc --scheduler slurm --job-root {tmp_path / 'jobs'} --helper " \
            "/usr/local/libexec/hpcdet-runas" in script
     assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
 
@@ -125,6 +127,26 @@ def test_the_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
     assert "User=hpcdet" in unit and "ProtectSystem=strict" in unit
     assert f"ReadWritePaths={tmp_path / 'state'} {tmp_path / 'jobs'}" in unit
     assert "NoNewPrivileges=false" in unit  # sudo is setuid: see the unit's comment
+    assert "Environment=PATH=/opt/slurm/bin:/usr/bin:/bin\n" \
+           "Environment=SLURM_CONF=/etc/slurm/slurm.conf\n" in unit
+
+
+def test_the_units_environment_is_found_as_init_found_the_scheduler(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcdet.dispatcher import registry
+
+    bin_dir = tmp_path / "opt" / "slurm" / "bin"
+    bin_dir.mkdir(parents=True)
+    fake_sbatch = bin_dir / "sbatch"  # a fake: only where it lies on PATH is looked at
+    fake_sbatch.write_text("#!/bin/sh\n")
+    fake_sbatch.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")
+    assert init_cli.unit_environment(registry.scheduler("slurm")) == (
+        ("PATH", f"{bin_dir}:{init_cli.SYSTEMD_PATH}"), ("SLURM_CONF", "/etc/slurm/slurm.conf"))
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm conf")
+    with pytest.raises(ValidationError, match=r"\$SLURM_CONF: '/etc/slurm conf' must be"):
+        files.master_unit(site(tmp_path), init_cli.unit_environment(registry.scheduler("slurm")))
 
 
 def test_a_broken_unit_fails_verify(tmp_path: Path) -> None:
