@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from hpcdet.master.db import migrate
+from hpcdet.master.doctor import CHECK_NAMES
 from hpcdet.master.settings.core import load_settings
 from tests.conftest import missing
 
@@ -79,6 +80,7 @@ def test_init_then_doctor_passes_then_names_three_breaks_with_their_fixes(
     report = json.loads(good.stdout)
     statuses = {check["check"]: check["status"] for check in report["checks"]}
     assert good.returncode == 0 and report["ok"], good.stdout + good.stderr
+    assert tuple(statuses) == CHECK_NAMES  # every check, in order
     assert statuses == {"config": "ok", "database": "ok", "munge": "ok", "runas-helper": "ok",
                         "sudoers": "ok", "job-root": "ok", "tls": "ok", "master": "skip",
                         "scheduler": "ok", "operator": "ok", "harness": "ok"}

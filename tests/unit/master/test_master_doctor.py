@@ -245,3 +245,32 @@ def test_a_config_that_does_not_load_is_the_first_failed_check(tmp_path: Path) -
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.output.startswith("FAIL  config  invalid master configuration")
     assert "-- fix: edit master.yaml as the message says" in result.output
+
+
+def test_a_running_master_answers_and_one_not_running_is_skipped(tmp_path: Path) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from hpcdet.master.doctor import check_running
+
+    class Master(BaseHTTPRequestHandler):  # a stand-in answering as the master's route does
+        def do_GET(self) -> None:  # noqa: N802
+            body = b'{"version": "9.9"}' if self.path == "/api/v1/master" else b""
+            self.send_response(200 if body else 404)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    with HTTPServer(("127.0.0.1", 0), Master) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            port = server.server_address[1]
+            up = check_running(doctor(tmp_path, port=port))
+        finally:
+            server.shutdown()
+    assert up == Result("master", OK, f"answers at http://127.0.0.1:{port}/api/v1/master "
+                        "(version 9.9)")
+    down = check_running(doctor(tmp_path, port=port))
+    assert down.status == SKIP and down.message.startswith("not running: no master answers")
