@@ -70,6 +70,11 @@ def check_database(doctor: Doctor) -> Result:
     from hpcdet.master.db import HEAD_REVISION, schema_revision
 
     url = doctor.settings.db_url
+    missing = _missing_sqlite_file(url)
+    if missing:  # connecting would create it: say so instead
+        return Result("database", WARN, f"no SQLite database yet at {missing}",
+                      "start the master once: it creates it (its state_dir writable by the "
+                      "service account)")
     problem = _connect_problem(url)
     if problem:
         return Result("database", FAIL, f"{doctor.settings.database_kind} database does not "
@@ -85,6 +90,17 @@ def check_database(doctor: Doctor) -> Result:
     return Result("database", FAIL, f"schema at {revision}, this code's is {HEAD_REVISION}",
                   "an older schema: start the master (it upgrades); a newer one: install the "
                   "release that wrote it (docs/admin/upgrades.md)")
+
+
+def _missing_sqlite_file(url: str) -> str:
+    """The file of a SQLite ``url`` when it does not exist; '' otherwise."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if not parsed.drivername.startswith("sqlite") or not parsed.database \
+            or parsed.database == ":memory:" or os.path.exists(parsed.database):
+        return ""
+    return parsed.database
 
 
 def _connect_problem(url: str) -> str:

@@ -37,7 +37,8 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
          db_url: str | None) -> None:
     """Run the hpcdet master: REST API under /api/v1, status page at /, reconciler loop.
 
-    With a command (sync-accounts, vacuum-metrics) it runs that instead of the master.
+    With a command (init, doctor, sync-accounts, vacuum-metrics) it runs that instead of the
+    master; init and doctor need no loadable config (doctor reports one that does not load).
     """
     # Nothing the master creates (database, job directories, scripts) is for other users.
     os.umask(0o077)

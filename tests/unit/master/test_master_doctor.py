@@ -163,7 +163,9 @@ def test_database_unreachable_unmigrated_and_at_head(tmp_path: Path) -> None:
     down = checks.check_database(doctor(tmp_path, db_url="postgresql+psycopg2://x@127.0.0.1:1/x"))
     assert down.status == FAIL and "postgresql database does not answer" in down.message
     d = doctor(tmp_path)
-    assert checks.check_database(d).status == WARN
+    fresh = checks.check_database(d)
+    assert fresh.status == WARN and fresh.message.startswith("no SQLite database yet at")
+    assert not (tmp_path / "db.sqlite").exists()  # doctor made none
     migrate(d.settings.db_url)
     assert checks.check_database(d).status == OK
 
