@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -29,9 +30,11 @@ from hpcdet.master.doctor import CHECK_NAMES
 from hpcdet.master.settings.core import load_settings
 from tests.conftest import missing
 
-pytestmark = pytest.mark.slurm
+# multiuser: the run-as helper, its sudo rule and user_b of `scripts/dev-cluster users`.
+pytestmark = [pytest.mark.slurm, pytest.mark.multiuser]
 
-DEV_JOB_ROOT = "/srv/hpcdet-dev/jobs"  # scripts/dev-cluster users: runas.conf's job_root
+# runas.conf's job_root, as scripts/dev-cluster users installs it.
+DEV_JOB_ROOT = os.environ.get("HPCDET_MULTIUSER_JOB_ROOT", "/srv/hpcdet-dev/jobs")
 
 
 @pytest.fixture
@@ -71,6 +74,15 @@ def test_init_then_doctor_passes_then_names_three_breaks_with_their_fixes(
                "--tls-key", str(dev_tls_dir / "server.key"))
     assert made.returncode == 0, made.stderr
     assert "Slurm (slurm 25.11" in made.stdout and "MUNGE socket: /run/munge/" in made.stdout
+    unit = (out / "hpcdet-master.service").read_text()
+    assert f"Environment=SLURM_CONF={slurm['SLURM_CONF']}\n" in unit
+    if shutil.which("systemd-analyze") is None:
+        missing("systemd-analyze is not installed (scripts/ensure-systemd-analyze)")
+    units = ["hpcdet-master.service", "hpcdet-vacuum-metrics.service",
+             "hpcdet-vacuum-metrics.timer"]
+    verify = subprocess.run(["systemd-analyze", "verify", *units], cwd=out, capture_output=True,
+                            text=True, check=False)
+    assert verify.returncode == 0 and verify.stderr == "", verify.stderr
     config = out / "master.yaml"
     settings = load_settings(config, environ={})
     assert settings.resource_manager.type == "slurm" and settings.runas.owner_mode
