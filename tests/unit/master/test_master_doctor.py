@@ -32,6 +32,7 @@ from hpcdet.master.serve import main
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 from hpcdet.master.settings.runas import RunAsSettings
 from hpcdet.master.settings.tls import TlsSettings
+from tests.db_templates import SchemaTemplates
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="root-owned files need root")
 
@@ -157,17 +158,19 @@ def test_job_root_takes_acls_and_the_probe_is_removed(tmp_path: Path) -> None:
     assert list(jobs.iterdir()) == []
 
 
-def test_database_unreachable_unmigrated_and_at_head(tmp_path: Path) -> None:
-    from hpcdet.master.db import migrate
-
+def test_database_unreachable_unmigrated_and_at_head(tmp_path: Path, db_url: str,
+                                                     schema_templates: SchemaTemplates) -> None:
+    """On SQLite and PostgreSQL (``db_url``: a fresh, empty database of each)."""
     down = checks.check_database(doctor(tmp_path, db_url="postgresql+psycopg2://x@127.0.0.1:1/x"))
     assert down.status == FAIL and "postgresql database does not answer" in down.message
-    d = doctor(tmp_path)
+    d = doctor(tmp_path, db_url=db_url)
     fresh = checks.check_database(d)
-    assert fresh.status == WARN and fresh.message.startswith("no SQLite database yet at")
-    assert not (tmp_path / "db.sqlite").exists()  # doctor made none
-    migrate(d.settings.db_url)
-    assert checks.check_database(d).status == OK
+    assert fresh.status == WARN and fresh.message in (
+        "reachable, no schema yet", f"no SQLite database yet at {tmp_path / 'master.sqlite'}")
+    assert not (tmp_path / "master.sqlite").exists()  # doctor made none
+    schema_templates.copy_to(db_url)  # what the master's migration makes, copied
+    at_head = checks.check_database(d)
+    assert at_head.status == OK and "schema at head" in at_head.message
 
 
 def make_cert(tmp_path: Path, days: int) -> TlsSettings:
