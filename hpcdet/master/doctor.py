@@ -51,7 +51,7 @@ def load(config_path: str | None, db_url: str | None) -> tuple[MasterSettings | 
     try:
         settings = load_settings(config_path)
     except ConfigError as exc:
-        return None, Result("config", FAIL, str(exc).replace("\n", "; "),
+        return None, Result("config", FAIL, f"{exc.title}: {'; '.join(exc.errors)}",
                             "edit master.yaml as the message says")
     if db_url:
         settings = replace(settings, db_url=db_url)
