@@ -45,6 +45,10 @@ def det_master() -> str:
 
 
 def run(det_master: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``det-master ARGS`` in ``env``; another install's runs its own code, not the repo's
+    (no PYTHONPATH)."""
+    if Path(det_master).parent != Path(sys.executable).parent:
+        env = {name: value for name, value in env.items() if name != "PYTHONPATH"}
     return subprocess.run([det_master, *args], env=env, capture_output=True, text=True,
                           timeout=300, check=False)
 
