@@ -16,9 +16,13 @@ import click
 
 from hpcdet.errors import ConfigError
 from hpcdet.master import master_log
+from hpcdet.master.doctor import doctor_command
+from hpcdet.master.init_cli import init_command
 from hpcdet.master.settings.core import MasterSettings, load_settings
 
 log = logging.getLogger(__name__)
+# Commands that run before there is a loadable master.yaml (they read --config themselves).
+NO_CONFIG_COMMANDS = ("init", "doctor")
 
 
 @click.group(invoke_without_command=True)
@@ -33,13 +37,17 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
          db_url: str | None) -> None:
     """Run the hpcdet master: REST API under /api/v1, status page at /, reconciler loop.
 
-    With a command (sync-accounts, vacuum-metrics) it runs that instead of the master.
+    With a command (init, doctor, sync-accounts, vacuum-metrics) it runs that instead of the
+    master; init and doctor need no loadable config (doctor reports one that does not load).
     """
     # Nothing the master creates (database, job directories, scripts) is for other users.
     os.umask(0o077)
     # A command's output is what it prints; the master's is its log.
     level = logging.INFO if ctx.invoked_subcommand is None else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if ctx.invoked_subcommand in NO_CONFIG_COMMANDS:
+        ctx.obj = config_path  # init needs no settings; doctor reports a bad config itself
+        return
     try:
         settings = _with_overrides(load_settings(config_path), host, port, db_url)
     except ConfigError as exc:
@@ -315,6 +323,9 @@ def _serve(settings: MasterSettings) -> None:
 
     _Server().run()
 
+
+main.add_command(init_command)
+main.add_command(doctor_command)
 
 if __name__ == "__main__":
     sys.exit(main())
