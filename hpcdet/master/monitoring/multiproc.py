@@ -1,0 +1,47 @@
+"""prometheus_client's multiprocess mode for the master's processes.
+
+Each process writes its counters to files in one directory (``PROMETHEUS_MULTIPROC_DIR``),
+read and summed at each scrape. The directory is private to the master (0700 under its
+state dir) and emptied at every start: files of a previous run would add their counts to
+this one's. The variable must be set before prometheus_client is first imported (it picks
+its value class then), and is inherited by the gunicorn workers and the reconciler.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+ENV = "PROMETHEUS_MULTIPROC_DIR"
+DIR_NAME = "prometheus"
+
+
+def prepare(state_dir: str | Path) -> Path:
+    """Create (or empty) ``<state_dir>/prometheus`` and point this process's children at it."""
+    path = Path(state_dir).expanduser() / DIR_NAME
+    if "prometheus_client" in sys.modules:  # counters would stay in memory, per process
+        log.warning("prometheus_client was imported before %s was set: /metrics shows one "
+                    "process's counters only", ENV)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(mode=0o700, parents=True)
+    os.environ[ENV] = str(path)
+    return path
+
+
+def enabled() -> bool:
+    """Whether this process writes its metrics for the others (the master runs)."""
+    return bool(os.environ.get(ENV))
+
+
+def process_exited(pid: int) -> None:
+    """Forget the live gauges of a process that ended (a gunicorn worker, the reconciler):
+    its connections are no longer in use. Its counters stay: they still count."""
+    if enabled():
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
