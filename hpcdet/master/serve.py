@@ -54,7 +54,6 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
 
 def _run_master(settings: MasterSettings) -> None:
     from hpcdet.master.db import migrate
-
     from hpcdet.master.monitoring import multiproc
 
     refuse_root_owner_mode(settings)

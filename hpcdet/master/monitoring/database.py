@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import case, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from hpcdet.master.models import CommandTask, Experiment, Job, Trial, as_utc, utcnow
 
@@ -37,7 +37,8 @@ class DatabaseCollector(Collector):
         yield self._jobs()
         yield from self._queue()
 
-    def _by_state(self, name: str, doc: str, column: object) -> GaugeMetricFamily:
+    def _by_state(self, name: str, doc: str,
+                  column: InstrumentedAttribute[str]) -> GaugeMetricFamily:
         family = GaugeMetricFamily(name, doc, labels=["state"])
         rows = self.session.execute(select(column, func.count()).group_by(column))
         for state, count in rows:

@@ -25,7 +25,7 @@ def _process_registry() -> CollectorRegistry:
     if not enabled():
         return REGISTRY
     registry = CollectorRegistry()
-    mp.MultiProcessCollector(registry)
+    mp.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     return registry
 
 

@@ -22,7 +22,7 @@ _SLOW_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 
 _FAST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 # No *_created series: multiprocess mode has none, so one process alone shows none either.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 RECONCILER_CYCLES = Counter(
     "hpcdet_reconciler_cycles", "Reconciler cycles run (failed ones included).")

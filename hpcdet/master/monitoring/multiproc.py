@@ -44,4 +44,4 @@ def process_exited(pid: int) -> None:
     if enabled():
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(pid)
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
