@@ -19,7 +19,7 @@ import httpx
 import pytest
 import yaml
 from conftest import free_port
-from it_helpers import STANDIN_ENTRYPOINT, LiveMaster, missing, standin_context, wait_for
+from it_helpers import LiveMaster, missing, standin_config, standin_context, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.prometheus]
 TOKEN = "it-scrape-token-0123456789"
@@ -85,17 +85,9 @@ def scalar(prometheus: str, expr: str) -> float:
 
 
 def gated_config(gate: Path) -> dict[str, Any]:
-    return {
-        "name": "scraped",
-        "entrypoint": STANDIN_ENTRYPOINT,
-        "hyperparameters": {"lr": 0.1},
-        "searcher": {"name": "single", "metric": "validation_loss", "smaller_is_better": True,
-                     "max_length": {"epochs": 2}},
-        "resources": {"slots_per_trial": 1},
-        "environment": {"environment_variables": ["STANDIN_BATCHES_PER_EPOCH=4",
-                                                  f"STANDIN_GATE={gate}"]},
-        "max_restarts": 0,
-    }
+    """Two epochs of four batches, held after the first until ``gate`` exists."""
+    return standin_config("scraped", {"epochs": 2},
+                          ["STANDIN_BATCHES_PER_EPOCH=4", f"STANDIN_GATE={gate}"])
 
 
 @pytest.mark.parametrize("master", ["sqlite"], indirect=True)
