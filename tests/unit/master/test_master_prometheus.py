@@ -221,20 +221,25 @@ def test_processes_counts_are_summed(tmp_path: Path) -> None:
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop(multiproc.ENV, None)
-    stale = tmp_path / multiproc.DIR_NAME / "counter_1.db"
-    stale.parent.mkdir()
-    stale.write_bytes(b"from a previous run")
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    base = tmp_path / multiproc.DIR_NAME
+    stale = base / str(ended.pid) / "counter_1.db"  # a master that ended
+    running = base / str(os.getpid()) / "counter_2.db"  # one still running
+    for path in (stale, running):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"counts")
     code = f"from hpcdet.master.monitoring import multiproc; multiproc.prepare({str(tmp_path)!r})\n"
     out = subprocess.run([sys.executable, "-c", code + _FORKED], env=env, check=True,
                          capture_output=True, text=True, timeout=120).stdout
-    assert not stale.exists()  # emptied at start
+    assert not stale.parent.exists() and running.exists()
     both, after = (samples(part) for part in out.split("----\n"))
     assert _value(both, "hpcdet_reconciler_cycles_total") == 2
     assert _value(both, "hpcdet_reconciler_cycle_failures_total", reason="scheduler") == 1
     assert _value(both, "hpcdet_db_pool_connections_in_use") == 2
     assert _value(after, "hpcdet_db_pool_connections_in_use") == 1
     assert _value(after, "hpcdet_reconciler_cycles_total") == 2
-    assert oct((tmp_path / multiproc.DIR_NAME).stat().st_mode & 0o777) == "0o700"
+    assert oct(base.stat().st_mode & 0o777) == "0o700"
 
 
 _NAME = re.compile(r"\bhpcdet_[a-z0-9_]+")
