@@ -35,6 +35,9 @@ from hpcdet.master.settings.monitoring import MetricsSettings
 REPO = Path(__file__).resolve().parents[3]
 ADMIN = {"X-Hpcdet-User": "alice"}
 TOKEN = "s3cret-scrape-token"
+# Access rules and names do not depend on the database: SQLite only. The gauges' queries
+# (test_values_move) run on both.
+SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 
 def _app(settings: MasterSettings, metrics: MetricsSettings) -> Iterator[FlaskClient]:
@@ -77,6 +80,7 @@ def scrape(client: FlaskClient) -> dict[tuple[str, tuple[tuple[str, str], ...]],
     return samples(response.get_data(as_text=True))
 
 
+@SQLITE_ONLY
 def test_an_admin_scrapes_the_text_format_others_are_refused(
         admins_client: FlaskClient) -> None:
     response = admins_client.get("/metrics", headers=ADMIN)
@@ -91,6 +95,7 @@ def test_an_admin_scrapes_the_text_format_others_are_refused(
     assert_error(admins_client.get("/metrics"), 401, "unauthorized")
 
 
+@SQLITE_ONLY
 def test_the_scrape_token_and_only_it(token_client: FlaskClient, token_file: Path) -> None:
     ok = token_client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     assert ok.status_code == 200
@@ -104,6 +109,7 @@ def test_the_scrape_token_and_only_it(token_client: FlaskClient, token_file: Pat
     assert str(token_file) in message and "chmod 600" in message
 
 
+@SQLITE_ONLY
 def test_metrics_switched_off_are_not_found(settings: MasterSettings) -> None:
     for client in _app(settings, MetricsSettings(enabled=False)):
         assert "metrics.enabled" in assert_error(client.get("/metrics", headers=ADMIN), 404,
@@ -246,6 +252,7 @@ _NAME = re.compile(r"\bhpcdet_[a-z0-9_]+")
 _SUFFIXES = ("_bucket", "_sum", "_count", "_created")
 
 
+@SQLITE_ONLY
 def test_every_metric_the_docs_and_dashboard_name_exists(admins_client: FlaskClient) -> None:
     text = admins_client.get("/metrics", headers=ADMIN).get_data(as_text=True)
     exposed = set(re.findall(r"^# (?:HELP|TYPE) (\S+)", text, re.M))
