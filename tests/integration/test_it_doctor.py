@@ -7,8 +7,9 @@ copy (the machine's MUNGE, sudoers rules and job root stay as they are), and eac
 with its fix: a MUNGE socket the service account cannot reach, a service account without a
 sudo rule, a job root without POSIX ACLs (a ``ramfs`` mount, unmounted after).
 
-``det_master`` is the executable under test: this venv's by default, or another install's
-(``HPCDET_TEST_DET_MASTER``, e.g. a wheel installed into a fresh venv outside the repo).
+``det_master`` is the executable under test: the built wheel's, installed into a fresh venv
+outside the repository (the ``installed_hpcdet`` fixture), or another install's
+(``HPCDET_TEST_DET_MASTER``).
 """
 
 from __future__ import annotations
@@ -38,10 +39,17 @@ DEV_JOB_ROOT = os.environ.get("HPCDET_MULTIUSER_JOB_ROOT", "/srv/hpcdet-dev/jobs
 
 
 @pytest.fixture
-def det_master() -> str:
-    """The det-master under test (see the module doc)."""
-    return os.environ.get("HPCDET_TEST_DET_MASTER") or str(Path(sys.executable).parent
-                                                            / "det-master")
+def det_master(request: pytest.FixtureRequest) -> str:
+    """The det-master under test: ``HPCDET_TEST_DET_MASTER`` if set, else the built wheel's,
+    installed into a fresh venv outside the repository (tests/integration/packaging_helpers.py),
+    whose ``det --help`` must work too: what a site installs is what is checked."""
+    chosen = os.environ.get("HPCDET_TEST_DET_MASTER")
+    if chosen:
+        return chosen
+    installed = request.getfixturevalue("installed_hpcdet")
+    help_text = installed.run("det", "--help")
+    assert help_text.returncode == 0 and "experiment" in help_text.stdout, help_text.stderr
+    return str(installed.bin / "det-master")
 
 
 def run(det_master: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
