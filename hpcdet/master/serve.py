@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from hpcdet.errors import ConfigError
-from hpcdet.master import master_log
+from hpcdet.master import backup_cli, master_log
 from hpcdet.master.settings.core import MasterSettings, load_settings
 
 log = logging.getLogger(__name__)
@@ -50,13 +50,16 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
 
 
 def _run_master(settings: MasterSettings) -> None:
-    from hpcdet.master.db import migrate
+    from hpcdet.master.db import SchemaTooNewError, migrate
 
     refuse_root_owner_mode(settings)
     refuse_unusable_backend(settings)
     private_state_dir(settings.state_dir)
     master_log.install(settings.state_dir)  # for det master logs
-    migrate(settings.db_url)
+    try:
+        migrate(settings.db_url)
+    except SchemaTooNewError as exc:
+        raise click.ClickException(str(exc)) from None
     supervisor = ReconcilerSupervisor(settings)
     supervisor.start()
     log.info("hpcdet master on %s (listening on %s:%s, database %s)", settings.master_url,
@@ -315,6 +318,8 @@ def _serve(settings: MasterSettings) -> None:
 
     _Server().run()
 
+
+backup_cli.register(main)  # backup, restore, migrate, checkpoints (hpcdet/master/backup_cli.py)
 
 if __name__ == "__main__":
     sys.exit(main())
