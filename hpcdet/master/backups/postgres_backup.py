@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -117,22 +118,38 @@ def restore_postgres(dump: Path, url: str, drop: list[str]) -> None:
         [tool("psql"), "--no-psqlrc", "--quiet", "--single-transaction",
          "--set=ON_ERROR_STOP=1", "--file=-"],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    assert restore.stdout is not None and psql.stdin is not None
-    try:
-        psql.stdin.write(prefix.encode())
-        shutil.copyfileobj(restore.stdout, psql.stdin)
-    except BrokenPipeError:
-        pass  # psql stopped at an error: its stderr says which
-    finally:
-        psql.stdin.close()
-    _, restore_err = restore.communicate()
-    _, psql_err = psql.communicate()
+    assert restore.stdout is not None and restore.stderr is not None
+    assert psql.stdin is not None and psql.stderr is not None
+    with restore, psql:  # both are waited for, whatever happens
+        fed = _feed(psql.stdin, prefix.encode(), restore.stdout)
+        restore_err = restore.stderr.read()
+        restore.wait()
+        if restore.returncode != 0 or not fed:
+            # Killed before it reads the end of its input, psql never sends the COMMIT of
+            # --single-transaction: the server rolls the whole restore back.
+            psql.kill()
+        with contextlib.suppress(BrokenPipeError):
+            psql.stdin.close()  # the end of the input: psql commits
+        psql_err = psql.stderr.read()
+        psql.wait()
     if restore.returncode != 0:
         raise BackupError(f"pg_restore of {dump} exited with {restore.returncode}: "
                           f"{restore_err.decode(errors='replace').strip()} (nothing restored)")
     if psql.returncode != 0:
         raise BackupError(f"psql exited with {psql.returncode}: "
                           f"{psql_err.decode(errors='replace').strip()} (nothing restored)")
+
+
+def _feed(sink: IO[bytes], prefix: bytes, source: IO[bytes]) -> bool:
+    """Write ``prefix`` then all of ``source`` into ``sink`` (left open); False when the
+    reader stopped early (psql stopped at an error: its stderr says which)."""
+    try:
+        sink.write(prefix)
+        shutil.copyfileobj(source, sink)
+        sink.flush()
+    except BrokenPipeError:
+        return False
+    return True
 
 
 def _ident(name: str) -> str:

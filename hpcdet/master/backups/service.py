@@ -105,8 +105,9 @@ def restore(settings: MasterSettings, path: Path, *, force: bool, say: Say) -> O
     else:
         tables = postgres_tables(settings.db_url)
         if tables and not force:
-            raise BackupError(f"the PostgreSQL database holds {len(tables)} tables (use "
-                              "--force to drop them and restore, in one transaction)")
+            raise BackupError(f"the PostgreSQL database is not empty: it holds {len(tables)} "
+                              "tables (use --force to drop them and restore, in one "
+                              "transaction)")
         say(f"restoring {path} (pg_restore | psql --single-transaction)")
         restore_postgres(path, settings.db_url, tables)
         details["dropped_tables"] = len(tables)
