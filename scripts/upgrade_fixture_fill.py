@@ -77,9 +77,10 @@ def fixture_backend() -> Any:
 
 
 def main(db_url: str, job_root: str) -> None:
+    from hpcdet.master.reconciler import Reconciler
+
     from hpcdet.master.app import create_app
     from hpcdet.master.db import migrate
-    from hpcdet.master.reconciler import Reconciler
     from hpcdet.master.settings import MasterSettings, ResourceManagerSettings
 
     migrate(db_url)

@@ -31,8 +31,13 @@ from hpcdet.master.backups.sqlite_backup import (
     sqlite_has_tables,
     sqlite_path,
 )
-from hpcdet.master.db import HEAD_REVISION, known_revisions, make_engine, make_session_factory
-from hpcdet.master.db import session_scope
+from hpcdet.master.db import (
+    HEAD_REVISION,
+    known_revisions,
+    make_engine,
+    make_session_factory,
+    session_scope,
+)
 from hpcdet.master.settings.core import MasterSettings
 
 Say = Callable[[str], None]

@@ -84,8 +84,9 @@ def sqlite_has_tables(path: Path) -> bool:
         return False
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return connection.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
+        tables = connection.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        return int(tables) > 0
     finally:
         connection.close()
 

@@ -239,7 +239,7 @@ def _adopt_legacy_trials(session: Session, exp: Experiment,
     """
     legacy = list(session.scalars(select(Trial).where(
         Trial.experiment_id == exp.id, Trial.request_id.is_(None)).order_by(Trial.id)))
-    for trial, request in zip(legacy, requests):
+    for trial, request in zip(legacy, requests, strict=False):  # more requests than trials
         trial.request_id = request.request_id
     return requests[len(legacy):]
 
