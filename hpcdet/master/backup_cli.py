@@ -27,6 +27,16 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
+def _run(action: Any, settings: MasterSettings, path: Path, force: bool) -> Any:
+    """Run backup or restore; its refusal is one line (exit status 1), no traceback."""
+    from hpcdet.master.backups.manifest import BackupError
+
+    try:
+        return action(settings, path, force=force, say=_say)
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 def _format_size(size: int) -> str:
     """Bytes for people (what det's tables show)."""
     from hpcdet.cli.output import format_size
@@ -43,13 +53,9 @@ def backup_command(settings: MasterSettings, path: Path, force: bool, as_json: b
     """Back the master's database up into PATH (0600) and PATH.manifest.json (schema
     revision, hpcdet version, checksum). Safe while the master runs: the copy is one
     consistent state of the database."""
-    from hpcdet.master.backups.manifest import BackupError
     from hpcdet.master.backups.service import backup
 
-    try:
-        outcome = backup(settings, path, force=force, say=_say)
-    except BackupError as exc:
-        raise click.ClickException(str(exc)) from None
+    outcome = _run(backup, settings, path, force)
     _emit(outcome.as_json(), as_json, [
         f"backed up the {outcome.database} database at schema {outcome.schema_revision} "
         f"into {path} ({_format_size(outcome.size)}, {outcome.seconds:.1f} s)"])
@@ -68,13 +74,9 @@ def restore_command(settings: MasterSettings, path: Path, force: bool, as_json: 
     master first). Refuses a backup of a newer schema than this hpcdet's, and a database
     that is not empty unless --force; then reports checkpoints on disk that the database
     does not know, and the reverse (it deletes nothing)."""
-    from hpcdet.master.backups.manifest import BackupError
     from hpcdet.master.backups.service import restore
 
-    try:
-        outcome = restore(settings, path, force=force, say=_say)
-    except BackupError as exc:
-        raise click.ClickException(str(exc)) from None
+    outcome = _run(restore, settings, path, force)
     _emit(outcome.as_json(), as_json, [
         f"restored {path} (schema {outcome.schema_revision}, made "
         f"{outcome.details['backup_created_at']}) into the {outcome.database} database "

@@ -4,7 +4,7 @@ migrations with their messages (``det-master migrate --check``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from hpcdet import __version__
 from hpcdet.master.db import HEAD_REVISION, alembic_config, known_revisions, schema_revision
@@ -13,8 +13,7 @@ from hpcdet.master.db import HEAD_REVISION, alembic_config, known_revisions, sch
 UP_TO_DATE, PENDING, TOO_NEW = 0, 1, 2
 
 
-@dataclass(frozen=True)
-class Migration:
+class Migration(NamedTuple):
     """One Alembic revision: its id and the first line of its message."""
 
     revision: str

@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,19 @@ def private_temp(final: Path) -> Path:
         temp.unlink()
     os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     return temp
+
+
+@contextlib.contextmanager
+def written_whole(final: Path) -> Iterator[Path]:
+    """A private temporary to write ``final`` into: renamed onto it when the block ends
+    without an error, removed either way (``final`` is whole or untouched)."""
+    temp = private_temp(final)
+    try:
+        yield temp
+        publish(temp, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
 
 
 def publish(temp: Path, final: Path) -> None:

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from hpcdet.master.backups.manifest import BackupError, private_temp, publish
+from hpcdet.master.backups.manifest import BackupError, written_whole
 
 # URL query parameters libpq reads from the environment; any other is refused by name.
 _QUERY_ENV = {"host": "PGHOST", "port": "PGPORT", "sslmode": "PGSSLMODE",
@@ -67,16 +67,10 @@ def backup_postgres(url: str, target: Path) -> str:
     """Dump the database into ``target`` (custom format, 0600; one snapshot, consistent while
     the master writes); return the dump's schema revision."""
     env = libpq_env(url)
-    temp = private_temp(target)
-    try:
+    with written_whole(target) as temp:
         run_tool([tool("pg_dump"), "--format=custom", "--no-owner", "--no-privileges",
                   f"--file={temp}"], env, f"pg_dump of {env['PGDATABASE']}")
-        revision = dump_revision(temp)
-        publish(temp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
-    return revision
+        return dump_revision(temp)
 
 
 def dump_revision(dump: Path) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from hpcdet.master.backups.manifest import BackupError, private_temp, publish
+from hpcdet.master.backups.manifest import BackupError, private_temp, publish, written_whole
 
 # Pages copied per step: small enough that the master's writers wait only briefly, and a
 # progress line per step.
@@ -34,15 +34,9 @@ def backup_sqlite(source: Path, target: Path, progress: Progress) -> str:
     the copy's schema revision."""
     if not source.is_file():
         raise BackupError(f"{source}: no such database file")
-    temp = private_temp(target)
-    try:
+    with written_whole(target) as temp:
         _copy(source, temp, progress)
-        revision = read_revision(temp)
-        publish(temp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
-    return revision
+        return read_revision(temp)
 
 
 def _copy(source: Path, target: Path, progress: Progress) -> None:
