@@ -13,9 +13,13 @@ from sqlalchemy.engine import make_url
 
 from hpcdet.master.backups.manifest import BackupError, private_temp, publish, written_whole
 
-# Pages copied per step: small enough that the master's writers wait only briefly, and a
-# progress line per step.
+# Pages copied per step of a restore (its source, a backup file, has no writers): a progress
+# line per step. A backup of the live database copies in ONE step instead: SQLite restarts a
+# stepped copy whenever another connection writes the source, so under the master's steady
+# metric writes it might never end; one step is one read transaction, which in WAL mode the
+# master's writers do not wait for.
 PAGES_PER_STEP = 4096
+ALL_PAGES = -1
 
 Progress = Callable[[int, int], None]  # (pages copied, pages in all)
 
@@ -35,17 +39,18 @@ def backup_sqlite(source: Path, target: Path, progress: Progress) -> str:
     if not source.is_file():
         raise BackupError(f"{source}: no such database file")
     with written_whole(target) as temp:
-        _copy(source, temp, progress)
+        _copy(source, temp, progress, ALL_PAGES)
         return read_revision(temp)
 
 
-def _copy(source: Path, target: Path, progress: Progress) -> None:
+def _copy(source: Path, target: Path, progress: Progress,
+          pages: int = PAGES_PER_STEP) -> None:
     """The backup API's copy (readers and writers of ``source`` go on meanwhile); the copy
     leaves WAL mode so that it is one self-contained file."""
     src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)
     dst = sqlite3.connect(target)
     try:
-        src.backup(dst, pages=PAGES_PER_STEP,
+        src.backup(dst, pages=pages,
                    progress=lambda _status, remaining, total: progress(total - remaining, total))
         dst.execute("PRAGMA journal_mode=DELETE")
         if dst.execute("PRAGMA quick_check").fetchone()[0] != "ok":

@@ -258,3 +258,43 @@ def test_the_documented_commands_and_fields_exist() -> None:
     backups = (DOCS / "backups.md").read_text()
     for key in Manifest("sqlite", "0001", "0", "now", 0, "").as_json():
         assert f"`{key}`" in backups or key == "format", key
+
+
+def test_a_sqlite_backup_is_consistent_while_the_master_writes(tmp_path: Path) -> None:
+    """The master's writers go on during the copy (WAL mode, as the master runs SQLite); the
+    copy is the database at one moment: every batch whole, none half."""
+    import sqlite3
+    import threading
+
+    from hpcdet.master.backups.sqlite_backup import backup_sqlite
+
+    source = tmp_path / "master.sqlite"
+    db = sqlite3.connect(source)
+    db.executescript("PRAGMA journal_mode=WAL; CREATE TABLE alembic_version (version_num TEXT);"
+                     "INSERT INTO alembic_version VALUES ('0019'); CREATE TABLE t (batch INT);")
+    db.executemany("INSERT INTO t VALUES (0)", [()] * 20_000)
+    db.commit()
+    stop, batches = threading.Event(), [0]
+
+    def writer() -> None:  # the master: batches of 100 rows, each one transaction
+        connection = sqlite3.connect(source, timeout=30)
+        while not stop.is_set() or batches[0] < 3:
+            batches[0] += 1
+            with connection:
+                connection.executemany("INSERT INTO t VALUES (?)", [(batches[0],)] * 100)
+        connection.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        while batches[0] < 3:
+            stop.wait(0.01)
+        assert backup_sqlite(source, tmp_path / "copy.sqlite", lambda *_: None) == "0019"
+    finally:
+        stop.set()
+        thread.join()
+    copy = sqlite3.connect(tmp_path / "copy.sqlite")
+    counts = copy.execute("SELECT batch, count(*) FROM t WHERE batch > 0 GROUP BY batch").fetchall()
+    copy.close()
+    assert counts and {n for _, n in counts} == {100}  # whole batches only
+    assert [b for b, _ in counts] == list(range(1, len(counts) + 1))  # a prefix of them
