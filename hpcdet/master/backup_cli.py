@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -44,11 +45,22 @@ def _format_size(size: int) -> str:
     return format_size(size)
 
 
-@click.command("backup")
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--force", is_flag=True, help="Replace PATH if it exists.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.pass_obj
+def _path_command(name: str,
+                  force_help: str) -> Callable[[Callable[..., None]], click.Command]:
+    """The shape of backup and restore: PATH, --force, --json, the master's settings."""
+    def decorate(function: Any) -> click.Command:
+        for option in (click.pass_obj,
+                       click.option("--json", "as_json", is_flag=True,
+                                    help="Print one JSON object."),
+                       click.option("--force", is_flag=True, help=force_help),
+                       click.argument("path", type=click.Path(dir_okay=False, path_type=Path)),
+                       click.command(name)):
+            function = option(function)
+        return cast(click.Command, function)
+    return decorate
+
+
+@_path_command("backup", "Replace PATH if it exists.")
 def backup_command(settings: MasterSettings, path: Path, force: bool, as_json: bool) -> None:
     """Back the master's database up into PATH (0600) and PATH.manifest.json (schema
     revision, hpcdet version, checksum). Safe while the master runs: the copy is one
@@ -61,14 +73,9 @@ def backup_command(settings: MasterSettings, path: Path, force: bool, as_json: b
         f"into {path} ({_format_size(outcome.size)}, {outcome.seconds:.1f} s)"])
 
 
-@click.command("restore")
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--force", is_flag=True,
-              help="Replace a database that is not empty (SQLite: the old file is kept as "
-                   "NAME.pre-restore; PostgreSQL: its tables are dropped in the restore's "
-                   "transaction).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.pass_obj
+@_path_command("restore", "Replace a database that is not empty (SQLite: the old file is "
+               "kept as NAME.pre-restore; PostgreSQL: its tables are dropped in the restore's "
+               "transaction).")
 def restore_command(settings: MasterSettings, path: Path, force: bool, as_json: bool) -> None:
     """Restore a backup made by det-master backup into the master's database (stop the
     master first). Refuses a backup of a newer schema than this hpcdet's, and a database
@@ -83,19 +90,29 @@ def restore_command(settings: MasterSettings, path: Path, force: bool, as_json: 
         f"({outcome.seconds:.1f} s)"])
 
 
+class _NoUpgrade(click.ClickException):
+    """``migrate --check``'s own status for a database it cannot plan an upgrade of."""
+
+    exit_code = 2  # schema_check.TOO_NEW
+
+
 @click.command("migrate")
 @click.option("--check", is_flag=True,
               help="Only say what an upgrade would do; exit 0 up to date, 1 an upgrade is "
-                   "pending, 2 the database is newer than this hpcdet.")
+                   "pending, 2 none is possible (the database is newer than this hpcdet, or "
+                   "cannot be read).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def migrate_command(settings: MasterSettings, check: bool, as_json: bool) -> None:
     """Upgrade the database to this hpcdet's schema (the master does it too, at its start);
     with --check, only list the pending migrations."""
     from hpcdet.master.db import SchemaTooNewError, migrate
-    from hpcdet.master.schema_check import describe, plan_upgrade
+    from hpcdet.master.schema_check import UnreadableDatabase, describe, plan_upgrade
 
-    plan = plan_upgrade(settings.db_url)
+    try:
+        plan = plan_upgrade(settings.db_url)
+    except UnreadableDatabase as exc:
+        raise (_NoUpgrade if check else click.ClickException)(str(exc)) from None
     if not check:
         try:
             migrate(settings.db_url)

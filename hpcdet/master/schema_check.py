@@ -6,10 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from sqlalchemy import create_engine, inspect
+from sqlalchemy.exc import SQLAlchemyError
+
 from hpcdet import __version__
+from hpcdet.errors import HpcdetError
 from hpcdet.master.db import HEAD_REVISION, alembic_config, known_revisions, schema_revision
 
-# Exit statuses of ``det-master migrate --check`` (as ``diff``: 0 nothing to do, 1 pending).
+# Exit statuses of ``det-master migrate --check`` (as ``diff``: 0 nothing to do, 1 pending,
+# 2 no upgrade possible: a newer schema, or a database it cannot read).
 UP_TO_DATE, PENDING, TOO_NEW = 0, 1, 2
 
 
@@ -47,11 +52,32 @@ class SchemaPlan:
 def plan_upgrade(url: str) -> SchemaPlan:
     """What ``upgrade head`` would do to the database at ``url`` (which it does not change)."""
     current = schema_revision(url)
+    if current is None:
+        refuse_unreadable(url)
     if current == HEAD_REVISION:
         return SchemaPlan(current, HEAD_REVISION)
     if current is not None and current not in known_revisions():
         return SchemaPlan(current, HEAD_REVISION, too_new=True)
     return SchemaPlan(current, HEAD_REVISION, pending=pending_migrations(url, current))
+
+
+class UnreadableDatabase(HpcdetError):
+    """The database cannot be reached or read: no plan can be made."""
+
+
+def refuse_unreadable(url: str) -> None:
+    """Raise :class:`UnreadableDatabase` unless the database at ``url`` can be read (a
+    database without a schema, which ``schema_revision`` also answers None for, can)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            inspect(connection).get_table_names()
+    except SQLAlchemyError as exc:
+        first = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise UnreadableDatabase(f"cannot read the database ({engine.url.render_as_string()}): "
+                                 f"{first}") from None
+    finally:
+        engine.dispose()
 
 
 def pending_migrations(url: str, current: str | None) -> list[Migration]:

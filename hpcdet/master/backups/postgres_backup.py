@@ -28,9 +28,12 @@ _REVISION = re.compile(r"^COPY \S*alembic_version .*FROM stdin;\n([^\n\\]+)\n", 
 
 
 def libpq_env(url: str) -> dict[str, str]:
-    """The environment that points libpq's tools at the database of a SQLAlchemy URL."""
+    """The environment that points libpq's tools at the database of a SQLAlchemy URL (its
+    parts win over the same PG* variables of the environment)."""
     parsed = make_url(url)
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PG")}
+    # What the url leaves out comes from the environment, as for the master's own driver
+    # (libpq reads PGPASSFILE, PGSSLMODE, ... there too).
+    env = dict(os.environ)
     fields = {"PGHOST": parsed.host, "PGPORT": parsed.port, "PGUSER": parsed.username,
               "PGPASSWORD": parsed.password, "PGDATABASE": parsed.database}
     env.update({key: str(value) for key, value in fields.items() if value is not None})

@@ -298,3 +298,13 @@ def test_a_sqlite_backup_is_consistent_while_the_master_writes(tmp_path: Path) -
     copy.close()
     assert counts and {n for _, n in counts} == {100}  # whole batches only
     assert [b for b, _ in counts] == list(range(1, len(counts) + 1))  # a prefix of them
+
+
+@pytest.mark.postgres
+def test_migrate_check_on_a_database_it_cannot_read(postgres_admin_url: str) -> None:
+    url = sa.engine.make_url(postgres_admin_url).set(username="hpcdet_no_such_role",
+                                                     password="s3cret")
+    result = CliRunner().invoke(main, ["--db-url", url.render_as_string(hide_password=False),
+                                       "migrate", "--check"])
+    assert result.exit_code == 2 and "cannot read the database" in result.output
+    assert "hpcdet_no_such_role" in result.output and "s3cret" not in result.output
