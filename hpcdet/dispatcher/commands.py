@@ -13,8 +13,10 @@ login node instead. Either way the runner counts the command and raises
 from __future__ import annotations
 
 import collections
+import logging
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,6 +26,29 @@ from hpcdet.errors import SchedulerError
 NOT_FOUND = 127
 NOT_EXECUTABLE = 126
 TIMED_OUT = 124
+
+log = logging.getLogger(__name__)
+
+# Called after every command a CommandRunner runs, with its argv, the seconds it took and
+# whether it succeeded: the master installs one that counts them for /metrics (the
+# dispatcher knows nothing of Prometheus or of the master).
+Observer = Callable[[tuple[str, ...], float, bool], None]
+_observers: list[Observer] = []
+
+
+def add_observer(observer: Observer) -> None:
+    """Call ``observer(argv, seconds, ok)`` after every command run; added once however
+    often it is passed."""
+    if observer not in _observers:
+        _observers.append(observer)
+
+
+def _notify(argv: tuple[str, ...], seconds: float, ok: bool) -> None:
+    for observer in _observers:
+        try:
+            observer(argv, seconds, ok)
+        except Exception:  # noqa: BLE001 - counting must never fail a scheduler command
+            log.exception("a command observer failed")
 
 
 class Runner(Protocol):
@@ -71,8 +96,13 @@ class CommandRunner:
         args = tuple(argv)
         self.count += 1
         self.calls.append(args)
-        proc = self.executor(args, timeout, stdin)
-        if proc.returncode != 0:
+        started, ok = time.monotonic(), False
+        try:
+            proc = self.executor(args, timeout, stdin)
+            ok = proc.returncode == 0
+        finally:
+            _notify(args, time.monotonic() - started, ok)
+        if not ok:
             raise SchedulerError(args, proc.returncode, proc.stdout, proc.stderr)
         return proc.stdout
 

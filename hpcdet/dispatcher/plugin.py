@@ -82,8 +82,13 @@ class SchedulerPlugin:
     # How the backend can read its jobs' statuses, the default first (master.yaml's
     # resource_manager.slurm_api; Slurm: its text commands, or pyslurm's C API).
     status_apis: tuple[str, ...] = ("cli",)
+    # The command that prints the scheduler's version (det-master init and doctor).
+    version_command: tuple[str, ...] = ()
+    # The variable naming the scheduler's config file for its commands (SLURM_CONF).
+    conf_variable: str = ""
     # What does the work, by role, imported lazily (see :meth:`module`): backend, task,
-    # batch_args, batch_command, accounts, allocation.
+    # batch_args, batch_command, accounts, allocation, operator (``operator_problem``:
+    # whether the service account has the scheduler rights the master uses).
     modules: Mapping[str, str] = field(default_factory=dict)
 
     def module(self, role: str) -> ModuleType | None:

@@ -10,6 +10,7 @@ from werkzeug.routing import IntegerConverter, Map
 from hpcdet.dispatcher import Backend
 from hpcdet.master.api import body_limits, nul_guard
 from hpcdet.master.db import MAX_DB_INT, make_engine, make_session_factory
+from hpcdet.master.monitoring import instruments
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.scheduling.backend import make_backend
 from hpcdet.master.settings.core import MasterSettings, load_settings
@@ -32,6 +33,8 @@ def create_app(settings: MasterSettings | None = None, *, backend: Backend | Non
     app.config["HPCDET_SETTINGS"] = settings
     engine = make_engine(settings.db_url)
     app.config["HPCDET_ENGINE"] = engine
+    instruments.watch_pool(engine)
+    instruments.install_command_observer()
     app.config["HPCDET_SESSION_FACTORY"] = make_session_factory(engine)
     app.config["HPCDET_METRIC_WRITER"] = MetricWriter(engine)
     # The largest body any route takes; each route has its own (api.body_limits).
@@ -52,12 +55,14 @@ class DatabaseIntConverter(IntegerConverter):
 def _register(app: Flask) -> None:
     from hpcdet.master.api import bp as api_bp
     from hpcdet.master.api.errors import ErrorPages, register_error_handlers
+    from hpcdet.master.api.prometheus import bp as prometheus_bp
     from hpcdet.master.security import headers
     from hpcdet.master.web import bp as web_bp
     from hpcdet.master.web import errors as web_errors
 
     app.register_blueprint(api_bp)
     app.register_blueprint(web_bp)
+    app.register_blueprint(prometheus_bp)
     register_error_handlers(app, ErrorPages(web_errors.wants_page, web_errors.error_page))
     nul_guard.install(app)
     body_limits.install(app)

@@ -10,15 +10,22 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from hpcdet.errors import ConfigError
 from hpcdet.master import backup_cli, master_log
+from hpcdet.master.doctor import doctor_command
+from hpcdet.master.init_cli import init_command
 from hpcdet.master.settings.core import MasterSettings, load_settings
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
 log = logging.getLogger(__name__)
+# Commands that run before there is a loadable master.yaml (they read --config themselves).
+NO_CONFIG_COMMANDS = ("init", "doctor")
 
 
 @click.group(invoke_without_command=True)
@@ -33,13 +40,18 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
          db_url: str | None) -> None:
     """Run the hpcdet master: REST API under /api/v1, status page at /, reconciler loop.
 
-    With a command (sync-accounts, vacuum-metrics) it runs that instead of the master.
+    With a command (init, doctor, sync-accounts, vacuum-metrics, backup, restore, migrate,
+    checkpoints) it runs that instead of the master; init and doctor need no loadable
+    config (doctor reports one that does not load).
     """
     # Nothing the master creates (database, job directories, scripts) is for other users.
     os.umask(0o077)
     # A command's output is what it prints; the master's is its log.
     level = logging.INFO if ctx.invoked_subcommand is None else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if ctx.invoked_subcommand in NO_CONFIG_COMMANDS:
+        ctx.obj = config_path  # init needs no settings; doctor reports a bad config itself
+        return
     try:
         settings = _with_overrides(load_settings(config_path), host, port, db_url)
     except ConfigError as exc:
@@ -51,10 +63,12 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
 
 def _run_master(settings: MasterSettings) -> None:
     from hpcdet.master.db import SchemaTooNewError, migrate
+    from hpcdet.master.monitoring import multiproc
 
     refuse_root_owner_mode(settings)
+    # Before anything imports prometheus_client: every process counts into files there.
+    multiproc.prepare(private_state_dir(settings.state_dir))
     refuse_unusable_backend(settings)
-    private_state_dir(settings.state_dir)
     master_log.install(settings.state_dir)  # for det master logs
     try:
         migrate(settings.db_url)
@@ -189,6 +203,10 @@ class ReconcilerSupervisor:
         self._watchdog.start()
 
     def _spawn(self) -> None:
+        if self.process is not None and self.process.pid is not None:
+            from hpcdet.master.monitoring.multiproc import process_exited
+
+            process_exited(self.process.pid)  # its gauges: connections it no longer holds
         self.process = multiprocessing.get_context("spawn").Process(
             target=run_reconciler, args=(self.settings,), name="hpcdet-reconciler", daemon=True)
         self.process.start()
@@ -226,7 +244,6 @@ def _alive(process: multiprocessing.process.BaseProcess) -> bool:
 def run_reconciler(settings: MasterSettings) -> None:
     """Entry point of the reconciler process."""
     from hpcdet.master.composition import make_reconciler
-    from hpcdet.master.db import make_engine, make_session_factory
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     master_log.install(settings.state_dir)  # a spawned process: its own handler
@@ -236,8 +253,19 @@ def run_reconciler(settings: MasterSettings) -> None:
     from hpcdet.master.scheduling.backend import make_backend
 
     backend = make_backend(settings)
-    sessions = make_session_factory(make_engine(settings.db_url))
+    sessions = _instrumented_sessions(settings)
     make_reconciler(settings, sessions, backend).run_forever(stop)
+
+
+def _instrumented_sessions(settings: MasterSettings) -> sessionmaker[Session]:
+    """The reconciler's sessions, its pool and scheduler commands counted for /metrics."""
+    from hpcdet.master.db import make_engine, make_session_factory
+    from hpcdet.master.monitoring import instruments
+
+    engine = make_engine(settings.db_url)
+    instruments.watch_pool(engine)
+    instruments.install_command_observer()
+    return make_session_factory(engine)
 
 
 def _stop_when_orphaned(stop: threading.Event, interval: float = 1.0) -> None:
@@ -282,10 +310,18 @@ def gunicorn_options(settings: MasterSettings) -> dict[str, Any]:
         "worker_class": WORKER_CLASS, "timeout": 120, "reuse_port": True,
         "accesslog": None, "errorlog": "-", "loglevel": "warning",
         "forwarded_allow_ips": ",".join(settings.trusted_proxies),
+        "child_exit": _worker_exited,
     }
     if settings.tls is not None:
         options.update(settings.tls.gunicorn_options())
     return options
+
+
+def _worker_exited(_server: Any, worker: Any) -> None:
+    """gunicorn's hook: a worker ended; its live gauges no longer count (/metrics)."""
+    from hpcdet.master.monitoring.multiproc import process_exited
+
+    process_exited(worker.pid)
 
 
 def refuse_port_in_use(host: str, port: int) -> None:
@@ -319,6 +355,8 @@ def _serve(settings: MasterSettings) -> None:
     _Server().run()
 
 
+main.add_command(init_command)
+main.add_command(doctor_command)
 backup_cli.register(main)  # backup, restore, migrate, checkpoints (hpcdet/master/backup_cli.py)
 
 if __name__ == "__main__":

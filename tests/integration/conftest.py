@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 from db_templates import SchemaTemplates
-from it_helpers import BIN, LiveMaster
+from it_helpers import BIN, LiveMaster, missing
+from packaging_helpers import InstalledHpcdet, build, install
 
 # A failed test that ran a live master says what the master and its jobs printed last: CI
 # keeps no temporary directories, and a hang (a trial that stops mid-way) is diagnosed from
@@ -112,3 +113,15 @@ def master(request: pytest.FixtureRequest, slurm: dict[str, str], tmp_path: Path
     finally:
         live.stop()
         live.cancel_leftover_jobs()
+
+
+@pytest.fixture(scope="session")
+def installed_hpcdet(tmp_path_factory: pytest.TempPathFactory) -> InstalledHpcdet:
+    """The working tree's wheel, built once per session and installed with its ``master``
+    extra into a fresh venv outside the repository (tests/integration/packaging_helpers.py)."""
+    import importlib.util
+
+    if importlib.util.find_spec("build") is None:
+        missing("the `build` package is not installed (pip install -e '.[dev]')")
+    root = tmp_path_factory.mktemp("packaging")
+    return install(build(root / "build"), root / "installed")

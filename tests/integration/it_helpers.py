@@ -220,6 +220,24 @@ def standin_context(directory: Path, extra: dict[str, str] | None = None) -> Pat
     return directory
 
 
+def standin_config(name: str, max_length: dict[str, int], env: list[str],
+                   slots: int = 1, **extra: Any) -> dict[str, Any]:
+    """A single-trial experiment of the stand-in trial: ``max_length`` (``{"epochs": 2}``),
+    ``env`` (``STANDIN_*`` knobs, ``KEY=value``), ``slots`` per trial, no restarts; ``extra``:
+    more top-level keys (a resource pool...)."""
+    return {
+        "name": name,
+        "entrypoint": STANDIN_ENTRYPOINT,
+        "hyperparameters": {"lr": 0.1},
+        "searcher": {"name": "single", "metric": "validation_loss", "smaller_is_better": True,
+                     "max_length": max_length},
+        "resources": {"slots_per_trial": slots, **extra.pop("resources", {})},
+        "environment": {"environment_variables": env},
+        "max_restarts": 0,
+        **extra,
+    }
+
+
 def write_experiment(directory: Path, config: dict[str, Any], files: dict[str, str]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():

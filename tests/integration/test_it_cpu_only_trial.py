@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import yaml
 from it_helpers import (
-    STANDIN_ENTRYPOINT,
     TRANSPORTS,
     LiveMaster,
     experiment_with_trials,
     sacct_row,
     sacct_state,
+    standin_config,
     standin_context,
     transport_settings,
     wait_for,
@@ -39,16 +39,8 @@ def resource_manager_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 def cpu_only_config() -> dict[str, Any]:
-    return {
-        "name": "cpu-only",
-        "entrypoint": STANDIN_ENTRYPOINT,
-        "hyperparameters": {"lr": 0.1},
-        "searcher": {"name": "single", "metric": "validation_loss", "smaller_is_better": True,
-                     "max_length": {"batches": 4}},
-        "resources": {"slots_per_trial": 0, "resource_pool": "batch"},
-        "environment": {"environment_variables": ["STANDIN_BATCHES_PER_EPOCH=4"]},
-        "max_restarts": 0,
-    }
+    return standin_config("cpu-only", {"batches": 4}, ["STANDIN_BATCHES_PER_EPOCH=4"],
+                          slots=0, resources={"resource_pool": "batch"})
 
 
 @pytest.mark.parametrize("resource_manager_settings", TRANSPORTS, indirect=True)

@@ -43,10 +43,13 @@ PLUGIN = SchedulerPlugin(
             "hpcdet does not manage pbs fair-share accounts: the site's administrator keeps "
             "them (PBS: sched_priv/resource_group); hpcdet passes each job's account"),
     ),
+    version_command=("qstat", "--version"),
+    conf_variable="PBS_CONF_FILE",
     modules={
         "backend": "hpcdet.dispatcher.pbs.backend",
         "task": "hpcdet.dispatcher.pbs.task",
         "batch_args": "hpcdet.dispatcher.pbs.qsub_args",
         "batch_command": "hpcdet.dispatcher.pbs.qsub_command",
+        "operator": "hpcdet.dispatcher.pbs.operator",
     },
 )

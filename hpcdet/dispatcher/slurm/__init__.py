@@ -32,6 +32,8 @@ PLUGIN = SchedulerPlugin(
         signal_before_walltime=SUPPORTED, requeue=SUPPORTED, allocation=SUPPORTED,
         fair_share_accounts=SUPPORTED),
     status_apis=("cli", "pyslurm"),
+    version_command=("scontrol", "version"),
+    conf_variable="SLURM_CONF",
     modules={
         "backend": "hpcdet.dispatcher.slurm.backend",
         # resource_manager.transport type rest: the same backend through slurmrestd.
@@ -41,5 +43,6 @@ PLUGIN = SchedulerPlugin(
         "batch_command": "hpcdet.dispatcher.slurm.sbatch_command",
         "accounts": "hpcdet.dispatcher.slurm.accounts",
         "allocation": "hpcdet.dispatcher.slurm.allocation",
+        "operator": "hpcdet.dispatcher.slurm.operator",
     },
 )

@@ -23,6 +23,7 @@ from flask import Flask
 from hpcdet.master.api.metrics_asgi import MetricsRoute
 from hpcdet.master.api.refusals import http_status, refusal_body
 from hpcdet.master.errors import DomainError, Forbidden, NotFound
+from hpcdet.master.monitoring import instruments
 from hpcdet.master.proxy import forward
 from hpcdet.master.proxy import headers as hdr
 from hpcdet.master.proxy.access import authorize
@@ -94,12 +95,13 @@ class MasterApp:
                                 "not use the master's proxy")
             target = await asyncio.to_thread(authorize, self.flask_app, int(match.group(1)),
                                              caller)
-            if websocket:
-                upstream = await forward.open_websocket(scope, target)
-                await receive()  # websocket.connect
-                await forward.relay_websocket(upstream, receive, send)
-            else:
-                await forward.forward_http(self._client(), scope, receive, send, target)
+            with instruments.proxy_connection("websocket" if websocket else "http"):
+                if websocket:
+                    upstream = await forward.open_websocket(scope, target)
+                    await receive()  # websocket.connect
+                    await forward.relay_websocket(upstream, receive, send)
+                else:
+                    await forward.forward_http(self._client(), scope, receive, send, target)
         except DomainError as exc:
             await _refuse(scope, receive, send, exc)
 

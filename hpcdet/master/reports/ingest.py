@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from hpcdet.master.monitoring import instruments
 from hpcdet.master.reports import report_effects
 from hpcdet.master.reports.ingest_sql import CarefulPath as _CarefulPath
 from hpcdet.master.reports.ingest_sql import Execution, StreamKey
@@ -215,12 +216,16 @@ class MetricWriter:
             self._flush(batch)
 
     def _flush(self, batch: list[_Pending]) -> None:
+        started, ok = time.monotonic(), False
         try:
             self._write_with_retry(batch)
+            ok = True
         except Exception as exc:  # every request of the batch learns it failed
             for pending in batch:
                 pending.error = exc
         finally:
+            rows = sum(p.result.rows for p in batch if p.result is not None) if ok else 0
+            instruments.observe_ingest(rows, time.monotonic() - started, ok)
             for pending in batch:
                 pending.done.set()
                 if pending.on_done is not None:

@@ -20,6 +20,7 @@ from hpcdet.dispatcher import Backend
 from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.errors import SchedulerError
 from hpcdet.master.db import session_scope
+from hpcdet.master.monitoring import instruments
 from hpcdet.master.reports.checkpoint_gc import CheckpointCollector
 from hpcdet.master.scheduling import allocations, tasks
 from hpcdet.master.scheduling.cluster_view import ClusterView
@@ -73,11 +74,12 @@ class Reconciler:
         """
         self.health.start()
         while not stop.is_set():
-            started = time.monotonic()
+            started, failure = time.monotonic(), None
             try:
                 self.cluster_view.maybe_refresh()
                 self.cycle()
             except TransportUnavailableError as exc:  # the next cycle tries again
+                failure = "unreachable"
                 # A failed try is a warning; the same failure repeated within the backoff
                 # (nothing tried) is not worth a line per cycle.
                 log.log(logging.DEBUG if exc.retry_in else logging.WARNING,
@@ -85,11 +87,15 @@ class Reconciler:
                 self.health.scheduler_failed("the cluster is unreachable", exc,
                                              caller_logged=True)
             except (SchedulerError, OSError) as exc:  # a scheduler command failed
+                failure = "scheduler"
                 # The health tracker logs the traceback once, then one line a minute.
                 self.health.scheduler_failed("a scheduler command failed", exc)
             except Exception as exc:  # one bad cycle must not kill the loop
+                failure = "internal"
                 self.health.scheduler_failed("reconcile cycle failed", exc, scheduler=False)
-            self.health.end_cycle(time.monotonic() - started)
+            seconds = time.monotonic() - started
+            self.health.end_cycle(seconds)
+            instruments.observe_cycle(seconds, failure)
             stop.wait(self.settings.reconcile_interval)
 
     def cycle(self) -> CycleReport:

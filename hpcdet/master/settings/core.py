@@ -24,6 +24,7 @@ from hpcdet.dispatcher.transport.settings import RestSettings, SshSettings
 from hpcdet.errors import ConfigError
 from hpcdet.master.settings.capability_checks import refuse_unsupported
 from hpcdet.master.settings.hardening import HardeningSettings, build_hardening
+from hpcdet.master.settings.monitoring import MetricsSettings, build_metrics
 from hpcdet.master.settings.pools import (
     SLOT_TYPES,
     CustomPool,
@@ -137,6 +138,8 @@ class MasterSettings:
     tls: TlsSettings | None = None
     # metrics_retention: training metrics thinned by det-master vacuum-metrics.
     metrics_retention: MetricsRetention = field(default_factory=MetricsRetention)
+    # metrics: who may scrape GET /metrics (hpcdet.master.settings.monitoring).
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
 
     @property
     def master_url(self) -> str:
@@ -184,7 +187,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 _TOP_KEYS = {"host", "port", "db", "auth", "reconciler", "webserver", "checkpoint_storage",
-             "resource_manager", "state_dir", "security", "metrics_retention"}
+             "resource_manager", "state_dir", "security", "metrics_retention",
+             "metrics"}
 _RM_KEYS = {"type", "cluster_name", "master_host", "master_port", "job_storage_root",
             "container_run_type", "apptainer_image_root", "singularity_image_root", "slot_type",
             "image_cache_dir", "container_path_checks",
@@ -229,6 +233,7 @@ def _build(doc: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]
         tls=build_tls(security, f"{ROOT}.security", errors),
         metrics_retention=build_retention(get.section("metrics_retention"),
                                           f"{ROOT}.metrics_retention", errors),
+        metrics=build_metrics(get.section("metrics"), f"{ROOT}.metrics", errors),
     )
     if settings.runas.owner_mode and settings.auth_mode != "munge":
         # Jobs run as the caller's name: on an open master anyone could name anyone.

@@ -157,6 +157,8 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api.fork_experiment", "POST"): "create",
     ("api.master_config", "GET"): "admin",
     ("api.master_logs", "GET"): "admin",
+    # Prometheus metrics: admins (metrics.allow's default) or the scrape token.
+    ("prometheus.metrics", "GET"): "admin",
     ("web.experiment", "GET"): "own",
     ("web.trial", "GET"): "own",
     # The model registry (api/models.py, web/models.py).

@@ -35,7 +35,7 @@ def test_every_bad_key_is_named(tmp_path: Path) -> None:
         load_settings(path, environ={})
     assert info.value.errors == [
         "<master.yaml>.bogus: unknown key (known: auth, checkpoint_storage, db, host, "
-        "metrics_retention, port, reconciler, resource_manager, security, state_dir, "
+        "metrics, metrics_retention, port, reconciler, resource_manager, security, state_dir, "
         "webserver)",
         "<master.yaml>.port: must be an integer from 1 to 65535, got 'http'",
         "<master.yaml>.resource_manager.container_run_type: must be one of apptainer, "
