@@ -59,6 +59,8 @@ def test_every_object_reads_back_after_the_upgrade(client: FlaskClient,
     assert {name: e["state"] for name, e in experiments.items()} == \
         {name: want[0] for name, want in EXPECTED.items()}
     assert {e["owner"] for e in experiments.values()} == {"alice"}
+    # Older than workspaces (0007): in none, their owner's alone, as 0007 leaves them.
+    assert {e["workspace_id"] for e in experiments.values()} == {None}
     for name, (_, trial_state, steps, log_lines) in EXPECTED.items():
         described = _trial(client, experiments[name]["id"])
         trial = described["trial"]
