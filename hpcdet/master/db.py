@@ -15,6 +15,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from hpcdet import __version__
+from hpcdet.errors import HpcdetError
+
 # The largest id a BIGINT column holds (both databases): a larger one in a URL is no row.
 MAX_DB_INT = 2**63 - 1
 
@@ -85,19 +88,47 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
 HEAD_REVISION = "0019"
 
 
+class SchemaTooNewError(HpcdetError):
+    """The database was written by a newer hpcdet: its revision is none this code knows."""
+
+    def __init__(self, revision: str) -> None:
+        self.revision = revision
+        super().__init__(
+            f"the database is at schema revision {revision}, newer than this hpcdet "
+            f"{__version__} knows (its newest is {HEAD_REVISION}): run the hpcdet that "
+            "wrote it, or restore the backup taken before the upgrade "
+            "(docs/admin/upgrades.md)")
+
+
 def migrate(url: str) -> None:
-    """Bring the database at ``url`` to the newest schema (Alembic ``upgrade head``)."""
+    """Bring the database at ``url`` to the newest schema (Alembic ``upgrade head``);
+    :class:`SchemaTooNewError` when a newer hpcdet wrote it (nothing is changed then)."""
     if url.startswith("sqlite"):
         _ensure_sqlite_dir(url)
-    if schema_revision(url) == HEAD_REVISION:
+    current = schema_revision(url)
+    if current == HEAD_REVISION:
         return
+    if current is not None and current not in known_revisions():
+        raise SchemaTooNewError(current)
     from alembic import command
+
+    command.upgrade(alembic_config(url), "head")
+
+
+def alembic_config(url: str) -> Any:
+    """Alembic's configuration for hpcdet's migrations against ``url``."""
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    command.upgrade(config, "head")
+    return config
+
+
+def known_revisions() -> list[str]:
+    """Every revision this code has a migration for, oldest first (read from the files'
+    names, ``NNNN_message.py``, without importing Alembic)."""
+    return sorted(p.name.split("_", 1)[0] for p in (MIGRATIONS_DIR / "versions").glob("*.py"))
 
 
 def schema_revision(url: str) -> str | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hpcdet.errors import ConfigError
-from hpcdet.master import master_log
+from hpcdet.master import backup_cli, master_log
 from hpcdet.master.doctor import doctor_command
 from hpcdet.master.init_cli import init_command
 from hpcdet.master.settings.core import MasterSettings, load_settings
@@ -40,8 +40,9 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
          db_url: str | None) -> None:
     """Run the hpcdet master: REST API under /api/v1, status page at /, reconciler loop.
 
-    With a command (init, doctor, sync-accounts, vacuum-metrics) it runs that instead of the
-    master; init and doctor need no loadable config (doctor reports one that does not load).
+    With a command (init, doctor, sync-accounts, vacuum-metrics, backup, restore, migrate,
+    checkpoints) it runs that instead of the master; init and doctor need no loadable
+    config (doctor reports one that does not load).
     """
     # Nothing the master creates (database, job directories, scripts) is for other users.
     os.umask(0o077)
@@ -61,7 +62,7 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
 
 
 def _run_master(settings: MasterSettings) -> None:
-    from hpcdet.master.db import migrate
+    from hpcdet.master.db import SchemaTooNewError, migrate
     from hpcdet.master.monitoring import multiproc
 
     refuse_root_owner_mode(settings)
@@ -69,7 +70,10 @@ def _run_master(settings: MasterSettings) -> None:
     multiproc.prepare(private_state_dir(settings.state_dir))
     refuse_unusable_backend(settings)
     master_log.install(settings.state_dir)  # for det master logs
-    migrate(settings.db_url)
+    try:
+        migrate(settings.db_url)
+    except SchemaTooNewError as exc:
+        raise click.ClickException(str(exc)) from None
     supervisor = ReconcilerSupervisor(settings)
     supervisor.start()
     log.info("hpcdet master on %s (listening on %s:%s, database %s)", settings.master_url,
@@ -353,6 +357,7 @@ def _serve(settings: MasterSettings) -> None:
 
 main.add_command(init_command)
 main.add_command(doctor_command)
+backup_cli.register(main)  # backup, restore, migrate, checkpoints (hpcdet/master/backup_cli.py)
 
 if __name__ == "__main__":
     sys.exit(main())
