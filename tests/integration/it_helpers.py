@@ -171,6 +171,27 @@ def sacct_state(job_id: str, env: dict[str, str]) -> str:
     return out
 
 
+def failed_exit_code(job_id: str, env: dict[str, str]) -> str:
+    """The exit code (``3:0``) of the job's failed execution as Slurm's accounting records
+    it: a ``FAILED`` job, or, with Slurm 25.11's ``--requeue=expedite``, an execution
+    ``REQUEUED`` (Slurm holds a failed expedited job) whose held job hpcdet then cancelled
+    (``CANCELLED``, the exit code kept); anything else fails the test, naming the rows."""
+    rows: list[list[str]] = []
+    for _ in range(30):
+        out = subprocess.run(["sacct", "-n", "-X", "-D", "-P", "-j", job_id, "-o",
+                              "State,ExitCode"], env=env, capture_output=True, text=True).stdout
+        rows = [line.split("|") for line in out.splitlines() if line]
+        if rows and rows[-1][0] not in ("PENDING", "RUNNING", "COMPLETING", "REQUEUED"):
+            break
+        time.sleep(1)
+    states = [state for state, _ in rows]
+    if states == ["FAILED"]:
+        return rows[0][1]
+    if len(states) == 2 and states[0] == "REQUEUED" and states[1].startswith("CANCELLED"):
+        return rows[0][1]
+    raise AssertionError(f"job {job_id} is no failed execution in accounting: {rows}")
+
+
 def sacct_row(job_id: str, env: dict[str, str], fields: str) -> list[str]:
     """The job's ``fields`` (``-o`` list) in Slurm's accounting, once every one is filled.
 

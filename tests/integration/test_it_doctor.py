@@ -32,7 +32,11 @@ from hpcdet.master.settings.core import load_settings
 from tests.conftest import missing
 
 # multiuser: the run-as helper, its sudo rule and user_b of `scripts/dev-cluster users`.
-pytestmark = [pytest.mark.slurm, pytest.mark.multiuser]
+# isolated: the compute-node probe runs in partition fairshare (node4), which only the
+# isolated tier uses and one test at a time; there it shares the wheel built for
+# test_it_packaging.py (installed_hpcdet, once per session).
+pytestmark = [pytest.mark.slurm, pytest.mark.multiuser, pytest.mark.isolated]
+ISOLATED_POOL = "fairshare"
 
 # runas.conf's job_root, as scripts/dev-cluster users installs it.
 DEV_JOB_ROOT = os.environ.get("HPCDET_MULTIUSER_JOB_ROOT", "/srv/hpcdet-dev/jobs")
@@ -95,7 +99,10 @@ def test_init_then_doctor_passes_then_names_three_breaks_with_their_fixes(
     verify = subprocess.run(["systemd-analyze", "verify", *units], cwd=out, capture_output=True,
                             text=True, check=False)
     assert verify.returncode == 0 and verify.stderr == "", verify.stderr
-    config = out / "master.yaml"
+    written = yaml.safe_load((out / "master.yaml").read_text())
+    written["resource_manager"]["default_compute_resource_pool"] = ISOLATED_POOL  # see above
+    config = tmp_path / "site.yaml"
+    config.write_text(yaml.safe_dump(written))
     settings = load_settings(config, environ={})
     assert settings.resource_manager.type == "slurm" and settings.runas.owner_mode
     migrate(settings.db_url)
