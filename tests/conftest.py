@@ -20,23 +20,13 @@ from typing import Any
 
 import pytest
 from db_templates import SchemaTemplates
+from required import missing
 
 # --timings-json: what each test cost (wall, CPU, scheduler jobs); scripts/test uses it.
 pytest_plugins = ["timing_plugin"]
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
-
-
-def require_all() -> bool:
-    return os.environ.get("CI") == "true" or os.environ.get("HPCDET_REQUIRE_ALL") == "1"
-
-
-def missing(reason: str) -> None:
-    """Skip locally, fail in CI."""
-    if require_all():
-        pytest.fail(f"required test component missing: {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 def slurm_env() -> dict[str, str]:

@@ -121,13 +121,6 @@ def experiment_with_trials(master: LiveMaster, exp_id: int) -> dict[str, Any]:
     return answer
 
 
-def missing(reason: str) -> None:
-    """Skip locally, fail in CI (the rule of tests/conftest.py's ``missing``)."""
-    if os.environ.get("CI") == "true" or os.environ.get("HPCDET_REQUIRE_ALL") == "1":
-        pytest.fail(f"required test component missing: {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
 def verify_for(env: dict[str, str]) -> ssl.SSLContext | bool:
     """httpx's ``verify=`` for a test's environment: its DET_MASTER_CERT_FILE, if any."""
     cert_file = env.get("DET_MASTER_CERT_FILE")

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from required import missing
 
 from hpcdet.master.db import migrate
 from hpcdet.master.doctor import CHECK_NAMES
 from hpcdet.master.settings.core import load_settings
-from tests.conftest import missing
 
 # multiuser: the run-as helper, its sudo rule and user_b of `scripts/dev-cluster users`.
 # isolated: the compute-node probe runs in partition fairshare (node4), which only the

@@ -21,6 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from db_templates import SchemaTemplates
 
 from hpcdet.dispatcher.pbs import operator as pbs_operator
 from hpcdet.dispatcher.slurm import operator as slurm_operator
@@ -32,7 +33,6 @@ from hpcdet.master.serve import main
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings
 from hpcdet.master.settings.runas import RunAsSettings
 from hpcdet.master.settings.tls import TlsSettings
-from tests.db_templates import SchemaTemplates
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="root-owned files need root")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from required import missing
 
 from hpcdet.errors import ValidationError
 from hpcdet.master import init_cli
@@ -21,7 +22,6 @@ from hpcdet.master import install_files as files
 from hpcdet.master.install_files import Detected, SiteChoices
 from hpcdet.master.serve import main
 from hpcdet.master.settings.core import load_settings
-from tests.conftest import missing
 
 FOUND = Detected(scheduler="slurm", display_name="Slurm", version="slurm 25.11.7",
                  partitions=("batch", "debug"), default_partition="batch",
