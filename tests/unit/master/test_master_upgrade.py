@@ -133,6 +133,11 @@ def test_models_tasks_and_tokens_read_back_after_the_upgrade(client: FlaskClient
     assert uuid == completed["latest_checkpoint"]
     checkpoint = _get(client, f"/api/v1/checkpoints/{uuid}")["checkpoint"]
     assert (checkpoint["trial_id"], checkpoint["steps_completed"]) == (completed["id"], 10)
+    # The old model takes its next version at head (numbering goes on from the old one).
+    again = client.post("/api/v1/models/classifier/versions", headers=ALICE,
+                        json={"checkpoint_uuid": uuid, "name": "v2"})
+    assert again.status_code == 201, again.get_json()
+    assert again.get_json()["model_version"]["version"] == 2
     tasks = _tasks(client)
     assert {name: (t["kind"], t["state"], t["exit_code"]) for name, t in tasks.items()} == TASKS
     assert {t["owner"] for t in tasks.values()} == {"bob"}
@@ -155,15 +160,17 @@ def test_a_running_experiment_continues_after_the_upgrade(
     reconciler.cycle()  # the new master adopts the old master's jobs as they are
     assert _experiments(client)["running"]["state"] == "ACTIVE"
     fake.phases[job_id] = JobPhase.COMPLETED
-    for task in tasks.values():
-        if task["state"] in ("RUNNING", "QUEUED"):
-            fake.phases[task["job_id"]] = JobPhase.COMPLETED
+    if tasks:  # the old running command is killed through the API; the notebook's job ends
+        killed = client.post(f"/api/v1/tasks/{tasks['cmd-running']['id']}/kill", headers=BOB)
+        assert killed.status_code == 200, killed.get_json()
+        fake.phases[tasks["nb"]["job_id"]] = JobPhase.COMPLETED
     for _ in range(3):
         reconciler.cycle()
     assert _trial(client, running["id"])["trial"]["state"] == "COMPLETED"
     assert _experiments(client)["running"]["state"] == "COMPLETED"
-    if tasks:  # the old running command and queued notebook end as their jobs do
+    if tasks:
         after = _tasks(client)
-        assert (after["cmd-running"]["state"], after["nb"]["state"]) == ("COMPLETED",
+        assert (after["cmd-running"]["state"], after["nb"]["state"]) == ("CANCELED",
                                                                          "COMPLETED")
+        assert fake.cancelled == [tasks["cmd-running"]["job_id"]]
     assert fake.submitted == []  # nothing was submitted again
