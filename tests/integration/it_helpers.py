@@ -18,6 +18,9 @@ import httpx
 import pytest
 import yaml
 
+# Re-exported: the integration tests take the rule from here (tests/required.py).
+from required import missing as missing
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # The dev cluster's Slurm version (`scripts/dev-cluster env` exports it) and, by that script's
