@@ -121,7 +121,16 @@ def print_results(results: list[Result], as_json: bool) -> None:
     width = max(len(r.check) for r in results)
     for r in results:
         fix = f" -- fix: {r.fix}" if r.fix and r.status in (FAIL, WARN) else ""
-        click.echo(f"{r.status.upper():<4}  {r.check:<{width}}  {r.message}{fix}")
+        click.echo(f"{r.status.upper():<4}  {r.check:<{width}}  {one_line(r.message)}{fix}")
+
+
+def one_line(text: str) -> str:
+    """A check's message on its line: a command's multi-line error (sacctmgr's) by its first
+    line; the whole of it stays in --json."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    return f"{lines[0]} (+{len(lines) - 1} more lines: --json)"
 
 
 def failed(results: list[Result]) -> bool:

@@ -229,7 +229,8 @@ def test_pbs_operator_rights() -> None:
 
 def test_one_line_per_check_with_its_fix() -> None:
     results = [Result("config", OK, "loads"), Result("sudoers", FAIL, "no rule", "add it"),
-               Result("tls", SKIP, "none", "ignored")]
+               Result("tls", SKIP, "none", "ignored"),
+               Result("operator", WARN, "sacctmgr: error: x\nsacctmgr: fatal: y\n", "fix it")]
     lines = []
     import click
 
@@ -239,8 +240,9 @@ def test_one_line_per_check_with_its_fix() -> None:
         print_results(results, as_json=False)
     finally:
         click.echo = original
-    assert lines == ["OK    config   loads", "FAIL  sudoers  no rule -- fix: add it",
-                     "SKIP  tls      none"]
+    assert lines == ["OK    config    loads", "FAIL  sudoers   no rule -- fix: add it",
+                     "SKIP  tls       none",
+                     "WARN  operator  sacctmgr: error: x (+1 more lines: --json) -- fix: fix it"]
 
 
 def test_a_config_that_does_not_load_is_the_first_failed_check(tmp_path: Path) -> None:
