@@ -186,12 +186,23 @@ def kill(state: CliState, trial_id: int) -> None:
     click.echo(f"Killed trial {trial_id} ({answer['trial']['state']})")
 
 
+def failure_line(t: Mapping[str, Any]) -> str:
+    """``failed: <cause> — <last error line>`` and a newline; "" for a trial that did not
+    fail (the master's ``failure`` object, from the classifier the web pages show)."""
+    failure = t.get("failure")
+    if not isinstance(failure, Mapping):
+        return ""
+    last = failure.get("last_error_line")
+    tail = f" — {last.get('text')}" if isinstance(last, Mapping) and last.get("text") else ""
+    return f"failed: {failure.get('words')}{tail}\n"
+
+
 def describe_text(answer: Mapping[str, Any], validations: Sequence[Mapping[str, Any]]) -> str:
     """The text ``det trial describe`` prints, section after section."""
     t = answer["trial"]
     sections = [
         f"Trial {t.get('id')} of experiment {t.get('experiment_id')}: {t.get('state')}\n"
-        + _summary_fields(t),
+        + failure_line(t) + _summary_fields(t),
         _validation_section(validations),
         _section("Checkpoints", _checkpoints_table(answer.get("checkpoints") or [])),
         _section("Slurm jobs", _jobs_table(t.get("jobs") or [])),

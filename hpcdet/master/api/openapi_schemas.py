@@ -73,6 +73,13 @@ COMPONENTS: dict[str, Schema] = {
                   "created_at": TIME, "ended_at": TIME}),
     "Job": obj({"job_id": OPT_STR, "run_id": INT, "native_state": OPT_STR, "reason": OPT_STR,
                 "exit_code": OPT_INT, "nodes": OPT_STR, "submitted_at": TIME}),
+    # The failure summary (hpcdet.master.reports.failure): why an errored trial ended.
+    "Failure": obj({"cause": {"type": "string", "enum": [
+        "oom_host", "oom_gpu", "time_limit", "node_failure", "preempted", "cancelled",
+        "signal", "exit_code", "unknown"]}, "words": STR, "exit_code": OPT_INT,
+        "signal": OPT_STR, "cancelled_by": OPT_STR,
+        "last_error_line": nullable(obj({"log_id": INT, "line_number": OPT_INT,
+                                         "text": STR}))}),
     "Checkpoint": obj({"uuid": STR, "trial_id": INT, "steps_completed": INT,
                        "metadata": nullable(ANY_OBJ), "resources": nullable(ANY_OBJ),
                        "validation_metrics": nullable(ANY_OBJ), "state": STR,
@@ -456,7 +463,8 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/api/v1/trials/<int:trial_id>"): {
         "summary": "A trial with its history, jobs and checkpoints",
         "answers": {200: obj({"trial": {"allOf": [ref("Trial"), obj({
-            "history": array(ref("Transition")), "jobs": array(ref("Job"))})]},
+            "history": array(ref("Transition")), "jobs": array(ref("Job")),
+            "failure": nullable(ref("Failure"))})]},
             "checkpoints": array(ref("MarkedCheckpoint"))})}},
     ("GET", "/api/v1/trials/<int:trial_id>/metrics"): {
         "summary": "The trial's reported metrics, one entry per group and step",

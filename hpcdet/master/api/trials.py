@@ -24,6 +24,7 @@ from hpcdet.master.experiments import checkpoint_marks, lifecycle
 from hpcdet.master.model_base import iso_time
 from hpcdet.master.models import Checkpoint, Experiment, Metric, Trial
 from hpcdet.master.reports import serialize
+from hpcdet.master.reports.failure import trial_failure
 from hpcdet.master.reports.ingest import MetricWriter
 from hpcdet.master.reports.reports import (
     apply_reports,
@@ -46,6 +47,9 @@ def trial_detail(trial: Trial) -> dict[str, Any]:
     body = with_reason_words(serialize.trial(trial, jobs), "pending_reason", "pending_words")
     body["history"] = history("trial", trial.id)
     body["jobs"] = [serialize.job(j) for j in jobs]
+    # Why an ERROR or CANCELED trial ended (null otherwise): the one classifier's answer.
+    found = trial_failure(db(), trial)
+    body["failure"] = None if found is None else found.as_json()
     checkpoints = db().scalars(select(Checkpoint).where(Checkpoint.trial_id == trial.id)
                                .order_by(Checkpoint.steps_completed)).all()
     # Each with its size, location and best/latest marks (what the trial page lists).

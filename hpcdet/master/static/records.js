@@ -11,9 +11,11 @@
   var h = window.hpcdet;
   var ERROR = /\b(?:CRITICAL|FATAL|ERROR)\b|^Traceback \(most recent call last\)|^\w*(?:Error|Exception): /;
   var WARNING = /\bWARN(?:ING)?\b/;
+  // The HPC failure lines: as reports/failure.py FAILURE_LINE (a test keeps them equal).
+  var FAILURE = /torch\.cuda\.OutOfMemoryError:|CUDA out of memory|\boom[-_]kill\b|Out Of Memory|(?:^|\d )Killed(?:\s{2,}|\s*$)|\*\*\* JOB \S+ ON \S+ CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*|=>> PBS: job killed: walltime|^(?:srun|slurmstepd): error:|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT |Segmentation fault|=>> PBS: job killed/;
 
   function logLevel(line) {
-    if (ERROR.test(line)) { return "error"; }
+    if (ERROR.test(line) || FAILURE.test(line)) { return "error"; }
     return WARNING.test(line) ? "warning" : "";
   }
 

@@ -234,7 +234,7 @@
     return h.el("span", {
       className: "line" + (entry.stream === "stderr" ? " stderr" : "") +
         (level ? " level-" + level : ""),
-      "data-log-id": entry.id, "data-stream": entry.stream,
+      id: "log-" + entry.id, "data-log-id": entry.id, "data-stream": entry.stream,
       "data-rank": entry.rank === null || entry.rank === undefined ? "" : entry.rank
     }, [at, " ", h.el("span", { className: "rank", text: logPrefix(entry) }),
         " " + entry.line + "\n"]);

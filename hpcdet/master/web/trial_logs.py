@@ -23,6 +23,7 @@ from hpcdet.master.api.common import db
 from hpcdet.master.api.logs import STREAMS
 from hpcdet.master.models import Experiment, Trial, TrialLog
 from hpcdet.master.reports import serialize
+from hpcdet.master.reports.failure import is_failure_line
 from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.identity import page_sees
 
@@ -36,8 +37,9 @@ _WARNING = re.compile(r"\bWARN(?:ING)?\b")
 
 
 def log_level(line: str) -> str:
-    """``error``, ``warning`` or ``""``: what the line's own words say about it."""
-    if _ERROR.search(line):
+    """``error``, ``warning`` or ``""``: what the line's own words say about it (the HPC
+    failure lines of :mod:`hpcdet.master.reports.failure` are errors)."""
+    if _ERROR.search(line) or is_failure_line(line):
         return "error"
     return "warning" if _WARNING.search(line) else ""
 

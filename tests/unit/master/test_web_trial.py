@@ -234,7 +234,7 @@ def test_logs_show_the_last_200_lines_with_rank_node_and_stream(client: FlaskCli
                           "[node3 stdout] batch script line",
                           f"[rank 1 node4 stdout] {NASTY}"]
     assert f"</span> {ESCAPED}\n</span>" in html and NASTY not in html
-    assert re.search(r'<span class="line stderr" data-log-id="\d+" data-rank="1" '
+    assert re.search(r'<span class="line stderr" id="log-\d+" data-log-id="\d+" data-rank="1" '
                      r'data-stream="stderr">', html)
     assert "The last 200 lines." in html
 
