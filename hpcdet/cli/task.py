@@ -11,6 +11,7 @@ import click
 
 from hpcdet.cli._lazy import AliasedGroup
 from hpcdet.cli.actions import show_command
+from hpcdet.cli.failure_text import failure_line
 from hpcdet.cli.main import CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION
 from hpcdet.cli.output import format_time, print_answer, render_fields, render_table
@@ -84,7 +85,8 @@ def describe_text(t: Mapping[str, Any]) -> str:
         ("ended", format_time(t.get("ended_at"))),
     ])
     history = history_table(t.get("history") or []) or "  none"
-    return f"Task {t.get('id')} ({t.get('name')}): {t.get('state')}\n{fields}\n\n" \
+    return f"Task {t.get('id')} ({t.get('name')}): {t.get('state')}\n" \
+           f"{failure_line(t)}{fields}\n\n" \
            f"State history:\n{history}"
 
 

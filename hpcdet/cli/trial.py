@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hpcdet.cli._lazy import AliasedGroup
+from hpcdet.cli.failure_text import failure_line
 from hpcdet.cli.main import CliState, pass_state
 from hpcdet.cli.options import JSON_OPTION, log_options
 from hpcdet.cli.output import (
@@ -184,17 +185,6 @@ def kill(state: CliState, trial_id: int) -> None:
     searcher counts the trial as errored)."""
     answer = state.client().post(f"/trials/{trial_id}/kill")
     click.echo(f"Killed trial {trial_id} ({answer['trial']['state']})")
-
-
-def failure_line(t: Mapping[str, Any]) -> str:
-    """``failed: <cause> — <last error line>`` and a newline; "" for a trial that did not
-    fail (the master's ``failure`` object, from the classifier the web pages show)."""
-    failure = t.get("failure")
-    if not isinstance(failure, Mapping):
-        return ""
-    last = failure.get("last_error_line")
-    tail = f" — {last.get('text')}" if isinstance(last, Mapping) and last.get("text") else ""
-    return f"failed: {failure.get('words')}{tail}\n"
 
 
 def describe_text(answer: Mapping[str, Any], validations: Sequence[Mapping[str, Any]]) -> str:

@@ -20,6 +20,7 @@ from hpcdet.master.errors import Invalid
 from hpcdet.master.experiments import experiment_list, trial_pages
 from hpcdet.master.models import Experiment, TrialLog
 from hpcdet.master.reports import serialize
+from hpcdet.master.reports.failure import experiment_failures
 from hpcdet.master.reports.searcher_metric import SearcherMetric
 from hpcdet.master.scheduling.submission import accept
 from hpcdet.master.security.authz import visible
@@ -131,6 +132,8 @@ def experiment_detail(exp_id: int, reader: str) -> dict[str, Any]:
     body["config"] = shown_config(exp.config, to_owner=owner_view(settings(), reader, exp.owner))
     body["history"] = history("experiment", exp_id)
     body["best_trial_id"] = trial_pages.best_trial_id(db(), exp_id, SearcherMetric.of(exp.config))
+    # Why its latest errored trials failed (reports/failure.py; [] when none did).
+    body["failures"] = experiment_failures(db(), exp_id) if counts.get("ERROR") else []
     return {"experiment": body}
 
 

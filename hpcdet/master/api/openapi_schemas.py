@@ -311,7 +311,9 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {200: obj({"experiment": {"allOf": [ref("Experiment"), obj({
             "config": ANY_OBJ, "history": array(ref("Transition")),
             "trial_counts": {"type": "object", "additionalProperties": INT},
-            "best_trial_id": {"type": ["integer", "null"]}})]}})}},
+            "best_trial_id": {"type": ["integer", "null"]},
+            "failures": array(obj({"cause": STR, "words": STR,
+                                   "trial_ids": array(INT)}))})]}})}},
     ("POST", "/api/v1/experiments/<int:exp_id>/<any:action>"): {
         "summary": "pause, activate, cancel, kill, archive or unarchive an experiment",
         "answers": {200: obj({"experiment": ref("Experiment")})}},
@@ -425,9 +427,9 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
                   query("mine", STR), *_PAGE],
         "answers": {200: obj({"tasks": array(ref("Task")), "total": INT})}},
     ("GET", "/api/v1/tasks/<int:task_id>"): {
-        "summary": "One task with its history",
+        "summary": "One task with its history (and why it failed, for an errored one)",
         "answers": {200: obj({"task": {"allOf": [ref("Task"), obj({
-            "history": array(ref("Transition"))})]}})}},
+            "history": array(ref("Transition")), "failure": nullable(ref("Failure"))})]}})}},
     ("POST", "/api/v1/tasks/<int:task_id>/kill"): {
         "summary": "Cancel the task's job",
         "answers": {200: obj({"task": ref("Task")})}},

@@ -19,7 +19,15 @@ from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, int_arg, json_body, settings, with_reason_words
 from hpcdet.master.api.rows import history
+from hpcdet.master.errors import DomainError
 from hpcdet.master.models import CommandTask
+from hpcdet.master.reports.failure import (
+    MAX_LINE,
+    Failure,
+    LogLine,
+    tail_lines,
+    task_failure,
+)
 from hpcdet.master.scheduling import task_submission, tasks
 from hpcdet.master.security import authz
 from hpcdet.master.security.workspaces import placement_for
@@ -109,7 +117,30 @@ def describe_task(task_id: int) -> Any:
     body = with_reason_words(tasks.task_json(task, tasks.queue_positions(db(), [task])
                                              .get(task.id)), "reason", "reason_words")
     body["history"] = history("task", task_id)
+    found = _failure(task, body["history"])
+    body["failure"] = None if found is None else found.as_json()
     return {"task": body}
+
+
+FAILURE_TAIL = 200  # lines of each log file the failure summary reads
+
+
+def _failure(task: CommandTask, changes: list[dict[str, Any]]) -> Failure | None:
+    """Why an ERROR or CANCELED task ended: its job's end and its logs' tails (error file
+    last: the scheduler's and the shell's lines land there)."""
+    if task.state not in ("ERROR", "CANCELED"):
+        return None
+    tail: list[LogLine] = []
+    for stream in ("output", "error"):
+        try:
+            read = tasks.read_log(task, stream, tail_lines=FAILURE_TAIL,
+                                  limit=FAILURE_TAIL * MAX_LINE, files=_backend().transport)
+        except (OSError, DomainError):  # an unreachable or odd log: the state still tells
+            continue
+        tail += tail_lines(read["text"], read["offset"])
+    actors = [c.get("actor") for c in changes if c.get("actor") not in (None, "system")]
+    by = actors[-1] if task.state == "CANCELED" and actors else None
+    return task_failure(task.state, task.native_state, task.exit_code, tail, by)
 
 
 @bp.post("/tasks/<int:task_id>/kill")

@@ -201,3 +201,44 @@ def _killed_by(session: Session, trial: Trial) -> str | None:
         StateChange.entity_kind == "trial", StateChange.entity_id == trial.id,
         StateChange.actor != "system").order_by(StateChange.id.desc()).limit(1)).first()
     return str(actor) if actor else None
+
+
+EXPERIMENT_TRIALS = 5  # errored trials an experiment's summary classifies (newest ended)
+
+
+def experiment_failures(session: Session, exp_id: int) -> list[dict[str, Any]]:
+    """The causes of the experiment's most recently ended ERROR trials (at most
+    :data:`EXPERIMENT_TRIALS`), one entry per cause: ``{"cause", "words", "trial_ids"}``."""
+    trials = session.scalars(select(Trial).where(Trial.experiment_id == exp_id,
+                                                 Trial.state == "ERROR")
+                             .order_by(Trial.ended_at.desc(), Trial.id.desc())
+                             .limit(EXPERIMENT_TRIALS)).all()
+    causes: dict[str, dict[str, Any]] = {}
+    for trial in trials:
+        found = trial_failure(session, trial)
+        if found is not None:
+            entry = causes.setdefault(found.words, {"cause": found.cause, "words": found.words,
+                                                    "trial_ids": []})
+            entry["trial_ids"].append(trial.id)
+    return list(causes.values())
+
+
+def tail_lines(text: str, start: int) -> list[LogLine]:
+    """A log file's tail, read from byte ``start``, as lines whose ids are their byte
+    offsets in the file (where ``GET /tasks/<id>/logs?offset=`` reads from)."""
+    found, offset = [], start
+    for line in text.splitlines(keepends=True):
+        found.append(LogLine(offset, line.rstrip("\n")))
+        offset += len(line.encode("utf-8"))
+    return found
+
+
+def task_failure(state: str, native_state: str | None, exit_code: int | None,
+                 tail: Sequence[LogLine], cancelled_by: str | None = None) -> Failure | None:
+    """The failure summary of an ERROR or CANCELED task from its job's end and log tail."""
+    if state not in ("ERROR", "CANCELED"):
+        return None
+    word = (native_state or "").split(" ")[0]
+    phase = "CANCELLED" if cancelled_by else (word if word.isupper() and len(word) > 1
+                                               else "FAILED")
+    return classify(JobEnd(phase, native_state, exit_code, cancelled_by), tail)

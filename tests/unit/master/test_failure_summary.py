@@ -19,9 +19,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from log_seed import add_experiment, add_job, add_trial, sessions
 
-from hpcdet.cli.trial import failure_line
+from hpcdet.cli.failure_text import failure_line
+from hpcdet.cli.task import describe_text
 from hpcdet.dispatcher import JobPhase
-from hpcdet.master.models import StateChange, TrialLog
+from hpcdet.master.models import CommandTask, StateChange, TrialLog
 from hpcdet.master.reports.failure import (
     FAILURE_LINE,
     TAIL_LINES,
@@ -153,3 +154,41 @@ def test_a_killed_trial_says_who_and_a_running_one_has_no_failure(
     assert (failure["cause"], failure["words"]) == ("cancelled", "cancelled by user_a")
     assert client.get(f"/api/v1/trials/{ids[1]}",
                       headers=user).get_json()["trial"]["failure"] is None
+
+
+def test_experiment_lists_its_errored_trials_causes(app: Flask, client: FlaskClient) -> None:
+    with sessions(app).begin() as session:
+        exp = add_experiment(session)
+        for code in (139, 139):
+            trial = add_trial(session, exp, state="ERROR")
+            add_job(session, trial, phase="FAILED", native_state="FAILED", exit_code=code)
+        add_trial(session, exp, state="COMPLETED")
+        exp_id = exp.id
+    user = {"X-Hpcdet-User": "alice"}
+    body = client.get(f"/api/v1/experiments/{exp_id}", headers=user).get_json()
+    [entry] = body["experiment"]["failures"]
+    assert entry["cause"] == "signal" and len(entry["trial_ids"]) == 2
+    page = client.get(f"/experiments/{exp_id}", headers=user).get_data(as_text=True)
+    assert "was killed by SIGSEGV (segmentation fault)" in page
+    assert page.index("data-failures") < page.index("data-poll-status")
+
+
+def test_an_errored_task_says_why_from_its_log_files(app: Flask, client: FlaskClient,
+                                                     tmp_path: Path) -> None:
+    (tmp_path / "output.log").write_text("epoch 1\n")
+    (tmp_path / "error.log").write_text(f"warming up\n{SEGFAULT}\n")
+    with sessions(app).begin() as session:
+        task = CommandTask(owner="alice", name="t", state="ERROR", job_id="303",
+                           job_dir=str(tmp_path), options=[], args=[], cwd="/", workdir="/",
+                           output_pattern="out.txt", native_state="FAILED", exit_code=139)
+        session.add(task)
+        session.flush()
+        task_id = task.id
+    body = client.get(f"/api/v1/tasks/{task_id}",
+                      headers={"X-Hpcdet-User": "alice"}).get_json()["task"]
+    failure = body["failure"]
+    assert failure["cause"] == "signal" and failure["signal"] == "SIGSEGV"
+    # The line's id is its byte offset in error.log (where ?offset= reads from).
+    assert failure["last_error_line"] == {"log_id": len("warming up\n"), "line_number": None,
+                                          "text": SEGFAULT}
+    assert describe_text(body).splitlines()[1].startswith("failed: was killed by SIGSEGV")
