@@ -192,3 +192,15 @@ def test_an_errored_task_says_why_from_its_log_files(app: Flask, client: FlaskCl
     assert failure["last_error_line"] == {"log_id": len("warming up\n"), "line_number": None,
                                           "text": SEGFAULT}
     assert describe_text(body).splitlines()[1].startswith("failed: was killed by SIGSEGV")
+
+
+def test_the_docs_say_what_the_classifier_does() -> None:
+    from hpcdet.master.reports import failure
+
+    doc = (Path(__file__).parents[3] / "docs/web.md").read_text()
+    assert "hpcdet/master/reports/failure.py" in doc
+    assert f"last {failure.TAIL_LINES} lines" in doc
+    assert failure.EXPERIMENT_TRIALS == 5 and "five most recently ended errored" in doc
+    for words in ("ran out of GPU memory", "ran out of host memory", "hit its time limit",
+                  "its node failed"):
+        assert words in doc
