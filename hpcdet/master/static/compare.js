@@ -10,7 +10,8 @@
   var h = window.hpcdet;
   var MAX_PICKED = 10;
   var MAX_POINTS = 400;
-  var state = { picked: null, names: {}, drawnKey: "", data: null, helpers: null, wired: false };
+  var state = { picked: null, names: {}, drawnKey: "", data: null, helpers: null, wired: false,
+                fetchedUrl: "", fetchedVersion: "" };
 
   function el(id) { return document.getElementById(id); }
 
@@ -76,6 +77,13 @@
     select.value = names.indexOf(current) >= 0 ? current : (names.indexOf(preferred) >= 0 ? preferred : (names[0] || ""));
   }
 
+  // What the picked trials have reported so far, as far as the experiment's poll says.
+  function trialsVersion() {
+    return JSON.stringify(state.data.trials.filter(function (t) {
+      return state.picked.indexOf(t.id) >= 0;
+    }).map(function (t) { return [t.id, t.state, t.steps_completed, t.best_validation]; }));
+  }
+
   function refresh(force) {
     var group = el("compare-group").value;
     var chart = el("compare-chart");
@@ -93,7 +101,13 @@
       var url = "/api/v1/experiments/" + state.data.experiment.id + "/metrics?group=" + group +
         "&name=" + encodeURIComponent(name) + "&max_points=" + MAX_POINTS +
         state.picked.map(function (id) { return "&trial_id=" + id; }).join("");
+      // The page renders at load and again after each poll: the same chart of trials that
+      // reported nothing new is not asked for again (a forced redraw, a pick, always is).
+      var version = trialsVersion();
+      if (!force && url === state.fetchedUrl && version === state.fetchedVersion) { return null; }
       return h.getJSON(url).then(function (answer) {
+        state.fetchedUrl = url;
+        state.fetchedVersion = version;
         var key = url + JSON.stringify(answer);
         if (!force && key === state.drawnKey) { return; }
         state.drawnKey = key;
