@@ -11,8 +11,10 @@
   plain text is gzipped when the request's ``Accept-Encoding`` takes gzip, with
   ``Vary: Accept-Encoding``. Never a streamed answer (a followed log, a download: they go
   out as they are made, and a gzip stream would hold lines back), never one that already
-  has a ``Content-Encoding``, never a partial (206) one. Static files are sent pre-gzipped
-  (:mod:`hpcdet.master.transfer.static_urls`).
+  has a ``Content-Encoding``, never a partial (206) one, and never a page that holds a
+  secret (the web session's CSRF token: :func:`keep_uncompressed`), since a compressed
+  page that also echoes what a request sent (a search) leaks the secret through its length
+  (BREACH). Static files are sent pre-gzipped (:mod:`hpcdet.master.transfer.static_urls`).
 
 gzip only, not brotli: brotli would take a compiled package into the master's
 dependencies for about a fifth fewer bytes than gzip on these pages, and gzip is in the
@@ -24,7 +26,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 
-from flask import Flask, Response, request
+from flask import Flask, Response, g, request
 
 from hpcdet.master.transfer import static_urls
 
@@ -34,6 +36,14 @@ COMPRESSIBLE = frozenset({"text/html", "application/json", "text/javascript",
 CONDITIONAL = frozenset({"text/html", "application/json"})
 # Level 6 (zlib's default): within a few per cent of 9's size at about half its CPU.
 LEVEL = 6
+
+
+SECRET_FLAG = "hpcdet_secret_in_body"
+
+
+def keep_uncompressed() -> None:
+    """The answer being made holds a secret: send it uncompressed (module doc)."""
+    setattr(g, SECRET_FLAG, True)
 
 
 def install(app: Flask) -> None:
@@ -81,8 +91,8 @@ def _accepts_gzip() -> bool:
 
 
 def _compress(response: Response, static: static_urls.StaticFile | None) -> None:
-    if response.headers.get("Content-Encoding"):
-        return  # the view compressed it itself: never twice
+    if response.headers.get("Content-Encoding") or g.get(SECRET_FLAG):
+        return  # the view compressed it itself (never twice), or it holds a secret
     if static is not None:
         body = static.gzipped
     else:
