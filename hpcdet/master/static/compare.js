@@ -57,11 +57,16 @@
   function loadNames(group) {
     return Promise.all(state.picked.map(function (id) {
       var key = group + ":" + id;
-      if (state.names[key]) { return Promise.resolve(state.names[key]); }
-      return h.getJSON("/api/v1/trials/" + id + "/metrics/series?group=" + group).then(function (answer) {
-        state.names[key] = answer.names || [];
-        return state.names[key];
-      });
+      // The promise is kept, not its answer: a second render while the first ask is under
+      // way waits for it instead of asking again.
+      if (!state.names[key]) {
+        state.names[key] = h.getJSON("/api/v1/trials/" + id + "/metrics/series?group=" + group)
+          .then(function (answer) { return answer.names || []; }, function (error) {
+            delete state.names[key];
+            throw error;
+          });
+      }
+      return state.names[key];
     })).then(function (lists) {
       var seen = {};
       lists.forEach(function (names) { names.forEach(function (n) { seen[n] = true; }); });
@@ -105,9 +110,10 @@
       // reported nothing new is not asked for again (a forced redraw, a pick, always is).
       var version = trialsVersion();
       if (!force && url === state.fetchedUrl && version === state.fetchedVersion) { return null; }
+      // Marked before the answer: a render while this ask is under way does not ask again.
+      state.fetchedUrl = url;
+      state.fetchedVersion = version;
       return h.getJSON(url).then(function (answer) {
-        state.fetchedUrl = url;
-        state.fetchedVersion = version;
         var key = url + JSON.stringify(answer);
         if (!force && key === state.drawnKey) { return; }
         state.drawnKey = key;
@@ -124,7 +130,10 @@
                      }) };
           }) });
       });
-    }).catch(function (error) { h.setStatus("Comparing the trials failed (" + error.message + ")."); });
+    }).catch(function (error) {
+      state.fetchedUrl = "";  // asked again on the next render
+      h.setStatus("Comparing the trials failed (" + error.message + ").");
+    });
   }
 
   function render(data, helpers) {
