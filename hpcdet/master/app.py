@@ -57,6 +57,7 @@ def _register(app: Flask) -> None:
     from hpcdet.master.api.errors import ErrorPages, register_error_handlers
     from hpcdet.master.api.prometheus import bp as prometheus_bp
     from hpcdet.master.security import headers
+    from hpcdet.master.transfer import install as install_transfer
     from hpcdet.master.web import bp as web_bp
     from hpcdet.master.web import errors as web_errors
 
@@ -67,6 +68,7 @@ def _register(app: Flask) -> None:
     nul_guard.install(app)
     body_limits.install(app)
     headers.install(app)
+    install_transfer(app)
     app.teardown_appcontext(_close_session)
 
 

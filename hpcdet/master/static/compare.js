@@ -10,7 +10,8 @@
   var h = window.hpcdet;
   var MAX_PICKED = 10;
   var MAX_POINTS = 400;
-  var state = { picked: null, names: {}, drawnKey: "", data: null, helpers: null, wired: false };
+  var state = { picked: null, names: {}, drawnKey: "", data: null, helpers: null, wired: false,
+                fetchedUrl: "", fetchedVersion: "" };
 
   function el(id) { return document.getElementById(id); }
 
@@ -56,11 +57,16 @@
   function loadNames(group) {
     return Promise.all(state.picked.map(function (id) {
       var key = group + ":" + id;
-      if (state.names[key]) { return Promise.resolve(state.names[key]); }
-      return h.getJSON("/api/v1/trials/" + id + "/metrics/series?group=" + group).then(function (answer) {
-        state.names[key] = answer.names || [];
-        return state.names[key];
-      });
+      // The promise is kept, not its answer: a second render while the first ask is under
+      // way waits for it instead of asking again.
+      if (!state.names[key]) {
+        state.names[key] = h.getJSON("/api/v1/trials/" + id + "/metrics/series?group=" + group)
+          .then(function (answer) { return answer.names || []; }, function (error) {
+            delete state.names[key];
+            throw error;
+          });
+      }
+      return state.names[key];
     })).then(function (lists) {
       var seen = {};
       lists.forEach(function (names) { names.forEach(function (n) { seen[n] = true; }); });
@@ -74,6 +80,13 @@
     select.replaceChildren.apply(select, names.map(function (n) { return h.el("option", { value: n, text: n }); }));
     var preferred = group === "validation" ? state.data.searcher_metric.name : "loss";
     select.value = names.indexOf(current) >= 0 ? current : (names.indexOf(preferred) >= 0 ? preferred : (names[0] || ""));
+  }
+
+  // What the picked trials have reported so far, as far as the experiment's poll says.
+  function trialsVersion() {
+    return JSON.stringify(state.data.trials.filter(function (t) {
+      return state.picked.indexOf(t.id) >= 0;
+    }).map(function (t) { return [t.id, t.state, t.steps_completed, t.best_validation]; }));
   }
 
   function refresh(force) {
@@ -93,6 +106,13 @@
       var url = "/api/v1/experiments/" + state.data.experiment.id + "/metrics?group=" + group +
         "&name=" + encodeURIComponent(name) + "&max_points=" + MAX_POINTS +
         state.picked.map(function (id) { return "&trial_id=" + id; }).join("");
+      // The page renders at load and again after each poll: the same chart of trials that
+      // reported nothing new is not asked for again (a forced redraw, a pick, always is).
+      var version = trialsVersion();
+      if (!force && url === state.fetchedUrl && version === state.fetchedVersion) { return null; }
+      // Marked before the answer: a render while this ask is under way does not ask again.
+      state.fetchedUrl = url;
+      state.fetchedVersion = version;
       return h.getJSON(url).then(function (answer) {
         var key = url + JSON.stringify(answer);
         if (!force && key === state.drawnKey) { return; }
@@ -110,7 +130,10 @@
                      }) };
           }) });
       });
-    }).catch(function (error) { h.setStatus("Comparing the trials failed (" + error.message + ")."); });
+    }).catch(function (error) {
+      state.fetchedUrl = "";  // asked again on the next render
+      h.setStatus("Comparing the trials failed (" + error.message + ").");
+    });
   }
 
   function render(data, helpers) {

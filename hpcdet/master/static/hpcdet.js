@@ -190,7 +190,9 @@
 
   // Calls step() now and then every `seconds` while the tab is visible; step returns a
   // promise of true once the subject is finished, which stops the polling for good.
-  function poll(seconds, step) {
+  // `fresh`: the page itself is what step() would fetch (tasks.js refetches its own URL),
+  // so the first step waits a period instead of asking for the page a second time.
+  function poll(seconds, step, fresh) {
     var timer = null;
     var stopped = false;
     function run() {
@@ -209,6 +211,10 @@
     }
     timer = window.setInterval(run, Math.max(1, seconds) * 1000);
     document.addEventListener("hpcdet:changed", run);
+    if (fresh) {
+      setStatus("Live: updated " + fmtTime(new Date()) + ".");
+      return Promise.resolve();
+    }
     return run();
   }
 

@@ -27,6 +27,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     var tbody = document.getElementById("tasks");
     if (!tbody) { return; }
-    h.poll(Number(tbody.dataset.every) || 15, function () { return refresh(tbody); });
+    // true: the table was rendered with the page just now; the first refetch waits.
+    h.poll(Number(tbody.dataset.every) || 15, function () { return refresh(tbody); }, true);
   });
 }());

@@ -419,6 +419,9 @@
     loadProfiler().catch(function (error) {
       h.setStatus("Loading the profiler's samples failed (" + error.message + ").");
     });
+    // The facts and series came with the page and the profiler's are being fetched just
+    // above: the first tick follows the logs only (no second request for any of them).
+    poller.factsDue = Date.now() + data.facts_seconds * 1000;
     h.poll(data.log_seconds, step);
   }
 

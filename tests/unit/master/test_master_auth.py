@@ -382,3 +382,13 @@ def test_a_link_for_another_user_never_replaces_a_session_silently(
     stale = munge_app.test_client()
     stale.set_cookie(SESSION_COOKIE, old_cookie.value)
     assert whoami(stale) is None  # the replaced session was revoked
+
+
+def test_a_page_holding_the_csrf_token_is_never_compressed(mc: FlaskClient, munge_app: Flask,
+                                                           fake_munge: FakeMunge) -> None:
+    # Compressed, a page that holds the token and echoes a search would leak the token
+    # through its length (BREACH).
+    browser, csrf = signed_in_browser(mc, munge_app, fake_munge)
+    page = browser.get("/?q=" + csrf[:8], headers={"Accept-Encoding": "gzip"})
+    assert csrf in page.get_data(as_text=True)
+    assert "Content-Encoding" not in page.headers and len(page.get_data()) > 1024

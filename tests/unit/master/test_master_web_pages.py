@@ -67,8 +67,8 @@ def test_every_page_has_the_layout_and_no_external_url(client: FlaskClient, url:
     html = page(client, url)
     assert '<meta name="viewport"' in html
     assert all(f'href="{link}"' in html for link in PAGES)
-    assert '<link rel="stylesheet" href="/static/hpcdet.css">' in html
-    assert '<script src="/static/hpcdet.js" defer></script>' in html
+    assert re.search(r'<link rel="stylesheet" href="/static/hpcdet\.css\?v=[0-9a-f]{12}">', html)
+    assert re.search(r'<script src="/static/hpcdet\.js\?v=[0-9a-f]{12}" defer></script>', html)
     assert not EXTERNAL.search(html.encode())
 
 

@@ -220,7 +220,7 @@ def test_chart_data_is_embedded_with_one_hparam_chart_per_hyperparameter(
         "lr", "opt.kind", "opt.momentum"]
     # Hidden until the script has drawn them (no empty boxes without JavaScript).
     assert '<section id="hparam-charts" aria-labelledby="hparam-charts-title" hidden>' in html
-    scripts = re.findall(r'<script src="([^"]+)" defer>', html)
+    scripts = re.findall(r'<script src="([^"?]+)\?v=[0-9a-f]{12}" defer>', html)
     assert scripts == ["/static/hpcdet.js", "/static/health.js", "/static/chart.js",
                        "/static/hparam_views.js", "/static/compare.js", "/static/experiment.js",
                        "/static/tensorboard.js", "/static/records.js"]
@@ -267,7 +267,7 @@ def test_an_open_master_shows_the_actions_to_everybody(client: FlaskClient) -> N
 def test_an_unknown_experiment_is_a_404_page_in_the_layout(client: FlaskClient) -> None:
     html = page(client, "/experiments/999", status=404)
     assert "Experiment 999 not found" in html and 'role="alert"' in html
-    assert '<link rel="stylesheet" href="/static/hpcdet.css">' in html
+    assert re.search(r'<link rel="stylesheet" href="/static/hpcdet\.css\?v=[0-9a-f]{12}">', html)
     assert 'href="/cluster"' in html
     assert "experiment-data" not in html and "experiment.js" not in html
 

@@ -109,7 +109,7 @@ def test_a_row_shows_every_column(app: Flask, client: FlaskClient) -> None:
     assert re.search(r'<td><time datetime="20[^"]*Z" title="[^"]*">'
                      r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC</time></td><td>—</td></tr>$", row)
     assert 'http-equiv="refresh"' not in html
-    assert '<script src="/static/experiments.js" defer></script>' in html
+    assert re.search(r'<script src="/static/experiments\.js\?v=[0-9a-f]{12}" defer></script>', html)
 
 
 def test_rows_are_newest_first_and_the_page_polls_the_same_rows(app: Flask,

@@ -134,7 +134,7 @@ def test_facts_show_the_trial_its_experiment_and_its_validations(client: FlaskCl
     assert '<dd data-fact="nodes">node[3-4]</dd>' in text
     assert '<dd data-fact="pending" hidden></dd>' in text  # not QUEUED: no reason shown
     assert not EXTERNAL.search(html)
-    assert '<script src="/static/trial.js" defer></script>' in html
+    assert re.search(r'<script src="/static/trial\.js\?v=[0-9a-f]{12}" defer></script>', html)
 
 
 def test_jobs_table_lists_every_slurm_job_with_run_state_nodes_exit_and_requeues(
@@ -279,7 +279,7 @@ def test_a_queued_trial_says_why_it_waits_in_words(app: Flask, client: FlaskClie
 def test_unknown_trial_is_a_404_page_in_the_layout(client: FlaskClient) -> None:
     html = page(client, "/trials/999999", status=404)
     assert '<p class="error" role="alert" data-page-error>trial 999999 not found</p>' in html
-    assert '<link rel="stylesheet" href="/static/hpcdet.css">' in html
+    assert re.search(r'<link rel="stylesheet" href="/static/hpcdet\.css\?v=[0-9a-f]{12}">', html)
     assert "trial.js" not in html and 'id="trial-data"' not in html
 
 
