@@ -167,8 +167,15 @@ def test_migrate_check_says_what_an_upgrade_would_do(db_url: str, tmp_path: Path
     assert det_master(site, "migrate", "--check").exit_code == 0
 
 
-def test_the_master_refuses_a_database_newer_than_its_code(empty_site: dict[str, Any]) -> None:
+def test_the_master_refuses_a_database_newer_than_its_code(empty_site: dict[str, Any],
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
     site = empty_site
+    # The master (run in this process) points its children at its metrics directory through
+    # the environment: undone after the test (setenv records that it was unset, delenv starts
+    # the test without it), or this process's later /metrics tests would read that directory.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
     execute(site["url"], "UPDATE alembic_version SET version_num = '9999'")
     check = det_master(site, "migrate", "--check")
     assert check.exit_code == 2 and "NEWER" in check.stdout
