@@ -12,8 +12,6 @@ from pathlib import Path
 
 from flask import Blueprint, Response, jsonify
 
-from hpcdet.dispatcher.slurm.rest.tokens import check_private_file
-from hpcdet.dispatcher.transport import TransportUnavailableError
 from hpcdet.master.api.auth import bearer_token, current_user
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.api.refusals import http_status, refusal_body
@@ -27,6 +25,7 @@ from hpcdet.master.errors import (
 from hpcdet.master.monitoring.exposition import CONTENT_TYPE, render
 from hpcdet.master.security import authz
 from hpcdet.master.settings.monitoring import MetricsSettings
+from hpcdet.private_files import UnsafeFileError, check_private_file
 
 bp = Blueprint("prometheus", __name__)
 # A scrape token is a line of text; anything longer is not one.
@@ -76,9 +75,9 @@ def scrape_token(path: str) -> bytes:
     """The scrape token in ``path``: a file of the master's user that nobody else can read
     (else 503, naming the file and what is wrong with it)."""
     try:
-        check_private_file(path)
+        check_private_file(path, "token file")
         token = Path(path).read_bytes()[:MAX_TOKEN_BYTES + 1].strip()
-    except TransportUnavailableError as exc:
+    except UnsafeFileError as exc:
         raise Unavailable("metrics_token_file", f"metrics.token_file: {exc}") from None
     except OSError as exc:
         raise Unavailable("metrics_token_file", f"metrics.token_file: cannot read {path}: "

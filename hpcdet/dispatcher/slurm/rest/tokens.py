@@ -21,11 +21,11 @@ from __future__ import annotations
 import abc
 import os
 import re
-import stat
 import threading
 import time
 from collections.abc import Callable
 
+from hpcdet import private_files
 from hpcdet.dispatcher.commands import Runner
 from hpcdet.dispatcher.transport.base import TransportUnavailableError
 from hpcdet.errors import SchedulerError
@@ -94,24 +94,14 @@ class FileTokens(TokenSource):
 
 
 def check_private_file(path: str) -> os.stat_result:
-    """``lstat`` of ``path`` if it is a regular file of this process's user with no group or
-    other permissions; else TransportUnavailableError saying what is wrong (the master keeps
-    running and tries again next cycle, once an operator fixed it)."""
+    """``lstat`` of the token file ``path`` if it is private to this process's user
+    (:func:`hpcdet.private_files.check_private_file`); else TransportUnavailableError saying
+    what is wrong (the master keeps running and tries again next cycle, once an operator
+    fixed it)."""
     try:
-        info = os.lstat(path)
-    except OSError as exc:
-        raise TransportUnavailableError(["token_source"], f"cannot read the token file "
-                                        f"{path}: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        problem = "is not a regular file"
-    elif info.st_uid != os.geteuid():
-        problem = f"is owned by uid {info.st_uid}, not by the master's user ({os.geteuid()})"
-    elif info.st_mode & 0o077:
-        problem = f"can be read by others (mode {stat.S_IMODE(info.st_mode):04o}); chmod 600 it"
-    else:
-        return info
-    raise TransportUnavailableError(["token_source"], f"refusing the token file {path}: it "
-                                    f"{problem}")
+        return private_files.check_private_file(path, "token file")
+    except private_files.UnsafeFileError as exc:
+        raise TransportUnavailableError(["token_source"], str(exc)) from None
 
 
 class ScontrolTokens(TokenSource):
