@@ -60,7 +60,7 @@ from hpcdet.job.cluster_env import ClusterEnv
 from hpcdet.job.early_exit import EarlyExitReason, InvalidHP
 from hpcdet.job.import_hooks import when_imported
 from hpcdet.job.rank_env import mpi_world
-from hpcdet.job.trial_info import TrialInfo, load_trial_info
+from hpcdet.job.trial_info import TrialInfo, load_trial_info, pin_latest_checkpoint
 from hpcdet.jobfiles import PREEMPTED, restart_count, write_exit_reason
 
 
@@ -70,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _line_buffered_output()
     try:
         info = load_trial_info()
+        pin_latest_checkpoint(info)  # before the group forms: the same on every rank
         cluster = process_group.reachable_rendezvous(ClusterEnv.from_environ(), os.environ)
         cluster = cluster.export_torch_env()
         entry = parse_entrypoint(args.entrypoint or info.entrypoint)

@@ -4,6 +4,13 @@ The master rewrites the file before each job, so a resubmitted trial sees its ne
 ``latest_checkpoint``. A job that Slurm requeues reruns with the same file, so the newer
 checkpoint the chief noted in ``latest_checkpoint.json`` (:mod:`hpcdet.jobfiles`) wins.
 
+The chief rewrites that note as it trains, so a rank that read it later than the others
+would resume from a newer checkpoint than they do, and the ranks' collectives would no
+longer pair up. Every rank reads it before the process group forms (which no rank leaves
+before all have joined, so before any checkpoint of this run), and the harness pins what
+it read in ``$HPCDET_LATEST_CHECKPOINT`` (:func:`pin_latest_checkpoint`): later reads in
+the rank, and its subprocesses, take the pinned value.
+
 The secret token is *not* part of :class:`TrialInfo` (it would leak
 into every ``repr``); :func:`read_token` reads it from the job directory on demand.
 """
@@ -13,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +30,9 @@ from hpcdet.jobfiles import read_latest_checkpoint
 
 TRIAL_INFO_VAR = "DET_TRIAL_INFO"
 JOB_DIR_VAR = "DET_JOB_DIR"
+# The newest checkpoint as this rank's harness read it before joining the group ("" for
+# none): see the module's docstring.
+PINNED_CHECKPOINT_VAR = "HPCDET_LATEST_CHECKPOINT"
 
 _REQUIRED: dict[str, type] = {
     "master_url": str,
@@ -96,10 +106,23 @@ def load_trial_info(environ: Mapping[str, str] | None = None) -> TrialInfo:
         raise TrialInfoError(f"${TRIAL_INFO_VAR} is not set: this is not a hpcdet job")
     job_dir = env.get(JOB_DIR_VAR) or str(path.parent)
     data = _read_json(path)
-    noted = read_latest_checkpoint(job_dir)
-    if noted:
-        data["latest_checkpoint"] = noted
+    pinned = env.get(PINNED_CHECKPOINT_VAR)
+    if pinned is not None:
+        data["latest_checkpoint"] = pinned or None
+    else:
+        noted = read_latest_checkpoint(job_dir)
+        if noted:
+            data["latest_checkpoint"] = noted
     return TrialInfo.from_dict(data, job_dir=job_dir)
+
+
+def pin_latest_checkpoint(info: TrialInfo,
+                          environ: MutableMapping[str, str] | None = None) -> None:
+    """Make ``info``'s latest checkpoint the one every later :func:`load_trial_info` of this
+    process (and of the processes it starts) returns (the harness calls it before joining
+    the process group)."""
+    env = os.environ if environ is None else environ
+    env[PINNED_CHECKPOINT_VAR] = info.latest_checkpoint or ""
 
 
 def read_token(info: TrialInfo) -> str:

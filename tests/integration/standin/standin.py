@@ -122,11 +122,7 @@ def main() -> None:
         unit = max(1, int(config.get("scheduling_unit") or 100))
         validate_every = period_epochs(config, "min_validation_period") * per_epoch
         checkpoint_every = period_epochs(config, "min_checkpoint_period") * per_epoch
-        # The chief's view of where to resume, for every rank: in CI (stop 40) the two ranks
-        # of one job once read different latest checkpoints from trial.json (0 and 23 batches)
-        # and the one with less to do left the others hanging in should_preempt's allgather.
-        # Why they differed is still open (stop 40's note); the stand-in's subject is not it.
-        batches, value = core.distributed.broadcast(restore(core))
+        batches, value = restore(core)
         saved_at = batches
         # Where this run starts: 0, or the batch of the checkpoint it resumed from.
         print(f"standin-first-batch={batches}", flush=True)

@@ -23,7 +23,12 @@ from hpcdet.core import _preempt
 from hpcdet.core._checkpoint import _remember_latest
 from hpcdet.harness.main import _note_preemption, slurm_restart_count
 from hpcdet.job.cluster_env import ClusterEnv
-from hpcdet.job.trial_info import TrialInfo, load_trial_info
+from hpcdet.job.trial_info import (
+    PINNED_CHECKPOINT_VAR,
+    TrialInfo,
+    load_trial_info,
+    pin_latest_checkpoint,
+)
 
 
 def _info(job_dir: pathlib.Path) -> TrialInfo:
@@ -129,6 +134,34 @@ def test_the_noted_checkpoint_serves_a_run_that_had_none(tmp_path: pathlib.Path)
     job = write_job_dir(tmp_path, "http://m")
     jobfiles.write_latest_checkpoint(job, "first", 10)
     assert load_trial_info(_env(job)).latest_checkpoint == "first"
+
+
+def test_a_rank_resumes_from_what_it_read_before_the_group_formed(
+        tmp_path: pathlib.Path) -> None:
+    # A slow rank must not see the checkpoint the chief saved meanwhile (CI, stop 40: the
+    # ranks resumed from 0 and 23 batches, and one left the other in an allgather).
+    job = write_job_dir(tmp_path / "none", "http://m")
+    env = _env(job)
+    pin_latest_checkpoint(load_trial_info(env), env)
+    jobfiles.write_latest_checkpoint(job, "saved-by-this-run", 23)
+    assert env[PINNED_CHECKPOINT_VAR] == ""
+    assert load_trial_info(env).latest_checkpoint is None
+    job = write_job_dir(tmp_path / "some", "http://m", latest_checkpoint="from-trial-json")
+    jobfiles.write_latest_checkpoint(job, "noted-by-the-last-run", 10)
+    env = _env(job)
+    pin_latest_checkpoint(load_trial_info(env), env)
+    jobfiles.write_latest_checkpoint(job, "saved-by-this-run", 23)
+    assert load_trial_info(env).latest_checkpoint == "noted-by-the-last-run"
+
+
+def test_the_harness_pins_the_checkpoint_for_its_entrypoint(
+        tmp_path: pathlib.Path, fake_master: FakeMaster) -> None:
+    script = f'printf "pinned=%s\\n" "${PINNED_CHECKPOINT_VAR}"'
+    job = write_job_dir(tmp_path / "job", fake_master.url, entrypoint=["sh", "-c", script])
+    jobfiles.write_latest_checkpoint(job, "noted-by-the-last-run", 10)
+    [rank] = run_harness(job, [job_environ(job)], timeout=HANG_GUARD_S)
+    assert rank.returncode == 0, rank.stderr
+    assert "pinned=noted-by-the-last-run" in rank.stdout
 
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"uuid": ""}', '{"uuid": 3}', ""])
