@@ -106,7 +106,7 @@ class _NoUpgrade(click.ClickException):
 def migrate_command(settings: MasterSettings, check: bool, as_json: bool) -> None:
     """Upgrade the database to this hpcdet's schema (the master does it too, at its start);
     with --check, only list the pending migrations."""
-    from hpcdet.master.db import SchemaTooNewError, migrate
+    from hpcdet.master.db import DatabaseBusyError, SchemaTooNewError, migrate
     from hpcdet.master.schema_check import UnreadableDatabase, describe, plan_upgrade
 
     try:
@@ -116,7 +116,7 @@ def migrate_command(settings: MasterSettings, check: bool, as_json: bool) -> Non
     if not check:
         try:
             migrate(settings.db_url)
-        except SchemaTooNewError as exc:
+        except (SchemaTooNewError, DatabaseBusyError) as exc:
             raise click.ClickException(str(exc)) from None
     lines = describe(plan)
     if not check and plan.pending:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from hpcdet import __version__
@@ -100,9 +100,29 @@ class SchemaTooNewError(HpcdetError):
             "(docs/admin/upgrades.md)")
 
 
+# How long a schema change or a restore waits for a table another session holds (a master
+# still running, an open psql) before it gives up and says who holds it. PostgreSQL's own
+# default is to wait for ever: a migration at a master's start would hang without a word.
+LOCK_TIMEOUT_SECONDS = 60
+# SQLSTATE lock_not_available: "canceling statement due to lock timeout".
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+class DatabaseBusyError(HpcdetError):
+    """A schema change or restore gave up waiting for tables another session holds."""
+
+    def __init__(self, what: str, sessions: list[str]) -> None:
+        holders = "; ".join(sessions) if sessions else "none is connected any more"
+        super().__init__(
+            f"{what} waited {LOCK_TIMEOUT_SECONDS} s for tables other sessions hold, and "
+            f"changed nothing: stop the master (and whatever else uses the database) and "
+            f"run it again. Other sessions: {holders}")
+
+
 def migrate(url: str) -> None:
     """Bring the database at ``url`` to the newest schema (Alembic ``upgrade head``);
-    :class:`SchemaTooNewError` when a newer hpcdet wrote it (nothing is changed then)."""
+    :class:`SchemaTooNewError` when a newer hpcdet wrote it, :class:`DatabaseBusyError`
+    when another session holds a table it must change (nothing is changed then)."""
     if url.startswith("sqlite"):
         _ensure_sqlite_dir(url)
     current = schema_revision(url)
@@ -112,7 +132,33 @@ def migrate(url: str) -> None:
         raise SchemaTooNewError(current)
     from alembic import command
 
-    command.upgrade(alembic_config(url), "head")
+    try:
+        command.upgrade(alembic_config(url), "head")
+    except OperationalError as exc:
+        if getattr(exc.orig, "pgcode", None) != LOCK_NOT_AVAILABLE:
+            raise
+        raise DatabaseBusyError("the schema upgrade", other_sessions(url)) from None
+
+
+def other_sessions(url: str) -> list[str]:
+    """The other sessions connected to the PostgreSQL database at ``url``, one line each
+    (who, from where, which program, doing what since when); empty when none or unreadable."""
+    query = text(
+        "SELECT pid, usename, application_name, client_addr, state, "
+        "date_trunc('second', now() - COALESCE(xact_start, backend_start)) AS age "
+        "FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND backend_type = 'client backend' ORDER BY pid")
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(query).all()
+    except SQLAlchemyError:
+        return []
+    finally:
+        engine.dispose()
+    return [f"pid {r.pid} ({r.usename}, {r.application_name or 'no program name'}, "
+            f"{r.client_addr or 'local socket'}): {r.state or 'unknown'} for {r.age}"
+            for r in rows]
 
 
 def alembic_config(url: str) -> Any:

@@ -62,7 +62,7 @@ def main(ctx: click.Context, config_path: str | None, host: str | None, port: in
 
 
 def _run_master(settings: MasterSettings) -> None:
-    from hpcdet.master.db import SchemaTooNewError, migrate
+    from hpcdet.master.db import DatabaseBusyError, SchemaTooNewError, migrate
     from hpcdet.master.monitoring import multiproc
 
     refuse_root_owner_mode(settings)
@@ -72,7 +72,7 @@ def _run_master(settings: MasterSettings) -> None:
     master_log.install(settings.state_dir)  # for det master logs
     try:
         migrate(settings.db_url)
-    except SchemaTooNewError as exc:
+    except (SchemaTooNewError, DatabaseBusyError) as exc:
         raise click.ClickException(str(exc)) from None
     supervisor = ReconcilerSupervisor(settings)
     supervisor.start()

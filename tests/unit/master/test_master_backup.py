@@ -315,3 +315,59 @@ def test_migrate_check_on_a_database_it_cannot_read(postgres_admin_url: str) -> 
                                        "migrate", "--check"])
     assert result.exit_code == 2 and "cannot read the database" in result.output
     assert "hpcdet_no_such_role" in result.output and "s3cret" not in result.output
+
+
+@pytest.fixture
+def table_held(postgres_url: str, monkeypatch: pytest.MonkeyPatch
+               ) -> Iterator[tuple[str, Any]]:
+    """A fresh PostgreSQL database and a second session on it (a master still running, for
+    _hold_every_table); waits for locks cut to 1 s."""
+    from hpcdet.master import db
+
+    monkeypatch.setattr(db, "LOCK_TIMEOUT_SECONDS", 1)
+    engine = sa.create_engine(postgres_url)
+    connection = engine.connect()
+    try:
+        yield postgres_url, connection
+    finally:
+        connection.close()
+        engine.dispose()
+
+
+def _hold_every_table(connection: Any) -> None:
+    tables = ", ".join(f'"{name}"' for name in sa.inspect(connection).get_table_names())
+    connection.execute(sa.text("SET application_name = 'still-running-master'"))
+    connection.execute(sa.text(f"LOCK TABLE {tables} IN ACCESS SHARE MODE"))
+
+
+@pytest.mark.postgres
+def test_a_migration_waits_for_a_held_table_a_bounded_time_and_says_who_holds_it(
+        table_held: tuple[str, Any], tmp_path: Path) -> None:
+    url, connection = table_held
+    load_fixture(url, tmp_path / "jobs")
+    _hold_every_table(connection)
+    result = CliRunner().invoke(main, ["--db-url", url, "migrate"])
+    assert result.exit_code == 1, result.output
+    assert "the schema upgrade waited 1 s" in result.output, result.output
+    assert "still-running-master" in result.output and "idle in transaction" in result.output
+    connection.rollback()
+    assert schema_revision(url) == "0001"  # nothing changed
+    assert CliRunner().invoke(main, ["--db-url", url, "migrate"]).exit_code == 0
+
+
+@pytest.mark.postgres
+def test_a_restore_over_a_database_in_use_gives_up_and_changes_nothing(
+        table_held: tuple[str, Any], tmp_path: Path) -> None:
+    url, connection = table_held
+    load_fixture(url, tmp_path / "jobs")
+    migrate(url)
+    site = make_site(url, tmp_path)
+    backup = tmp_path / "master.backup"
+    assert det_master(site, "backup", str(backup)).exit_code == 0
+    execute(url, "DELETE FROM metrics")
+    _hold_every_table(connection)
+    result = det_master(site, "restore", "--force", str(backup))
+    assert result.exit_code == 1 and "the restore waited 1 s" in result.output, result.output
+    assert "still-running-master" in result.output
+    connection.rollback()
+    assert count(url, "metrics") == 0 and count(url, "experiments") > 0  # as it was
