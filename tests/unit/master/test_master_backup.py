@@ -265,6 +265,10 @@ def test_the_documented_commands_and_fields_exist() -> None:
     backups = (DOCS / "backups.md").read_text()
     for key in Manifest("sqlite", "0001", "0", "now", 0, "").as_json():
         assert f"`{key}`" in backups or key == "format", key
+    from hpcdet.master.db import LOCK_TIMEOUT_SECONDS
+
+    for text in (upgrades, backups):  # the bounded wait for a held table
+        assert re.search(rf"waits (at most )?{LOCK_TIMEOUT_SECONDS} s", text)
 
 
 def test_a_sqlite_backup_is_consistent_while_the_master_writes(tmp_path: Path) -> None:
