@@ -25,8 +25,14 @@ from typing import Any
 
 import pytest
 import yaml
-from seed_queue import (add_trial_jobs, entry, node, set_node_state, store_cluster,
-                        wait_first_refresh)
+from seed_queue import (
+    add_trial_jobs,
+    entry,
+    node,
+    set_node_state,
+    store_cluster,
+    wait_first_refresh,
+)
 from sqlalchemy.orm import Session
 
 from hpcdet.master.models import Job

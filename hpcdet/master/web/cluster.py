@@ -3,8 +3,9 @@
 
 Rendered from the ``pools`` and ``queue`` snapshots (a request never runs a scheduler
 command); ``/cluster`` then polls ``/api/v1/resource-pools``, ``/cluster/nodes`` refetches
-itself (static/poll.js, ``data-render="page"``) and swaps in the new rows. A pool's used slots are split
-into its own jobs' and those of pools sharing its nodes (see :mod:`hpcdet.master.queue.usage`).
+itself (static/poll.js, ``data-render="page"``) and swaps in the new rows. A pool's used
+slots are split into its own jobs' and those of pools sharing its nodes (see
+:mod:`hpcdet.master.queue.usage`).
 """
 
 from __future__ import annotations

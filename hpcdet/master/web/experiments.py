@@ -37,8 +37,7 @@ from hpcdet.master.experiments.experiment_list import (
 from hpcdet.master.models import Experiment
 from hpcdet.master.security.authz import ANONYMOUS, changing_workspaces, is_admin, visible
 from hpcdet.master.web.blueprint import bp
-from hpcdet.master.web.formatting import (number_text, percent, poll_seconds, state_word,
-                                         time_text)
+from hpcdet.master.web.formatting import number_text, percent, poll_seconds, state_word, time_text
 from hpcdet.master.web.identity import page_user
 
 DEFAULT_PER_PAGE = 50

@@ -55,8 +55,8 @@ class Picker:
 
 def checkpoint_choices(args: Mapping[str, str]) -> Picker:
     """The picker for ``?experiment=N`` or ``?trial=N`` (neither: empty, no error)."""
-    source = "trial" if (args.get("trial") or "").strip() else "experiment"
-    raw = (args.get(source) or "").strip()
+    trial, experiment = (args.get("trial") or "").strip(), (args.get("experiment") or "").strip()
+    source, raw = ("trial", trial) if trial else ("experiment", experiment)
     picker = Picker(source=source, raw=raw)
     if not raw:
         return picker

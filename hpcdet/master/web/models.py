@@ -5,8 +5,9 @@
 registers that checkpoint as the next version of a model. ``/models/<name>`` shows one model
 with its versions (download link, Python that loads it) and, for whoever may change the
 model, forms to edit its description, labels and metadata and to register another version
-(:mod:`hpcdet.master.web.model_versions`: the checkpoint picker). The forms post to the JSON API through
-``static/models.js`` with the page's CSRF token (``hpcdet.js``), as the other page actions do.
+(:mod:`hpcdet.master.web.model_versions`: the checkpoint picker). The forms post to the JSON
+API through ``static/models.js`` with the page's CSRF token (``hpcdet.js``), as the other
+page actions do.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from hpcdet.master.api.common import db, settings
 from hpcdet.master.errors import DomainError
 from hpcdet.master.registry import service
 from hpcdet.master.registry.service import Caller, ModelQuery
+from hpcdet.master.security.authz import Access
 from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import number_text, time_text
-from hpcdet.master.security.authz import Access
 from hpcdet.master.web.identity import page_user
 from hpcdet.master.web.model_versions import checkpoint_choices, load_snippet
 
