@@ -99,6 +99,17 @@ def value_text(value: Any) -> str:
 
 
 def metadata_lines(metadata: dict[str, Any] | None) -> str:
-    """The edit form's metadata: ``key = value`` per line (static/models.js reads it back)."""
-    return "\n".join(f"{key} = {value_text(value)}"
+    """The edit form's metadata: ``key = value`` per line, as static/models.js reads it back
+    (a value that reads as JSON is JSON): a text that would read as something else
+    (``"0.97"``, one with a line break or edge spaces) is written as a JSON string."""
+    return "\n".join(f"{key} = {_line_value(value)}"
                      for key, value in sorted((metadata or {}).items()))
+
+
+def _line_value(value: Any) -> str:
+    if isinstance(value, str) and value == value.strip() and "\n" not in value:
+        try:
+            json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, sort_keys=True)

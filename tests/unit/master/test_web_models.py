@@ -192,11 +192,13 @@ def test_only_who_may_change_the_model_gets_the_edit_and_register_forms(
         named_app: Flask, client: FlaskClient, tmp_path: Path) -> None:
     _digits_with_version(named_app, client, tmp_path / "store")
     client.patch("/api/v1/models/digits", headers=as_user("alice"),
-                 json={"labels": ["prod", "v2"], "metadata": {"acc": 0.97, "team": "ml"}})
+                 json={"labels": ["prod", "v2"],
+                       "metadata": {"acc": 0.97, "team": "ml", "ver": "2"}})
     mine = page(client, "/models/digits", "alice")
     assert 'data-edit-model="digits"' in mine and 'name="labels" value="prod, v2"' in mine
-    assert ">acc = 0.97\nteam = ml</textarea>" in mine
-    assert 'data-metadata-was>{"acc": 0.97, "team": "ml"}</script>' in mine
+    # the text "2" is written as JSON text, so that saving the form keeps it text
+    assert ">acc = 0.97\nteam = ml\nver = &#34;2&#34;</textarea>" in mine
+    assert 'data-metadata-was>{"acc": 0.97, "team": "ml", "ver": "2"}</script>' in mine
     # a workspace viewer reads the model but may not change it: no forms (the API's 403)
     client.post("/api/v1/workspaces", json={"name": "team"}, headers=as_user("alice"))
     client.put("/api/v1/workspaces/team/members/vic", json={"role": "viewer"},
