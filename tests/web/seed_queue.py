@@ -78,3 +78,16 @@ def wait_first_refresh(sessions: Callable[[], Session], timeout: float = 60) -> 
                 return
         time.sleep(0.3)
     raise AssertionError("the master did not read the cluster within a minute")
+
+
+def set_node_state(sessions: Callable[[], Session], name: str, state: str) -> None:
+    """Rewrite one node's state in the stored pools snapshot (as a later read would)."""
+    with sessions() as session:
+        found = load_snapshot(session, POOLS)
+        assert found is not None
+        data = found[0]
+        for each in data["nodes"]:
+            if each["name"] == name:
+                each.update(state=state, up=not state.startswith("down"))
+        store_snapshot(session, POOLS, data)
+        session.commit()

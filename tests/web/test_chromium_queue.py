@@ -25,7 +25,14 @@ from typing import Any
 
 import pytest
 import yaml
-from seed_queue import add_trial_jobs, entry, node, store_cluster, wait_first_refresh
+from seed_queue import (
+    add_trial_jobs,
+    entry,
+    node,
+    set_node_state,
+    store_cluster,
+    wait_first_refresh,
+)
 from sqlalchemy.orm import Session
 
 from hpcdet.master.models import Job
@@ -141,8 +148,19 @@ def test_queue_mine_with_priorities_cluster_and_nodes(web_master: Any, web_db: A
         node1 = tab.page.locator('tr[data-node="node1"]')
         assert "4/4" in node1.inner_text() and "9000" in node1.inner_text()
         assert "outside-analysis" in node1.inner_text()
-        assert "—" in tab.page.locator('tr[data-node="node2"] td.node-jobs').inner_text()
+        node2 = tab.page.locator('tr[data-node="node2"]')
+        assert "—" in node2.locator("td.node-jobs").inner_text()
+        assert node2.locator("[data-node-state]").inner_text() == "idle"
         tab.check(shots, f"nodes-{size}")
+        if size == "phone":  # last: live, a new snapshot's state shows without a reload
+            set_node_state(web_db, "node2", "down*")
+            # the poll runs every pool_refresh_seconds (an hour here): ask it now
+            tab.page.evaluate("document.dispatchEvent(new Event('hpcdet:changed'))")
+            tab.page.wait_for_function(
+                "document.querySelector('tr[data-node=node2] [data-node-state]')"
+                ".textContent === 'down (not responding)'")
+            assert "takes no jobs" in node2.inner_text()
+            assert tab.errors == []
         tab.page.close()
 
 

@@ -118,7 +118,7 @@ def _checkpointed_during(session: Session, job: Job, trial: Trial) -> bool:
 def job_ended(session: Session, job: Job, trial: Trial, status: JobStatus,
               max_restarts: int, *, files: Transport) -> None:
     """Apply the end of ``job``'s last execution to ``trial`` (the one place that does)."""
-    cause = f"job {job.job_id} ended {ended_words(status)} (exit code {status.exit_code})"
+    cause = end_cause(job.job_id, status)
     current = State(trial.state)
     if current.is_terminal:
         return
@@ -131,6 +131,17 @@ def job_ended(session: Session, job: Job, trial: Trial, status: JobStatus,
         _complete(session, job, trial, status, cause)
     else:
         run_again(session, trial, outcome, cause, max_restarts)
+
+
+def end_cause(job_id: str | None, status: JobStatus) -> str:
+    """How job ``job_id`` ended, in words: the scheduler's state and exit code, or that it
+    ended without one because the scheduler no longer knows the job (``MISSING``)."""
+    if status.phase is JobPhase.MISSING:
+        return (f"job {job_id} ended without an exit code "
+                "(the scheduler no longer knows it)")
+    if status.exit_code is None:
+        return f"job {job_id} ended {ended_words(status)} without an exit code"
+    return f"job {job_id} ended {ended_words(status)} (exit code {status.exit_code})"
 
 
 def ended_words(status: JobStatus) -> str:

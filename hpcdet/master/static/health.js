@@ -1,5 +1,6 @@
 // The health banner (templates/_health.html): refetches the master's health every 30 s and
-// shows its problems, or hides the banner when it is ok. Text goes in through textContent.
+// shows its problems (their UTC moments in the reader's local time), or hides the banner
+// when it is ok. Text goes in through textContent.
 (function () {
   "use strict";
 
@@ -9,11 +10,25 @@
     var list = banner.querySelector("[data-health-problems]");
     var problems = health.status === "degraded" ? (health.problems || []) : [];
     list.replaceChildren.apply(list, problems.map(function (problem) {
-      var li = document.createElement("li");
-      li.textContent = problem;
-      return li;
+      return window.hpcdet.el("li", {}, withTimes(problem));
     }));
     banner.hidden = problems.length === 0;
+  }
+
+  // A problem's "2026-01-02 03:04:05 UTC" moments as <time> in local time (as
+  // web/health_banner.py renders them); the rest as text.
+  function withTimes(problem) {
+    var pattern = /(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}) UTC/g;
+    var parts = [];
+    var last = 0;
+    var found;
+    while ((found = pattern.exec(problem)) !== null) {
+      parts.push(problem.slice(last, found.index));
+      parts.push(window.hpcdet.timeEl(found[1] + "T" + found[2] + "Z"));
+      last = pattern.lastIndex;
+    }
+    parts.push(problem.slice(last));
+    return parts;
   }
 
   function refresh(banner) {

@@ -255,6 +255,7 @@
   window.hpcdet = {
     user: user, getJSON: function (url) { return request("GET", url); },
     postJSON: function (url, body) { return request("POST", url, body); },
+    patchJSON: function (url, body) { return request("PATCH", url, body); },
     el: el, stateBadge: stateBadge, isTerminal: isTerminal, fmtTime: fmtTime, zoneName: zoneName,
     stateWord: stateWord, setStateBadge: setStateBadge, timeEl: timeEl,
     localiseTimes: localiseTimes, EMPTY: EMPTY, actionStatus: actionStatus,

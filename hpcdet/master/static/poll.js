@@ -136,19 +136,46 @@
     setText("[data-poll-taken]", takenText(body.taken_at));
   }
 
+  // data-render="page": the URL is the page itself, rendered by the server; its fresh
+  // <tbody> (same id) and snapshot time replace this page's (adopted nodes, never HTML text).
+  function renderPage(tbody, text) {
+    var fresh = new DOMParser().parseFromString(text, "text/html");
+    var rows = fresh.getElementById(tbody.id);
+    if (!rows) { return; }
+    tbody.replaceChildren.apply(tbody, Array.prototype.slice.call(document.adoptNode(rows).childNodes));
+    var taken = fresh.querySelector("[data-poll-taken]");
+    var here = document.querySelector("[data-poll-taken]");
+    if (taken && here) { here.replaceChildren.apply(here, Array.prototype.slice.call(document.adoptNode(taken).childNodes)); }
+    h.localiseTimes();
+  }
+
+  function fetchPage(url) {
+    return fetch(url, { headers: { "Accept": "text/html" } }).then(function (response) {
+      if (!response.ok) { throw new Error(response.statusText); }
+      return response.text();
+    });
+  }
+
   // The cluster and the queue never finish: hpcdet.poll keeps going (step answers false).
   function start(tbody) {
+    var page = tbody.dataset.render === "page";
     h.poll(Number(tbody.dataset.every) || 15, function () {
+      if (page) {
+        return fetchPage(tbody.dataset.poll).then(function (text) {
+          renderPage(tbody, text);
+          return false;
+        });
+      }
       return h.getJSON(tbody.dataset.poll).then(function (body) {
         render(tbody, body);
         return false;
       });
-    });
+    }, page);
   }
 
   // Refetch every polled table now (after an action changed what they show).
   h.refreshPolls = function () {
-    document.querySelectorAll("tbody[data-poll]").forEach(function (tbody) {
+    document.querySelectorAll("tbody[data-poll]:not([data-render=page])").forEach(function (tbody) {
       h.getJSON(tbody.dataset.poll).then(function (body) { render(tbody, body); });
     });
   };

@@ -91,7 +91,7 @@ def experiment_checkpoints(exp: Experiment, page: int) -> dict[str, Any]:
     rows = list(db().scalars(select(Checkpoint).join(Trial, Trial.id == Checkpoint.trial_id)
                              .where(Trial.experiment_id == exp.id)))
     metric = SearcherMetric.of(exp.config)
-    rows.sort(key=lambda c: _rank(c, metric))
+    rows = best_first(rows, metric)
     total = len(rows)
     pages = max(1, -(-total // PAGE_SIZE))
     page = min(page, pages)
@@ -103,6 +103,12 @@ def experiment_checkpoints(exp: Experiment, page: int) -> dict[str, Any]:
     for body in marked:  # the best of the whole experiment, not of this page
         body["best"] = body["uuid"] == best
     return {"rows": marked, "page": page, "pages": pages, "total": total}
+
+
+def best_first(rows: list[Checkpoint], metric: SearcherMetric) -> list[Checkpoint]:
+    """ACTIVE checkpoints with a searcher-metric validation best first, then the others
+    newest first, deleted last (the experiment's list and the registry's picker)."""
+    return sorted(rows, key=lambda c: _rank(c, metric))
 
 
 def _rank(c: Checkpoint, metric: SearcherMetric) -> tuple[int, float, float]:

@@ -2,8 +2,10 @@
 ``/cluster/nodes``: each node, what it holds and which jobs run on it.
 
 Rendered from the ``pools`` and ``queue`` snapshots (a request never runs a scheduler
-command); ``/cluster`` then polls ``/api/v1/resource-pools``. A pool's used slots are split
-into its own jobs' and those of pools sharing its nodes (see :mod:`hpcdet.master.queue.usage`).
+command); ``/cluster`` then polls ``/api/v1/resource-pools``, ``/cluster/nodes`` refetches
+itself (static/poll.js, ``data-render="page"``) and swaps in the new rows. A pool's used
+slots are split into its own jobs' and those of pools sharing its nodes (see
+:mod:`hpcdet.master.queue.usage`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from hpcdet.master.queue.usage import node_rows, pool_usage
 from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import poll_seconds, taken_text
 from hpcdet.master.web.identity import page_user
+from hpcdet.master.web.node_words import node_state_words
 from hpcdet.master.web.queue import job_type_word
 
 
@@ -42,10 +45,12 @@ def cluster_nodes() -> str:
     last queue read placed on it, linked to their trial or task."""
     found = load_snapshot(db(), POOLS)
     rows = _queue_rows()
-    nodes = [{**node, "jobs": [_job_link(job) for job in node["jobs"]]}
+    nodes = [{**node, "jobs": [_job_link(job) for job in node["jobs"]],
+              "state_words": node_state_words(str(node.get("state") or ""))}
              for node in node_rows(_nodes(found), rows)]
     return render_template("nodes.html", page="cluster", nodes=nodes,
-                           taken=taken_text(None if found is None else found[1]))
+                           taken=taken_text(None if found is None else found[1]),
+                           poll_seconds=poll_seconds())
 
 
 def _nodes(found: tuple[dict[str, Any], Any] | None) -> list[dict[str, Any]]:

@@ -92,11 +92,14 @@ def submitted_config_yaml(original: str | None, *, to_owner: bool) -> str:
 
 
 def pool_name(config: Mapping[str, Any]) -> str:
-    """The pool the trials run in, by name ("the default pool" when none is known yet)."""
+    """The pool the trials run in, by name: "(the default)" only when the config names
+    none and the master chose it ("the default pool" when none is known yet)."""
     try:
         found = pool_for_config(db(), settings(), config).name
     except ConfigError as exc:
         return f"unknown ({'; '.join(exc.errors)})"
+    if (config.get("resources") or {}).get("resource_pool"):
+        return found
     return f"{found} (the default)" if found else "the default pool"
 
 

@@ -37,7 +37,7 @@ from hpcdet.master.experiments.experiment_list import (
 from hpcdet.master.models import Experiment
 from hpcdet.master.security.authz import ANONYMOUS, changing_workspaces, is_admin, visible
 from hpcdet.master.web.blueprint import bp
-from hpcdet.master.web.formatting import number_text, percent, poll_seconds, time_text
+from hpcdet.master.web.formatting import number_text, percent, poll_seconds, state_word, time_text
 from hpcdet.master.web.identity import page_user
 
 DEFAULT_PER_PAGE = 50
@@ -111,8 +111,17 @@ def read_args(args: Mapping[str, str]) -> tuple[PageArgs | None, list[str]]:
         try:
             values[name] = parse(args)
         except BadParameter as exc:
-            errors.append(str(exc))
+            errors.append(_in_words(exc, args))
     return (None, errors) if errors else (PageArgs(**values), [])
+
+
+def _in_words(exc: BadParameter, args: Mapping[str, str]) -> str:
+    """The page's words for a bad parameter: an unknown state names the states as the
+    filter shows them ("Active", "Stopping (error)"), not the API's names."""
+    if exc.param != "state":
+        return str(exc)
+    words = ", ".join(state_word(state) for state in EXPERIMENT_STATES)
+    return f"state: there is no experiment state {args.get('state')!r}; choose one of {words}"
 
 
 def _page(args: Mapping[str, str]) -> int:

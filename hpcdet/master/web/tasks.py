@@ -25,6 +25,9 @@ from hpcdet.master.web.identity import page_user
 
 # The kinds the filter offers (CommandTask.kind); a proxied kind's running task gets Open.
 KINDS = ("batch", "command", "notebook", "shell", "tensorboard")
+# What the page calls each kind (the filter's value and data-kind stay the API's).
+KIND_WORDS = {"batch": "batch job", "command": "command", "notebook": "notebook",
+              "shell": "shell", "tensorboard": "TensorBoard"}
 PROXIED = ("notebook", "tensorboard")
 KILLABLE = ("QUEUED", "RUNNING")
 
@@ -40,6 +43,7 @@ def tasks() -> tuple[str, int]:
     listing = task_listing(page_user(), args)
     return render_template("tasks.html", page="tasks", rows=[row(t) for t in listing["tasks"]],
                            total=listing["total"], kinds=KINDS, kind=args.get("kind", ""),
+                           kind_words=KIND_WORDS,
                            active=active, poll_seconds=poll_seconds(),
                            fmt_time=time_text), 200
 

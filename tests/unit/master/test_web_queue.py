@@ -269,6 +269,8 @@ def test_the_api_header_and_every_page_say_when_the_master_is_degraded(
         html = page(client, url)
         assert 'data-health-banner hidden' not in html and "data-health-banner" in html
         assert "squeue exited with 1: &lt;fatal&gt;" in html
+        # the moment as a <time> the page shows in the reader's zone, not as UTC text
+        assert 'since <time datetime="2026-11-26T11:00:00Z"' in html
 
 
 def test_the_client_reports_a_degraded_answer_once() -> None:

@@ -70,10 +70,11 @@ def test_the_page_lists_tasks_with_open_and_kill(named_app: Flask, web: FlaskCli
     shown = rows(html)
     assert list(shown) == [board["id"], command["id"]]  # newest first
     tb, cmd = shown[board["id"]], shown[command["id"]]
-    assert "<td>tensorboard</td>" in tb and "RUNNING" in tb and "<td>alice</td>" in tb
+    assert '<td title="tensorboard">TensorBoard</td>' in tb and "RUNNING" in tb
+    assert "<td>alice</td>" in tb
     assert f'href="/proxy/{board["id"]}/"' in tb and "data-kill" in tb
     assert f'data-action-url="/api/v1/tasks/{board["id"]}/kill"' in tb
-    assert "<td>command</td>" in cmd and "QUEUED" in cmd
+    assert '<td title="command">command</td>' in cmd and "QUEUED" in cmd
     assert "/proxy/" not in cmd and "data-kill" in cmd  # no service to open; killable
 
     assert rows(page(web, "bob")) == {}  # alice's private tasks are not bob's to see
