@@ -19,6 +19,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from log_seed import sessions
 from master_helpers import create
+from test_failure_summary import GPU_OOM
 
 from hpcdet.dispatcher import JobPhase
 from hpcdet.master.app import create_app
@@ -113,10 +114,6 @@ def test_the_experiment_page_has_open_tensorboard(web: FlaskClient) -> None:
         assert script.status_code == 200 and b"/api/v1/tensorboards" in script.data
 
 
-OOM_LINE = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
-            "GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.")
-
-
 def errored_task(app: Flask, job_dir: Path, **columns: Any) -> int:
     """A task of alice's that ended ERROR, its log files in ``job_dir``."""
     with sessions(app).begin() as session:
@@ -133,7 +130,7 @@ def test_the_task_page_says_why_and_links_to_the_line(named_app: Flask, web: Fla
     (tmp_path / TASK_OUTPUT_LOG).write_text("epoch 1\n<b>step</b>\n")
     before = "Traceback (most recent call last):\n"
     (tmp_path / TASK_ERROR_LOG).write_text(
-        f"{before}{OOM_LINE}\nsrun: error: node1: task 0: Exited with exit code 1\n")
+        f"{before}{GPU_OOM}\nsrun: error: node1: task 0: Exited with exit code 1\n")
     task_id = errored_task(named_app, tmp_path, native_state="FAILED", exit_code=1)
     html = page(web, "alice", f"/tasks/{task_id}")
     assert 'data-failure="oom_gpu"' in html and "ran out of GPU memory" in html
@@ -167,6 +164,9 @@ def test_a_missing_or_unseen_task_page_is_404(named_app: Flask, web: FlaskClient
         assert "not found" in response.get_data(as_text=True)
         assert "train" not in response.get_data(as_text=True)
     assert web.get("/tasks/x").status_code == 404
+    # As the API answers bob.
+    assert web.get(f"/api/v1/tasks/{task_id}", headers={"X-Hpcdet-User": "bob"}
+                   ).status_code == 404
 
 
 def test_an_active_task_page_refreshes_until_the_task_ends(web: FlaskClient) -> None:
