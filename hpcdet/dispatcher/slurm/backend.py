@@ -183,11 +183,22 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
 
     def _statuses(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         """The queue (one ``squeue``, or pyslurm's job table), then accounting (at most one
-        ``sacct``) for the rest; poll reads exit files for jobs neither knows."""
+        ``sacct``) for the rest and for the jobs the queue shows ``CANCELLED``: only
+        accounting says who cancelled a job (``CANCELLED by <uid>``, the failure summary's
+        "cancelled by <user>"), kept as the native state when it says so. Poll reads exit
+        files for jobs neither knows."""
         found = self.status_reader.in_queue(job_ids)
         unknown = [job_id for job_id in job_ids if job_id not in found]
-        if unknown:
-            found.update(self.status_reader.in_accounting(unknown))
+        cancelled = [job_id for job_id, status in found.items()
+                     if status.native_state == "CANCELLED"]
+        if not unknown and not cancelled:
+            return found
+        accounted = self.status_reader.in_accounting([*unknown, *cancelled])
+        found.update({job_id: accounted[job_id] for job_id in unknown if job_id in accounted})
+        for job_id in cancelled:
+            who = accounted.get(job_id)
+            if who is not None and who.native_state.startswith("CANCELLED by "):
+                found[job_id] = replace(found[job_id], native_state=who.native_state)
         return found
 
     def startup_problem(self) -> str | None:

@@ -27,6 +27,7 @@ from hpcdet.master.reports.failure import (
     LogLine,
     tail_lines,
     task_failure,
+    with_time_limit,
 )
 from hpcdet.master.scheduling import task_submission, tasks
 from hpcdet.master.security import authz
@@ -117,30 +118,47 @@ def describe_task(task_id: int) -> Any:
     body = with_reason_words(tasks.task_json(task, tasks.queue_positions(db(), [task])
                                              .get(task.id)), "reason", "reason_words")
     body["history"] = history("task", task_id)
-    found = _failure(task, body["history"])
+    found = task_failure_of(task, body["history"])
     body["failure"] = None if found is None else found.as_json()
     return {"task": body}
 
 
-FAILURE_TAIL = 200  # lines of each log file the failure summary reads
+FAILURE_TAIL = 200  # lines of each log file the failure summary reads (and the page shows)
 
 
-def _failure(task: CommandTask, changes: list[dict[str, Any]]) -> Failure | None:
-    """Why an ERROR or CANCELED task ended: its job's end and its logs' tails (error file
-    last: the scheduler's and the shell's lines land there)."""
-    if task.state not in ("ERROR", "CANCELED"):
-        return None
-    tail: list[LogLine] = []
+def log_tail(task: CommandTask, stream: str, lines: int = FAILURE_TAIL) -> list[LogLine]:
+    """The last ``lines`` lines of the task's ``output`` or ``error`` file, each line's id
+    its byte offset (OSError, DomainError: the file cannot be read)."""
+    read = tasks.read_log(task, stream, tail_lines=lines, limit=lines * MAX_LINE,
+                          files=_backend().transport)
+    return tail_lines(read["text"], read["offset"])
+
+
+def task_tails(task: CommandTask) -> dict[str, list[LogLine]]:
+    """The tail of each log file, by stream; one that cannot be read (unreachable, odd) is
+    left out: the state still tells."""
+    found: dict[str, list[LogLine]] = {}
     for stream in ("output", "error"):
         try:
-            read = tasks.read_log(task, stream, tail_lines=FAILURE_TAIL,
-                                  limit=FAILURE_TAIL * MAX_LINE, files=_backend().transport)
-        except (OSError, DomainError):  # an unreachable or odd log: the state still tells
+            found[stream] = log_tail(task, stream)
+        except (OSError, DomainError):
             continue
-        tail += tail_lines(read["text"], read["offset"])
+    return found
+
+
+def task_failure_of(task: CommandTask, changes: list[dict[str, Any]],
+                    tails: Mapping[str, list[LogLine]] | None = None) -> Failure | None:
+    """Why an ERROR or CANCELED task ended: its job's end and its logs' tails (``tails``,
+    else read now; error file last: the scheduler's and the shell's lines land there);
+    ``changes``: its history (who cancelled it). Also the web task page's summary."""
+    if task.state not in ("ERROR", "CANCELED"):
+        return None
+    tails = task_tails(task) if tails is None else tails
+    tail = [line for stream in ("output", "error") for line in tails.get(stream, [])]
     actors = [c.get("actor") for c in changes if c.get("actor") not in (None, "system")]
     by = actors[-1] if task.state == "CANCELED" and actors else None
-    return task_failure(task.state, task.native_state, task.exit_code, tail, by)
+    found = task_failure(task.state, task.native_state, task.exit_code, tail, by)
+    return None if found is None else with_time_limit(found, task.config)
 
 
 @bp.post("/tasks/<int:task_id>/kill")

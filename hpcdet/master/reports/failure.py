@@ -24,7 +24,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from hpcdet.master.models import Job, StateChange, Trial, TrialLog
+from hpcdet.master.models import Experiment, Job, StateChange, Trial, TrialLog
+from hpcdet.master.reports.time_limit import config_time_limit
 
 TAIL_LINES = 400
 MAX_LINE = 1000  # 400 lines of at most 1000 characters: at most ~400 KB read
@@ -97,8 +98,8 @@ def is_failure_line(text: str) -> bool:
 def classify(end: JobEnd, tail: Sequence[LogLine]) -> Failure:
     """The cause of a failed (or cancelled) job from its end and its log's tail."""
     tail = [LogLine(line.log_id, line.text[:MAX_LINE]) for line in tail[-TAIL_LINES:]]
-    last = _last_error(tail)
     cause, words = _cause(end, tail)
+    last = _last_error(tail, cause)
     by = end.cancelled_by or _cancelled_by(end.native_state)
     if cause == "cancelled" and by:
         words = f"cancelled by {by}"
@@ -120,8 +121,9 @@ def _cause(end: JobEnd, tail: Sequence[LogLine]) -> tuple[str, str]:
         return by_phase[phase]
     if any(GPU_OOM.search(t) for t in text):
         return "oom_gpu", "ran out of GPU memory"
+    # A cancelled job's processes are SIGKILLed after KillWait: its "Killed" is no OOM.
     if any(HOST_OOM.search(t) for t in text) or (
-            end.exit_code == 137 and any(KILLED.search(t) for t in text)):
+            end.exit_code == 137 and phase != "CANCELLED" and any(KILLED.search(t) for t in text)):
         return "oom_host", "ran out of host memory"
     if any(TIME_LIMIT.search(t) for t in text):
         return "time_limit", "hit its time limit"
@@ -164,9 +166,17 @@ def _cancelled_by(native: str | None) -> str | None:
         return f"uid {uid}"
 
 
-def _last_error(tail: Sequence[LogLine]) -> LogLine | None:
-    """The last failure line of the tail, else its last line that reads as an error."""
-    for pattern in (FAILURE_LINE, _ERRORISH):
+# The line that tells the cause, linked before any later failure line (srun's "Exited with
+# exit code 1" follows PyTorch's OOM message in a real job's log).
+_CAUSE_LINES = {"oom_gpu": GPU_OOM, "oom_host": HOST_OOM, "time_limit": TIME_LIMIT,
+                "cancelled": re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT ")}
+
+
+def _last_error(tail: Sequence[LogLine], cause: str) -> LogLine | None:
+    """The tail's last line that tells the ``cause``, else its last failure line, else its
+    last line that reads as an error."""
+    told = [_CAUSE_LINES[cause]] if cause in _CAUSE_LINES else []
+    for pattern in (*told, FAILURE_LINE, _ERRORISH):
         for line in reversed(tail):
             if pattern.search(line.text):
                 return line
@@ -187,12 +197,22 @@ def trial_failure(session: Session, trial: Trial) -> Failure | None:
     end = JobEnd(phase="CANCELLED" if actor else (job.phase if job else None),
                  native_state=job.native_state if job else None,
                  exit_code=job.exit_code if job else None, cancelled_by=actor)
-    found = classify(end, tail)
+    exp = session.get(Experiment, trial.experiment_id)
+    found = with_time_limit(classify(end, tail), exp.config if exp else None)
     if found.last_error is None:
         return found
     number = session.scalar(select(func.count()).select_from(TrialLog).where(
         TrialLog.trial_id == trial.id, TrialLog.id <= found.last_error.log_id))
     return Failure(**{**found.__dict__, "line_number": int(number or 0)})
+
+
+def with_time_limit(found: Failure, config: dict[str, Any] | None) -> Failure:
+    """``found``, its words naming the limit (``hit its time limit of 1 minute``) when the
+    cause is a time limit and the config's ``slurm.sbatch_args`` set one."""
+    limit = config_time_limit(config) if found.cause == "time_limit" else None
+    if limit is None:
+        return found
+    return Failure(**{**found.__dict__, "words": f"{found.words} of {limit}"})
 
 
 def _killed_by(session: Session, trial: Trial) -> str | None:

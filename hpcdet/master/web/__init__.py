@@ -20,6 +20,7 @@ from hpcdet.master.web import (
     models,
     queue,
     sign_in_link,
+    task,
     tasks,
     trial,
     trial_logs,
@@ -32,4 +33,4 @@ for _name in ("state_word", "state_badge", "time_tag", "or_dash"):
 
 __all__ = ["bp", "checkpoints", "cluster", "experiment", "experiments", "forking", "formatting",
            "health_banner", "identity", "models", "queue", "sign_in_link",
-           "tasks", "trial", "trial_logs"]
+           "task", "tasks", "trial", "trial_logs"]

@@ -24,6 +24,11 @@ Knobs (the hyperparameters, or the environment):
   wait (up to 10 minutes) until it exists before training on, or stop there when asked
   to (preemption, pause, a signal): a test holds the trial mid-training for as long as
   it needs, however slow the machine;
+* ``STANDIN_FAIL_AS`` (env): ``cuda_oom`` prints the traceback
+  PyTorch prints for a CUDA out-of-memory error and exits 1 (a stand-in: no GPU here);
+  ``hang`` prints a line, then sleeps ignoring every request to stop (the time-limit
+  warning, a preemption, a kill) and never checkpoints, so Slurm's time limit (or an
+  ``scancel``) is what ends it;
 * each run prints ``standin-first-batch=N``, the batch it starts from (0, or the
   checkpoint's); with ``STANDIN_PRINT_BATCHES=1`` (env) also ``epoch E batch B`` per batch
   (a log to follow);
@@ -38,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import time
 from typing import Any
 
@@ -101,6 +107,27 @@ def wait_for_gate(path: str, core: hpcdet.core.Context) -> bool:
         time.sleep(0.2)
 
 
+# PyTorch 2's message for a failed CUDA allocation, as it prints it (the last line).
+CUDA_OOM = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+            "GPU 0 has a total capacity of 79.14 GiB of which 1.06 GiB is free. Of the "
+            "allocated memory 75.98 GiB is allocated by PyTorch, and 1.12 GiB is reserved by "
+            "PyTorch but unallocated.")
+
+
+def fail_as(how: str) -> None:
+    """Fail the ``STANDIN_FAIL_AS`` way: ``cuda_oom`` (exit 1) or ``hang`` (never returns)."""
+    if how == "cuda_oom":
+        print("Traceback (most recent call last):\n"
+              '  File "standin.py", line 1, in <module>\n'
+              "    loss.backward()\n" + CUDA_OOM, file=sys.stderr, flush=True)
+        raise SystemExit(1)
+    if how == "hang":
+        print("standin: hanging until the scheduler ends the job", flush=True)
+        while True:
+            time.sleep(1)
+    raise SystemExit(f"standin: STANDIN_FAIL_AS={how!r} is neither cuda_oom nor hang")
+
+
 def stop(core: hpcdet.core.Context, batches: int, value: float, saved_at: int,
          per_epoch: int) -> None:
     """Asked to stop: checkpoint where it is, unless that checkpoint exists."""
@@ -122,6 +149,8 @@ def main() -> None:
         unit = max(1, int(config.get("scheduling_unit") or 100))
         validate_every = period_epochs(config, "min_validation_period") * per_epoch
         checkpoint_every = period_epochs(config, "min_checkpoint_period") * per_epoch
+        if os.environ.get("STANDIN_FAIL_AS"):
+            fail_as(os.environ["STANDIN_FAIL_AS"])
         batches, value = restore(core)
         saved_at = batches
         # Where this run starts: 0, or the batch of the checkpoint it resumed from.

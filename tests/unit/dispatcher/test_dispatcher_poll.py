@@ -90,16 +90,18 @@ def test_finished_jobs_in_squeue_take_the_exit_code_from_the_exit_file(
     assert (status["1"].phase, status["1"].exit_code) == (JobPhase.FAILED, None)
 
 
-def test_sacct_is_asked_only_about_jobs_squeue_no_longer_holds(
+def test_sacct_is_asked_only_about_jobs_squeue_no_longer_holds_or_shows_cancelled(
     tmp_path: Path, recorded_slurm: Any
 ) -> None:
     runner = recorded_slurm({"squeue": SQUEUE_RECORDED_LATER, "sacct": SACCT_RECORDED})
     result = SlurmBackend(runner=runner).poll(_jobs(tmp_path, "5", "3", "6", "4", "1"))
     assert runner.calls == [
         (*SQUEUE_ARGV, "--jobs=5,3,6,4,1", SQUEUE_FORMAT, SQUEUE_ARRAY),
-        (*SACCT_ARGV, "--jobs=3,4,1", SACCT_FORMAT),
+        (*SACCT_ARGV, "--jobs=3,4,1,5", SACCT_FORMAT),
     ]
-    assert result["5"] == JobStatus("5", JobPhase.CANCELLED, "CANCELLED", nodes="node1", restarts=0)
+    # Cancelled: the queue's status, with accounting's word of who cancelled it.
+    assert result["5"] == JobStatus("5", JobPhase.CANCELLED, "CANCELLED by 0", nodes="node1",
+                                    restarts=0)
     assert result["6"] == JobStatus("6", JobPhase.TIMEOUT, "TIMEOUT", reason="TimeLimit",
                                     nodes="node1", restarts=0)  # fmt: skip
     assert result["4"] == JobStatus("4", JobPhase.CANCELLED, "CANCELLED by 0", reason="JobHeldUser",

@@ -29,6 +29,7 @@ from hpcdet.master.reports.failure import (
     JobEnd,
     LogLine,
     classify,
+    with_time_limit,
 )
 from hpcdet.master.web.trial_logs import log_level
 
@@ -204,3 +205,35 @@ def test_the_docs_say_what_the_classifier_does() -> None:
     for words in ("ran out of GPU memory", "ran out of host memory", "hit its time limit",
                   "its node failed"):
         assert words in doc
+
+
+def test_the_line_that_tells_the_cause_is_linked_before_a_later_srun_line() -> None:
+    srun = "srun: error: node1: task 0: Exited with exit code 1"
+    found = classify(JobEnd("FAILED", "FAILED", 1), lines(GPU_OOM, srun))
+    assert found.cause == "oom_gpu" and found.last_error == LogLine(2, GPU_OOM)
+    assert classify(JobEnd("FAILED", "FAILED", 2), lines(srun)).last_error == LogLine(2, srun)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--time=1"], "hit its time limit of 1 minute"),
+    (["--mem=1G", "-t 90"], "hit its time limit of 1 hour 30 minutes"),
+    (["-t2-3:04"], "hit its time limit of 2 days 3 hours 4 minutes"),
+    (["--time 0:30"], "hit its time limit of 30 seconds"),
+    (["--time=infinite"], "hit its time limit"),
+    (["--time=1:x"], "hit its time limit"),
+    ([], "hit its time limit"),
+])
+def test_the_time_limit_is_named_when_the_config_set_it(args: list[str], words: str) -> None:
+    found = with_time_limit(classify(JobEnd("TIMEOUT", "TIMEOUT"), lines(TIME_LIMIT)),
+                            {"slurm": {"sbatch_args": args}})
+    assert found.words == words
+    # Only a time limit names one.
+    other = with_time_limit(classify(JobEnd("NODE_FAIL"), []), {"slurm": {"sbatch_args": args}})
+    assert other.words == "its node failed"
+
+
+def test_a_cancelled_job_links_slurms_line_and_its_killed_is_no_oom() -> None:
+    killed = "/var/spool/slurmd/job7/slurm_script: line 48: 19183 Killed      srun python"
+    found = classify(JobEnd("CANCELLED", "CANCELLED by 0", 137), lines(SCANCELLED, killed))
+    assert (found.cause, found.words) == ("cancelled", "cancelled by root")
+    assert found.last_error == LogLine(2, SCANCELLED)

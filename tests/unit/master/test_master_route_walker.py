@@ -108,6 +108,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("web.queue", "GET"): "listing",
     ("web.cluster_nodes", "GET"): "listing",
     ("web.tasks", "GET"): "listing",
+    ("web.task_page", "GET"): "own",
     ("api.create_experiment", "POST"): "create",
     ("api.create_task", "POST"): "create",
     ("api.create_command", "POST"): "create",
