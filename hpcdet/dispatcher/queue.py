@@ -42,6 +42,12 @@ class QueueEntry:
     held: bool = False
     # The nodes a running job holds (empty while it waits, or where the scheduler says not).
     node_names: tuple[str, ...] = ()
+    # Seconds it has run so far, and its wall-time limit (None: none, or not known).
+    time_used: int | None = None
+    time_limit: int | None = None
+    # When the scheduler expects a waiting job to start (ISO 8601 with the zone), where it
+    # has computed that (Slurm's backfill, PBS's estimated.start_time); None otherwise.
+    expected_start: str | None = None
 
     @property
     def gpus(self) -> int:
@@ -103,6 +109,19 @@ class JobUpdateRefusedError(SchedulerError):
         super().__init__(error.argv, error.returncode, error.stdout, error.stderr)
         self.reason = error.stderr.strip() or error.stdout.strip() or str(error)
         self.args = (self.reason,)
+
+
+# Reason words that speak of the job's owner (``the owner's QOS allows no more ...``) start
+# with this phrase; :func:`personal_words` names the owner in it for whoever reads them.
+OWNER = "the owner's"
+
+
+def personal_words(words: str | None, owner: str | None, viewer: str | None) -> str | None:
+    """``words`` as ``viewer`` should read them about ``owner``'s job: "your ..." for their
+    own job, "ann's ..." for another's (``the owner's`` when either is not known)."""
+    if not words or not words.startswith(OWNER) or not owner or not viewer:
+        return words
+    return ("your" if owner == viewer else f"{owner}'s") + words[len(OWNER):]
 
 
 class OrderImpossibleError(HpcdetError):

@@ -42,14 +42,16 @@ def add_trial_jobs(session: Session, *, name: str, owner: str, priority: int,
 
 def entry(job_id: str, *, priority: int, user: str = "root", partition: str = "batch",
           name: str = "job", running: bool = False, reason: str | None = "Priority",
-          comment: str | None = None, cpus: int = 1, nodes: Sequence[str] = ()) -> QueueEntry:
-    """One job of the seeded queue."""
+          comment: str | None = None, cpus: int = 1, nodes: Sequence[str] = (),
+          times: tuple[int | None, int | None, str | None] = (None, None, None)) -> QueueEntry:
+    """One job of the seeded queue; ``times``: seconds used, the limit, the expected start."""
     return QueueEntry(job_id=job_id, partition=partition, name=name, user=user,
                       state="RUNNING" if running else "PENDING",
                       reason=None if running else reason, priority=priority, nice=0,
                       qos="normal", account="hpcdet", submit_time="2026-11-26T10:00:00+00:00",
                       tasks=1, cpus=cpus, nodes=1, comment=comment, pending=not running,
-                      node_names=tuple(nodes))
+                      node_names=tuple(nodes), time_used=times[0], time_limit=times[1],
+                      expected_start=times[2])
 
 
 def node(name: str, *, allocated: int, partitions: Sequence[str],

@@ -1,6 +1,7 @@
 """The queue, cluster and nodes pages and the health banner in real headless Chromium.
 
-- The queue filtered to "mine" with both priorities, on a seeded queue; the cluster page
+- The queue filtered to "mine" with both priorities, on a seeded queue, and the whole queue
+  (links, owners, reasons, times; fitting 1280/1440/390 px); the cluster page
   saying whose jobs use a pool's slots; the per-node page (desktop and phone).
 - An action from the queue page (move a job ahead of another) changing Slurm's order, seen
   in ``squeue``: two tiny real jobs that wait (``--begin``), cancelled at the end. Run it
@@ -86,8 +87,9 @@ class Tab:
 
 
 def seed_queue(web_db: Callable[[], Session]) -> None:
-    """ann's two waiting trial jobs (priorities 5 and 42), bob's, and a job from outside
-    hpcdet running on node1 in batch; debug shares batch's nodes and has no job."""
+    """ann's two waiting trial jobs (priorities 5 and 42), bob's (run as bob: owner mode;
+    ann may not see his experiment), and a job from outside hpcdet
+    running on node1 in batch; debug shares batch's nodes and has no job."""
     wait_first_refresh(web_db)
     with web_db() as session:
         ann = add_trial_jobs(session, name="ann-resnet", owner="ann", priority=5,
@@ -101,11 +103,13 @@ def seed_queue(web_db: Callable[[], Session]) -> None:
                  node("node2", allocated=0, partitions=["batch", "debug"], state="idle")]
         store_cluster(session, pools, nodes, [
             entry("9000", priority=5000, name="outside-analysis", user="carol", running=True,
-                  cpus=4, nodes=["node1"]),
+                  cpus=4, nodes=["node1"], times=(3723, 93784, None)),
             entry("9001", priority=4900, user="root", name="det-1-1-1", comment=ann[0],
-                  reason="Resources"),
-            entry("9003", priority=4800, name="det-2-3-1", comment=bob[0]),
-            entry("9002", priority=4700, name="det-1-2-1", comment=ann[1])])
+                  reason="Resources", times=(0, 3600, "2026-11-30T14:50:38+00:00")),
+            entry("9003", priority=4800, name="det-2-3-1", comment=bob[0], user="bob",
+                  reason="QOSMaxGRESPerUser"),
+            entry("9002", priority=4700, name="det-1-2-1", comment=ann[1],
+                  reason="QOSMaxJobsPerUserLimit")])
         session.commit()
 
 
@@ -127,6 +131,7 @@ def test_queue_mine_with_priorities_cluster_and_nodes(web_master: Any, web_db: A
         assert box is not None and box["x"] + box["width"] <= tab.page.viewport_size["width"]
         assert tab.page.locator("input[name=mine]").is_checked()
         tab.check(shots, f"queue-{size}")
+        check_whole_queue(tab, size, shots)
 
         tab.open("/queue?q=outside")
         assert tab.rows() == ["9000"]
@@ -162,6 +167,37 @@ def test_queue_mine_with_priorities_cluster_and_nodes(web_master: Any, web_db: A
             assert "takes no jobs" in node2.inner_text()
             assert tab.errors == []
         tab.page.close()
+
+
+def check_whole_queue(tab: Tab, size: str, shots: Path) -> None:
+    """The whole queue as ann sees it, re-rendered by the poller: her rows link to their
+    trials; bob's job (which ann may not see) is still a trial, of bob's, unlinked; the
+    limit reasons say "your" and "bob's"; time used / limit and the expected start shown;
+    no sideways scrolling of the table at 1280 and 1440 px, nor of a phone's page."""
+    tab.open("/queue")
+    tab.polled()
+
+    def cell(job: str, label: str) -> str:
+        return tab.page.locator(f'tr[data-job-id="{job}"] td[data-label="{label}"]').inner_text()
+
+    link = tab.page.locator('tr[data-job-id="9001"] td[data-label="Name"] a')
+    assert re.fullmatch(r"/trials/\d+", link.get_attribute("href") or ""), link
+    assert cell("9001", "Time / limit") == "0:00 / 1:00:00"
+    assert tab.page.locator('tr[data-job-id="9001"] td.start time').get_attribute(
+        "datetime") == "2026-11-30T14:50:38Z"
+    assert cell("9000", "Time / limit") == "1:02:03 / 1-02:03:04"
+    assert cell("9000", "Expected start") == "\u2014"
+    assert (cell("9003", "Type"), cell("9003", "User")) == ("Trial", "bob")
+    assert tab.page.locator('tr[data-job-id="9003"] td[data-label="Name"] a').count() == 0
+    assert "bob's QOS allows no more GPUs" in cell("9003", "Why waiting")
+    assert "your QOS allows no more running jobs" in cell("9002", "Why waiting")
+    for width in (1280, 1440) if size == "desktop" else (390,):
+        tab.page.set_viewport_size({"width": width, "height": 844})
+        spare = tab.page.evaluate("(() => { const box = document.querySelector("
+                                  "'table.queue').closest('.scroll');"
+                                  " return box.clientWidth - box.scrollWidth; })()")
+        assert size == "phone" or spare >= 0, f"the table is {-spare}px too wide at {width}px"
+        tab.check(shots, f"queue-all-{size}-{width}")
 
 
 # ---- an action from the queue page, seen in squeue ---------------------------------------
@@ -208,6 +244,8 @@ def test_moving_a_job_ahead_from_the_queue_page_changes_slurms_order(
                 break
             time.sleep(1)
         assert tab.rows() == [first, second]
+        # Read in the same squeue: a job waiting for its --begin time expects to start then.
+        assert tab.page.locator(f'tr[data-job-id="{first}"] td.start time').count() == 1
         tab.page.click(f'button[data-change="{second}"]')
         tab.page.select_option("select[name=ahead_of]", first)
         tab.page.click("form[data-job-update] button[type=submit]")

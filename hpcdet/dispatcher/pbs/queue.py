@@ -6,7 +6,9 @@
   has begun): the subjobs are the rows, the array's own record is left out. A job's queue
   is its ``partition``; hpcdet's tag is the job variable ``HPCDET_JOB_TAG`` in
   ``Variable_List``; ``Priority`` is the job's ``-p`` and ``nice`` the nice that maps to it
-  (:func:`render.nice_of`).
+  (:func:`render.nice_of`). Time used and the limit are ``resources_used.walltime`` and
+  ``Resource_List.walltime``; a waiting job's expected start is ``estimated.start_time``,
+  present only where the scheduler computes estimates (not on the dev server's defaults).
 * :func:`queue_order`: running jobs first, then waiting ones by ``Priority`` (highest
   first), then ``qtime`` and id: the order PBS's default FIFO scheduler considers them in
   within a queue.
@@ -84,7 +86,34 @@ def _entry(job_id: str, record: Mapping[str, Any]) -> QueueEntry:
         comment=_text(variables.get(TAG_VARIABLE) if isinstance(variables, dict) else None),
         pending=pending,
         node_names=() if pending else _hosts(record.get("exec_host")),
+        time_used=_walltime((record.get("resources_used") or {}).get("walltime")),
+        time_limit=_walltime(resources.get("walltime")),
+        expected_start=_expected_start(record) if pending else None,
     )  # fmt: skip
+
+
+def _walltime(value: object) -> int | None:
+    """PBS's ``HH:MM:SS`` (hours may pass 24) or plain seconds, in seconds; None if unset."""
+    parts = str(value).split(":") if value is not None else []
+    if not parts or len(parts) > 3 or not all(part.isdigit() for part in parts):
+        return None
+    seconds = 0
+    for part in parts:
+        seconds = seconds * 60 + int(part)
+    return seconds
+
+
+def _expected_start(record: Mapping[str, Any]) -> str | None:
+    """``estimated.start_time`` (the scheduler computes it when the server asks for
+    estimates, e.g. with ``strict_ordering`` and backfill): a ctime string or seconds
+    since the epoch; None when absent or 0."""
+    estimated = record.get("estimated")
+    value = estimated.get("start_time") if isinstance(estimated, dict) else None
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        return dt.datetime.fromtimestamp(int(value), dt.UTC).astimezone().isoformat() \
+            if int(value) > 0 else None
+    start = _time(value)
+    return start if start and start[:1].isdigit() else None  # "N/A", "Unknown": none
 
 
 def queue_order(entries: Sequence[QueueEntry]) -> list[QueueEntry]:

@@ -7,10 +7,16 @@ else is shown as PBS wrote it.
 
 from __future__ import annotations
 
+from hpcdet.dispatcher.queue import OWNER
+
 # Phrases of PBS's "Not Running: ..." comments and their words (the pages list them).
 REASONS = {
     "Insufficient amount of resource": "waiting for free resources",
     "Not enough free nodes available": "waiting for free nodes",
+    # Per-user limits first: "User has reached queue workq running job limit."
+    "User has reached": f"{OWNER} jobs have reached a queue or server limit",
+    "Group has reached": "its group's jobs have reached a queue or server limit",
+    "Project has reached": "its project's jobs have reached a queue or server limit",
     "would exceed": "over a queue or server limit",
     "Queue not started": "its queue is stopped",
     "held": "held",

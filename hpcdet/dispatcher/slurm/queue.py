@@ -15,6 +15,9 @@ Slurm 22.05 on the dev cluster was checked for the formats parsed here:
 * ``tres-alloc`` lists what a running job holds and what a pending job asks for
   (``cpu=2,mem=2000M,node=1,billing=2,gres/gpu=1``).
 * ``Comment`` prints ``(null)`` when a job has none.
+* Slurm 25.11: ``TimeUsed`` ``0:31``, ``TimeLimit`` ``2:00`` or ``UNLIMITED``, and
+  ``StartTime`` of a job pending on Resources ``2026-11-30T14:50:38`` (local, as
+  SubmitTime), ``N/A`` when the scheduler has not computed one.
 * ``scontrol update`` exits 1 with Slurm's reason on stderr (``Invalid qos specification
   for job 10``); changing ``Nice`` recomputes the job's priority at once.
 """
@@ -48,6 +51,11 @@ FIELDS = ("JobArrayID", "Partition", "Name", "UserName", "State", "Reason", "Pri
 # Read after FIELDS: the nodes a running job holds (``node[1-2]``; empty while pending).
 # Optional when parsing, so that lines in the older format still read.
 NODE_FIELD = "NodeList"
+# Read after NODE_FIELD (optional too): time used and the limit (``1-02:03:04``, ``5:00``,
+# ``UNLIMITED``), and the start time: a pending job's expected start as the backfill
+# scheduler computed it (what ``squeue --start`` prints; ``N/A`` until it has), a running
+# job's actual start. One squeue for all jobs, as before.
+TIME_FIELDS = ("TimeUsed", "TimeLimit", "StartTime")
 # Every state of a job that is still waiting or holding resources (see slurm.SLURM_STATES).
 QUEUE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
                 "REQUEUE_HOLD", "REQUEUE_FED", "SPECIAL_EXIT", "RESV_DEL_HOLD", "SIGNALING",
@@ -58,12 +66,14 @@ NICE_LIMIT = 2**31 - 3
 # array's pending tasks as squeue lists them (12_[4-9%2]; scontrol takes them without %2).
 _UPDATABLE_JOB_ID = re.compile(r"^\d+(?:_\d+|_\[[\d,\-]+(?P<throttle>%\d+)?\])?$")
 _NAME = re.compile(r"^[^\s=]+$")
+# [D-][H:]M:S or plain seconds, as squeue prints times.
+_DURATION = re.compile(r"^(?:\d+-)?\d+(?::\d+){0,2}$")
 
 
 def squeue_argv(partitions: Sequence[str] | None = None, *,
                 squeue: str = "squeue") -> tuple[str, ...]:
     """The one ``squeue`` command :func:`read_queue` runs."""
-    fmt = ",".join(f"{name}:{SEPARATOR}" for name in (*FIELDS, NODE_FIELD))
+    fmt = ",".join(f"{name}:{SEPARATOR}" for name in (*FIELDS, NODE_FIELD, *TIME_FIELDS))
     argv = [squeue, "--noheader", f"--states={','.join(QUEUE_STATES)}", f"--Format={fmt}"]
     if partitions:
         names = [check_safe(part, "partition") for part in partitions]
@@ -97,15 +107,40 @@ def parse_queue_line(line: str) -> QueueEntry | None:
     fields = line.rstrip("\n").split(SEPARATOR)
     if fields and fields[-1].strip() == "":
         fields.pop()  # the separator after the last field
+    times = [fields.pop().strip() for _ in TIME_FIELDS][::-1] \
+        if len(fields) == len(FIELDS) + 1 + len(TIME_FIELDS) else []
     nodelist = fields.pop().strip() if len(fields) == len(FIELDS) + 1 else ""
     if len(fields) != len(FIELDS):
         return None
     values = dict(zip(FIELDS, (value.strip() for value in fields), strict=True))
     try:
         entry = _entry(values)
-        return replace(entry, node_names=_node_names(nodelist)) if nodelist else entry
+        entry = replace(entry, node_names=_node_names(nodelist)) if nodelist else entry
+        return _with_times(entry, *times) if times else entry
     except ValueError:
         return None
+
+
+def _with_times(entry: QueueEntry, used: str, limit: str, start: str) -> QueueEntry:
+    """``entry`` with squeue's TimeUsed, TimeLimit and (a pending job's) StartTime."""
+    return replace(entry, time_used=duration_seconds(used), time_limit=duration_seconds(limit),
+                   expected_start=_local_time(start) if entry.pending else None)
+
+
+def duration_seconds(text: str) -> int | None:
+    """squeue's elapsed-time form (``31``, ``0:31``, ``1:02:03``, ``1-02:03:04``) in seconds;
+    None for ``UNLIMITED``, ``N/A``, ``INVALID`` or anything unreadable."""
+    days, dash, rest = text.strip().rpartition("-")
+    parts = rest.split(":")
+    if not _DURATION.match(text.strip()) or len(parts) > 3:
+        return None
+    numbers = [int(part) for part in parts]
+    if dash:  # D-H, D-H:M, D-H:M:S
+        numbers = (numbers + [0, 0])[:3]
+    seconds = 0
+    for number in numbers:
+        seconds = seconds * 60 + number
+    return int(days or 0) * 86400 + seconds
 
 
 def _entry(values: Mapping[str, str]) -> QueueEntry:

@@ -11,6 +11,7 @@ from typing import Any
 from flask import current_app, request
 
 from hpcdet.dispatcher import Backend
+from hpcdet.dispatcher.queue import personal_words
 from hpcdet.master.api.auth import current_user
 from hpcdet.master.api.blueprint import bp
 from hpcdet.master.api.common import db, json_body, settings, with_reason_words
@@ -42,9 +43,16 @@ def list_jobs() -> Any:
         listing["jobs"] = wanted.apply(listing["jobs"])
     if request.args.get("arrays") == "grouped":
         listing["jobs"] = group_arrays(listing["jobs"])
-    listing["jobs"] = [with_reason_words(row, "reason", "reason_words")
-                       for row in listing["jobs"]]
+    listing["jobs"] = [owner_reason_words(row, actor) for row in listing["jobs"]]
     return listing
+
+
+def owner_reason_words(row: dict[str, Any], viewer: str | None) -> dict[str, Any]:
+    """``row`` with its reason in words as ``viewer`` reads them: "your QOS ..." on their
+    own job, "bob's QOS ..." on bob's (:func:`~hpcdet.dispatcher.queue.personal_words`)."""
+    row = with_reason_words(row, "reason", "reason_words")
+    row["reason_words"] = personal_words(row["reason_words"], row.get("user"), viewer)
+    return row
 
 
 @bp.post("/jobs/<job_id>/update")

@@ -238,7 +238,8 @@ def job_list(session: Session, settings: MasterSettings, pool_name: str | None,
     """``GET /jobs``: the rows of the stored queue (of one pool), and when it was read.
 
     With ``actor``, the hpcdet jobs they may not see are shown as Slurm shows them to
-    everyone (:func:`redact`): no experiment, trial, task, name or hpcdet owner.
+    everyone, with their type (:func:`redact`): no experiment, trial, task or name, and
+    no owner beyond the one Slurm shows.
     """
     found = load_snapshot(session, QUEUE)
     pool = find_pool(session, settings, pool_name) if pool_name else None
@@ -255,7 +256,8 @@ def job_list(session: Session, settings: MasterSettings, pool_name: str | None,
 
 def redact(rows: list[dict[str, Any]], session: Session, settings: MasterSettings,
            entries: Sequence[QueueEntry], actor: str) -> list[dict[str, Any]]:
-    """``rows`` with those of hpcdet jobs ``actor`` may not see reduced to Slurm's facts."""
+    """``rows`` with those of hpcdet jobs ``actor`` may not see reduced to Slurm's facts
+    and their type (:func:`_withheld`)."""
     sight = authz.viewer(session, settings, actor)
     owned = ownerships(session, settings, entries)
     out = []
@@ -266,10 +268,18 @@ def redact(rows: list[dict[str, Any]], session: Session, settings: MasterSetting
                 thing is not None and sight.sees(thing.owner, thing.workspace_id)):
             out.append(row)
             continue
-        out.append({**row, "type": EXTERNAL, "name": "", "experiment_id": None,
-                    "trial_id": None, "task_id": None, "priority": None,
-                    "user": row["slurm_user"], "external": True, "hidden": True})
+        out.append(_withheld(row))
     return out
+
+
+def _withheld(row: dict[str, Any]) -> dict[str, Any]:
+    """An hpcdet job its viewer may not see: still hpcdet's (its type stays, so the page
+    does not say "Outside hpcdet"), with no name, ids or priority. Its owner is named
+    only where the scheduler names them to everyone anyway (owner mode: the job runs as
+    its owner); a job the service account submitted has no user shown."""
+    owner = row["user"] if row["user"] == row["slurm_user"] else None
+    return {**row, "name": "", "experiment_id": None, "trial_id": None, "task_id": None,
+            "priority": None, "user": owner, "hidden": True}
 
 
 def job_rows(session: Session, settings: MasterSettings, entries: Sequence[QueueEntry], *,
@@ -316,6 +326,9 @@ def job_row(settings: MasterSettings, entry: QueueEntry, owner: Ownership,
         "nodes": list(entry.node_names), "cpus": entry.cpus,
         # An array's entry: its array's id and how many tasks it stands for (12_[4-9]: 6).
         "array_id": array[0] if array else None, "array_task_count": array[1] if array else None,
+        # Seconds run and the wall-time limit; a waiting job's expected start (None: none).
+        "time_used": entry.time_used, "time_limit": entry.time_limit,
+        "expected_start": entry.expected_start,
     }  # fmt: skip
 
 

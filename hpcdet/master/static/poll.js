@@ -70,14 +70,18 @@
     }
     labelled("Type", embedded("type-words")[job.type] || job.type);
     tr.lastChild.title = job.type;
-    labelled("Name", dash(job.name));
+    var link = jobLink(job);
+    tr.appendChild(h.el("td", { "data-label": "Name" }, [link
+      ? h.el("a", { href: link, text: job.name || job.job_id }) : dash(job.name)]));
     tr.appendChild(h.el("td", { "data-label": "State" }, [h.stateBadge(job.state)]));
     labelled("Slots", job.slots_acquired + "/" + job.slots_needed + " " + job.slot_kind);
     labelled("Priority", dash(job.priority));
     labelled("Slurm priority", dash(job.slurm_priority));
-    labelled("QOS", dash(job.qos));
-    labelled("Pool", dash(job.pool));
-    labelled("User", job.user);
+    labelled("Pool / QOS", dash(job.pool) + " / " + dash(job.qos));
+    labelled("User", dash(job.user));
+    labelled("Time / limit", duration(job.time_used) + " / " + duration(job.time_limit));
+    tr.appendChild(h.el("td", { "data-label": "Expected start", className: "start" },
+                        [h.timeEl(job.expected_start)]));
     labelled("Why waiting", reasonWords(job) || (job.state === "QUEUED" ? "\u2014" : "running"));
     tr.lastChild.className = "why";
     var change = cell(tr, "");
@@ -88,6 +92,26 @@
                                           text: "Change\u2026" }));
     }
     return tr;
+  }
+
+  // web/queue.py's job_link: the trial, else the experiment, else the task of a row.
+  function jobLink(job) {
+    if (job.trial_id) { return "/trials/" + job.trial_id; }
+    if (job.experiment_id) { return "/experiments/" + job.experiment_id; }
+    if (job.task_id) { return "/tasks/" + job.task_id; }
+    return null;
+  }
+
+  function pad2(n) { return (n < 10 ? "0" : "") + n; }
+
+  // web/queue.py's duration_text: seconds as squeue writes times (0:31, 1:02:03,
+  // 1-02:03:04); an em dash for none.
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) { return "\u2014"; }
+    var days = Math.floor(seconds / 86400), hours = Math.floor(seconds % 86400 / 3600);
+    var minutes = Math.floor(seconds % 3600 / 60), secs = seconds % 60;
+    if (days) { return days + "-" + pad2(hours) + ":" + pad2(minutes) + ":" + pad2(secs); }
+    return hours ? hours + ":" + pad2(minutes) + ":" + pad2(secs) : minutes + ":" + pad2(secs);
   }
 
   // An array's row (GET /api/v1/jobs?arrays=grouped): its id and task counts by Slurm

@@ -23,6 +23,7 @@ from flask import render_template, request, url_for
 from hpcdet.dispatcher.plugin import SchedulerPlugin
 from hpcdet.errors import ConfigError
 from hpcdet.master.api.common import db, settings
+from hpcdet.master.api.jobs import owner_reason_words
 from hpcdet.master.queue.array_rows import group_arrays
 from hpcdet.master.queue.job_filters import JobFilter
 from hpcdet.master.queue.job_queue import QUEUED, job_list, known_pools
@@ -31,7 +32,7 @@ from hpcdet.master.queue.snapshots import POOLS, QUEUE, load_snapshot
 from hpcdet.master.queue.usage import pool_usage
 from hpcdet.master.security import authz
 from hpcdet.master.web.blueprint import bp
-from hpcdet.master.web.formatting import poll_seconds, taken_text
+from hpcdet.master.web.formatting import EMPTY, poll_seconds, taken_text
 from hpcdet.master.web.identity import page_user, web_user
 
 # Determined's job types in words (the API keeps the codes).
@@ -119,9 +120,40 @@ def _with_words(row: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
     # An array's row is not changed as a whole: its tasks are, one by one (?expand=1).
     changeable = (row["state"] == QUEUED and not row["external"] and not row.get("array_tasks")
                   and (view["admin"] or row["user"] == view["me"]))
-    return {**row, "reason_words": _scheduler().reason_words(row.get("reason")),
+    return {**owner_reason_words(dict(row), view["me"]),
             "type_words": job_type_word(row.get("type")), "changeable": changeable,
-            "tasks_text": tasks_text(row.get("array_tasks"))}
+            "tasks_text": tasks_text(row.get("array_tasks")), "link": job_link(row),
+            "times_text": times_text(row.get("time_used"), row.get("time_limit"))}
+
+
+def job_link(row: dict[str, Any]) -> str | None:
+    """The page of what a row's job runs: its trial, else its experiment (an allocation
+    job), else its task; None for a job outside hpcdet or one the viewer may not see."""
+    if row.get("trial_id"):
+        return f"/trials/{row['trial_id']}"
+    if row.get("experiment_id"):
+        return f"/experiments/{row['experiment_id']}"
+    if row.get("task_id"):
+        return f"/tasks/{row['task_id']}"
+    return None
+
+
+def duration_text(seconds: int | None) -> str:
+    """Seconds as squeue writes times (``0:31``, ``1:02:03``, ``1-02:03:04``), as
+    ``poll.js``'s ``duration`` does; an em dash for none."""
+    if seconds is None:
+        return EMPTY
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def times_text(used: int | None, limit: int | None) -> str:
+    """``0:31 / 2:00``: time used and the limit."""
+    return f"{duration_text(used)} / {duration_text(limit)}"
 
 
 def _scheduler() -> SchedulerPlugin:

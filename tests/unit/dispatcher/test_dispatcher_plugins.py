@@ -79,11 +79,11 @@ def test_job_id_patterns(name: str, job_id: str, valid: bool) -> None:
 @pytest.mark.parametrize(("reason", "words"), [
     ("Priority", "waiting for higher-priority jobs (Priority)"),
     ("Resources", "waiting for free resources (Resources)"),
-    ("BeginTime", "requeued; Slurm holds it until its begin time (BeginTime)"),
+    ("BeginTime", "waiting for its begin time (or requeued: held until then) (BeginTime)"),
     ("ReqNodeNotAvail, UnavailableNodes:node[3-4]",
      "a node it needs is unavailable (down, drained or reserved) (ReqNodeNotAvail, "
      "UnavailableNodes:node[3-4])"),
-    ("QOSMaxJobsPerUserLimit", "you already run as many jobs as your QOS allows "
+    ("QOSMaxJobsPerUserLimit", "the owner's QOS allows no more running jobs "
                                "(QOSMaxJobsPerUserLimit)"),
     ("JobHeldAdmin", "held by an administrator (JobHeldAdmin)"),
     ("SomeNewReason", "SomeNewReason"),

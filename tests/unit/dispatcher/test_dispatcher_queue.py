@@ -9,6 +9,7 @@ import pytest
 from hpcdet.dispatcher.slurm.queue import (
     FIELDS,
     SEPARATOR,
+    TIME_FIELDS,
     JobUpdate,
     JobUpdateRefusedError,
     QueueEntry,
@@ -58,8 +59,9 @@ def test_a_partition_filter_is_passed_to_squeue(recorded_slurm: Any) -> None:
 
 def test_the_format_ends_every_field_with_the_separator() -> None:
     fmt = next(arg for arg in squeue_argv() if arg.startswith("--Format="))
-    assert fmt.count(SEPARATOR) == len(FIELDS) + 1
-    assert fmt.endswith(f"Comment:{SEPARATOR},NodeList:{SEPARATOR}")
+    assert fmt.count(SEPARATOR) == len(FIELDS) + 1 + len(TIME_FIELDS)
+    assert f"Comment:{SEPARATOR},NodeList:{SEPARATOR},TimeUsed:" in fmt
+    assert fmt.endswith(f"StartTime:{SEPARATOR}")
 
 
 def test_fields_are_read_from_the_recorded_lines() -> None:

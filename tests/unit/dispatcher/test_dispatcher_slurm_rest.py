@@ -6,6 +6,7 @@ helper, never for another user by the master. Live: tests/integration/test_it_sl
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -230,3 +231,18 @@ def test_det_e_create_refuses_options_slurmrestd_cannot_be_sent() -> None:
         f"{path}: --mail-type, --mem-per-gpu are not available through slurmrestd")
     with pytest.raises(ValueError, match="the pbs scheduler has no rest backend"):
         check_rest_args("pbs", [], "<config>.pbs.pbsbatch_args")
+
+
+def test_queue_records_carry_squeues_times() -> None:
+    waiting = {"job_id": 7, "job_state": ["PENDING"], "state_reason": "Resources",
+               "priority": n(5), "time_limit": n(60), "start_time": n(1_796_050_238),
+               "nodes": ""}
+    entry = records.queue_entry(waiting, "PENDING")
+    assert (entry.time_used, entry.time_limit) == (0, 3600)
+    assert entry.expected_start == dt.datetime.fromtimestamp(1_796_050_238).astimezone().isoformat()
+    unlimited = records.queue_entry({**waiting, "time_limit": {"set": True, "infinite": True},
+                                     "start_time": n(0)}, "PENDING")
+    assert (unlimited.time_limit, unlimited.expected_start) == (None, None)
+    running = records.queue_entry({**waiting, "job_state": ["RUNNING"], "start_time": n(1)},
+                                  "RUNNING")
+    assert running.expected_start is None and (running.time_used or 0) > 0

@@ -461,3 +461,17 @@ def test_an_allocation_job_is_its_experiments(
                                    "experiment_id": exp_id, "external": False}.items()
     for job_id in ("202", "203"):
         assert rows[job_id]["type"] == "EXTERNAL" and rows[job_id]["external"]
+
+
+def test_a_job_the_viewer_may_not_see_stays_hpcdets_and_names_only_slurms_user() -> None:
+    from hpcdet.master.queue.job_queue import _withheld
+
+    row = {"job_id": "7", "type": "EXPERIMENT", "name": "secret", "experiment_id": 3,
+           "trial_id": 4, "task_id": None, "priority": 5, "user": "bob", "external": False}
+    owner_mode = _withheld({**row, "slurm_user": "bob"})
+    assert (owner_mode["type"], owner_mode["user"], owner_mode["hidden"]) == (
+        "EXPERIMENT", "bob", True)
+    assert (owner_mode["name"], owner_mode["trial_id"], owner_mode["priority"]) == (
+        "", None, None)
+    service_account = _withheld({**row, "slurm_user": "hpcdet"})
+    assert service_account["type"] == "EXPERIMENT" and service_account["user"] is None

@@ -132,8 +132,9 @@ def test_queue_shows_the_merged_rows_with_the_reason_in_words(app: Flask,
     assert '<span class="state state-SCHEDULED" title="SCHEDULED">Running</span>' in rows[0]
     assert "<td>2/2 gpu</td>" in rows[0]
     assert "&lt;b&gt;x&lt;/b&gt;" in rows[1] and NASTY not in html
-    assert ("<td>0/1 cpu</td><td>5</td><td>900</td><td>normal</td><td>batch</td><td>ann</td>"
+    assert ("<td>0/1 cpu</td><td>5</td><td>900</td><td>batch / normal</td><td>ann</td>"
             in rows[1])
+    assert re.search(r'<td><a href="/trials/\d+">&lt;b&gt;x', rows[1])  # the row links
     assert "waiting for free resources (Resources)" in rows[1]
     assert '<script type="application/json" id="reason-words">' in html
 

@@ -181,7 +181,25 @@ def queue_entry(record: Record, state: str) -> QueueEntry:
         nodes=number(record.get("node_count")) or 0, tres=parse_tres(tres),
         comment=_text(record.get("comment")), pending=pending,
         held=pending and priority == 0, node_names=_node_names(record.get("nodes")),
+        time_used=_time_used(record, pending), time_limit=_time_limit(record),
+        expected_start=_time(record.get("start_time")) if pending else None,
     )  # fmt: skip
+
+
+def _time_used(record: Record, pending: bool) -> int:
+    """squeue's TimeUsed: 0 while pending, else the seconds since the start less the time
+    suspended."""
+    start = number(record.get("start_time"))
+    if pending or not start:
+        return 0
+    suspended = number(record.get("suspend_time")) or 0
+    return max(0, int(dt.datetime.now().timestamp()) - start - suspended)
+
+
+def _time_limit(record: Record) -> int | None:
+    """The limit in seconds (slurmrestd gives minutes); None for UNLIMITED or unset."""
+    minutes = number(record.get("time_limit"))
+    return minutes * 60 if minutes is not None else None
 
 
 def _queue_id(record: Record) -> str:
