@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import render_template, url_for
+from flask import render_template
 
 from hpcdet.master.api.common import db, settings
 from hpcdet.master.queue.job_queue import job_list
@@ -23,7 +23,7 @@ from hpcdet.master.web.blueprint import bp
 from hpcdet.master.web.formatting import poll_seconds, taken_text
 from hpcdet.master.web.identity import page_user
 from hpcdet.master.web.node_words import node_state_words
-from hpcdet.master.web.queue import job_type_word
+from hpcdet.master.web.queue import job_link, job_type_word
 
 
 @bp.get("/cluster")
@@ -65,12 +65,7 @@ def _queue_rows() -> list[dict[str, Any]]:
 
 def _job_link(job: dict[str, Any]) -> dict[str, Any]:
     """A job on a node: its id, words for its type, its page (if hpcdet's) and owner."""
-    href = None
-    if job.get("trial_id") is not None:
-        href = url_for("web.trial", trial_id=int(job["trial_id"]))
-    elif job.get("task_id") is not None:
-        href = url_for("web.tasks")
     return {"job_id": job["job_id"], "type": job_type_word(job.get("type")),
-            "name": job.get("name") or "", "user": job.get("user") or "", "href": href,
+            "name": job.get("name") or "", "user": job.get("user") or "", "href": job_link(job),
             "slots": f"{job['slots_acquired']} {job['slot_kind']}"}
 
