@@ -13,11 +13,19 @@
   "use strict";
 
   var NS = "http://www.w3.org/2000/svg";
+  // The series colours: hpcdet.css's --series-0..9 (light or dark), these when it has none.
   var COLOURS = ["#0969da", "#cf222e", "#1a7f37", "#9a6700", "#8250df", "#bc4c00",
-                 "#1b7c83", "#bf3989", "#57606a", "#4d2d00"];
+                 "#1b7c83", "#bf3989", "#57606a", "#4d2d00"].map(function (fallback, i) {
+    return cssVar("--series-" + i) || fallback;
+  });
   var PAD = { top: 10, right: 16, bottom: 46 };
   var DOT_LIMIT = 120;  // series with more points in view are drawn as lines only
   var clipCount = 0;
+
+  // A custom property of the page's stylesheet (hpcdet.css), "" when it is not set.
+  function cssVar(name) {
+    return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  }
 
   function h() { return window.hpcdet; }
 
@@ -491,6 +499,6 @@
     }
   }
 
-  window.hpcdetChart = { draw: draw, colours: COLOURS, linearAxis: linearAxis,
+  window.hpcdetChart = { draw: draw, colours: COLOURS, cssVar: cssVar, linearAxis: linearAxis,
                          shortNumber: shortNumber, svgEl: svgEl };
 }());

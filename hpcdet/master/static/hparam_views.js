@@ -12,9 +12,22 @@
   var h = window.hpcdet;
   var C = window.hpcdetChart;
   var BINS = 8;
-  var LOW = [222, 235, 247], HIGH = [8, 48, 107];  // worst and best metric colours
+  // The worst and best metric colours: hpcdet.css's --heat-low/--heat-high ("r g b"), which
+  // turn the other way round in dark mode (the best stands out on either background).
+  var LOW = rgbVar("--heat-low", [222, 235, 247]), HIGH = rgbVar("--heat-high", [8, 48, 107]);
 
   function svgEl(tag, attrs, text) { return C.svgEl(tag, attrs, text); }
+
+  function rgbVar(name, fallback) {
+    var parts = C.cssVar(name).split(/\s+/).map(Number);
+    return parts.length === 3 && parts.every(isFinite) ? parts : fallback;
+  }
+
+  // How the best colour differs from the worst, in words (dark mode turns it round).
+  function betterWord() {
+    var sum = function (rgb) { return rgb[0] + rgb[1] + rgb[2]; };
+    return sum(HIGH) < sum(LOW) ? "darker" : "lighter";
+  }
 
   // t in [0, 1], 1 the best: a light-to-dark blue.
   function colourAt(t) {
@@ -224,7 +237,7 @@
     svg.setAttribute("data-points", String(dots.length));
     var box = h.el("div", { className: "chart-box" }, [svg]);
     container.replaceChildren(box, h.el("p", { className: "heat-legend",
-      text: "Each cell: the mean best " + ctx.metricName + " of its trials (dots); darker is better." }));
+      text: "Each cell: the mean best " + ctx.metricName + " of its trials (dots); " + betterWord() + " is better." }));
     ctx.heatTip = tipBox(box);
   }
 

@@ -165,7 +165,7 @@
     var pct = percent(progress);
     var fill = el("span");
     fill.style.width = pct + "%";
-    var bar = el("span", { className: "progress", "aria-valuemin": "0",
+    var bar = el("span", { className: "progress", "aria-label": "Progress", "aria-valuemin": "0",
       "aria-valuemax": "100", "aria-valuenow": pct }, [fill]);
     bar.setAttribute("role", "progressbar");
     return [bar, " " + pct + "%"];

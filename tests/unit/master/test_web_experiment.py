@@ -181,16 +181,17 @@ def test_facts_config_and_history_are_rendered_with_nasty_text_escaped(
     assert "grid, metric <code>loss</code>\n(smaller is better)" in html
     assert '<dd data-fact="ended_at">not yet</dd>' in html
     assert ('<dd data-fact="progress"><span class="progress" role="progressbar" '
-            'aria-valuemin="0" aria-valuemax="100" aria-valuenow="0">'
+            'aria-label="Progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow="0">'
             '<span style="width: 0%"></span></span> 0%</dd>') in html
     assert not EXTERNAL.search(html)
-    config = re.search(r'<pre class="config" data-config="effective">(.*?)</pre>', html, re.S)
+    config = re.search(r'<pre class="config" data-config="effective"[^>]*>(.*?)</pre>', html, re.S)
     assert config
     described = client.get(f"/api/v1/experiments/{exp_id}").get_json()["experiment"]
     # The effective config without its nulls; the submitted one above it, unfolded.
     assert yaml.safe_load(htmllib.unescape(config.group(1))) == without_nulls(described["config"])
     assert "null" not in config.group(1)
-    submitted = re.search(r'<pre class="config" data-config="submitted">(.*?)</pre>', html, re.S)
+    submitted = re.search(r'<pre class="config" data-config="submitted"[^>]*>(.*?)</pre>', html,
+                          re.S)
     assert submitted and "<details" not in html.split('data-config="submitted"')[0][-200:]
     history = re.search(r'<tbody id="history">(.*?)</tbody>', html.replace("\n", ""))
     assert history and f"<td>{state_badge('ACTIVE')}</td>" in history.group(1)
@@ -221,9 +222,9 @@ def test_chart_data_is_embedded_with_one_hparam_chart_per_hyperparameter(
     # Hidden until the script has drawn them (no empty boxes without JavaScript).
     assert '<section id="hparam-charts" aria-labelledby="hparam-charts-title" hidden>' in html
     scripts = re.findall(r'<script src="([^"?]+)\?v=[0-9a-f]{12}" defer>', html)
-    assert scripts == ["/static/hpcdet.js", "/static/health.js", "/static/chart.js",
-                       "/static/hparam_views.js", "/static/compare.js", "/static/experiment.js",
-                       "/static/tensorboard.js", "/static/records.js"]
+    assert scripts == ["/static/hpcdet.js", "/static/health.js", "/static/shortcuts.js",
+                       "/static/chart.js", "/static/hparam_views.js", "/static/compare.js",
+                       "/static/experiment.js", "/static/tensorboard.js", "/static/records.js"]
 
 
 def test_an_experiment_before_its_first_trial(client: FlaskClient) -> None:

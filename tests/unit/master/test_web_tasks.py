@@ -72,7 +72,7 @@ def test_the_page_lists_tasks_with_open_and_kill(named_app: Flask, web: FlaskCli
                     make_session_factory(named_app.config["HPCDET_ENGINE"]), fake).cycle()
 
     html = page(web, "alice")
-    assert 'href="/tasks" aria-current="page"' in html  # in the navigation
+    assert 'href="/tasks" data-key="t" aria-current="page"' in html  # in the navigation
     shown = rows(html)
     assert list(shown) == [board["id"], command["id"]]  # newest first
     tb, cmd = shown[board["id"]], shown[command["id"]]
