@@ -49,7 +49,7 @@ def every_page(web_master: Any, web_db: Sessions) -> dict[str, tuple[str, str]]:
     """Seed data for every page once; the pages to check by name: (user, path)."""
     pages = {name: (USER, path) for name, path in
              seed_every_page(web_master.url, web_db).items()}
-    add_task(web_db, name="a-finished-command")
+    task_id = add_task(web_db, name="a-finished-command")
     records = seed_records(web_db, web_master.job_root / "ckpts")
     search = seed_search(web_db)
     pages.update({
@@ -60,6 +60,7 @@ def every_page(web_master: Any, web_db: Sessions) -> dict[str, tuple[str, str]]:
         "continue trial": (USER, f"/trials/{records.trial_id}/continue"),
         "profiled trial": (OWNER, f"/trials/{search.long_trial_id}"),
         "nodes": (USER, "/cluster/nodes"),
+        "task": (USER, f"/tasks/{task_id}"),
         "not found": (USER, "/no/such/page"),
         LAST: (OWNER, f"/experiments/{search.experiment_id}"),
     })
