@@ -55,6 +55,35 @@
     return Object.keys(seen).sort();
   }
 
+  // The hyperparameters with one value in every trial (of two or more), as the server's
+  // constant_hparams: {name: value}. The views leave them out and list them once.
+  function constantHparams(trials, names) {
+    var found = {};
+    if (trials.length < 2) { return found; }
+    var flats = trials.map(flatOf);
+    names.forEach(function (n) {
+      var key = JSON.stringify(flats[0][n]);
+      var same = flats.every(function (f) {
+        return Object.prototype.hasOwnProperty.call(f, n) && JSON.stringify(f[n]) === key;
+      });
+      if (same) { found[n] = flats[0][n]; }
+    });
+    return found;
+  }
+
+  function renderConstants(constants) {
+    var line = document.querySelector("[data-constant-hparams]");
+    if (!line) { return; }
+    var names = Object.keys(constants).sort();
+    var nodes = ["Constant (the same in every trial shown, left out of the views): "];
+    names.forEach(function (n, i) {
+      if (i) { nodes.push(", "); }
+      nodes.push(h.el("code", { text: n + "=" + valueText(constants[n]), "data-constant": n }));
+    });
+    line.replaceChildren.apply(line, nodes);
+    line.hidden = names.length === 0;
+  }
+
   function valueText(value) {
     if (value === null || value === undefined) { return ""; }
     if (typeof value === "boolean") { return value ? "true" : "false"; }
@@ -246,6 +275,9 @@
     var names = renderTrials();
     renderHistory(data.experiment.history);
     drawValidation();
+    var constants = constantHparams(data.trials, names);
+    renderConstants(constants);
+    names = names.filter(function (n) { return !Object.prototype.hasOwnProperty.call(constants, n); });
     drawHparams(names);
     var helpers = { flatOf: flatOf, bestValue: bestValue, colourOf: colourOf };
     if (window.hpcdetHparams) { window.hpcdetHparams.render(data, helpers, names); }
