@@ -226,3 +226,14 @@ def test_experiment_page_hparam_views_and_comparison(request: pytest.FixtureRequ
         "data-hparam") == "batch_size"
     tab.check_layout()
     page.screenshot(path=str(shots / f"compare-across-{size}.png"), full_page=True)
+    # From the experiments list: two experiments picked, their best trials compared.
+    page.goto(f"{web_master.url}/")
+    for exp_id in (seeded.experiment_id, other.experiment_id):
+        page.locator(f'input[data-pick="{exp_id}"]').check()
+    page.locator("a[data-compare-selected]").click()
+    page.wait_for_function("document.querySelector('#compare-page-chart svg.chart') &&"
+                           " document.querySelector('#compare-page-chart svg')"
+                           ".getAttribute('data-series') === '2'")
+    assert page.locator("tr[data-trial-id]").evaluate_all(
+        "rows => rows.map(r => Number(r.dataset.trialId))") == [seeded.trial_ids[0],
+                                                                other.trial_ids[0]]

@@ -108,6 +108,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("web.queue", "GET"): "listing",
     ("web.cluster_nodes", "GET"): "listing",
     ("web.tasks", "GET"): "listing",
+    ("web.compare", "GET"): "listing",  # what it compares is in the query: none here
     ("api.create_experiment", "POST"): "create",
     ("api.create_task", "POST"): "create",
     ("api.create_command", "POST"): "create",
