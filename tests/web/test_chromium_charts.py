@@ -162,9 +162,11 @@ def test_experiment_page_hparam_views_and_comparison(request: pytest.FixtureRequ
     page.mouse.down()
     page.mouse.move(x, box["y"] + box["height"] * 0.6, steps=4)
     page.mouse.up()
-    brushed = int(page.locator("[data-brush-count]").get_attribute("data-brushed") or "0")
+    brushed = int(page.locator("[data-brush-count]").first.get_attribute("data-brushed") or "0")
     assert 0 < brushed < len(HPARAMS) and rows.count() == brushed
-    page.locator("[data-brush-clear]").click()
+    # The table says so above it, with its own Clear.
+    assert page.locator("[data-brush-note]").is_visible()
+    page.locator("[data-brush-note] [data-brush-clear]").click()
     assert rows.count() == len(HPARAMS)
     # The keyboard's way: a minimum typed for hidden keeps the trials of 128, 200 and 256.
     page.locator("details.brush-ranges summary").click()
@@ -172,7 +174,8 @@ def test_experiment_page_hparam_views_and_comparison(request: pytest.FixtureRequ
     page.locator('input[data-brush-min="hidden"]').press("Enter")
     page.wait_for_function("document.querySelectorAll('#trials tr[data-trial-id]:not([hidden])')"
                            ".length === 3")
-    page.locator("[data-brush-clear]").click()
+    page.locator(".brush-bar:not([data-brush-note]) [data-brush-clear]").click()
+    assert rows.count() == len(HPARAMS) and page.locator("[data-brush-note]").is_hidden()
     trials = len(HPARAMS)
     # One line per trial across the hyperparameters and the metric; one dot per trial.
     assert tab.number("#parallel-chart svg", "data-lines") == trials

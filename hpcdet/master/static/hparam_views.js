@@ -233,14 +233,16 @@
     Array.prototype.forEach.call(document.querySelectorAll("#trials tr[data-trial-id]"), function (row) {
       row.hidden = brushed && !ctx.kept[row.dataset.trialId];
     });
-    var count = document.querySelector("[data-brush-count]");
-    if (count) {
+    Array.prototype.forEach.call(document.querySelectorAll("[data-brush-count]"), function (count) {
       count.textContent = brushed ? keptCount + " of " + ctx.trials.length + " trials in the picked ranges."
         : "No range picked: every trial is shown.";
       count.setAttribute("data-brushed", brushed ? String(keptCount) : "");
-    }
-    var clear = document.querySelector("[data-brush-clear]");
+    });
+    // The chart's Clear button, and the note above the trials table (shown while brushed).
+    var clear = document.querySelector(".brush-bar:not([data-brush-note]) [data-brush-clear]");
     if (clear) { clear.hidden = !brushed; }
+    var note = document.querySelector("[data-brush-note]");
+    if (note) { note.hidden = !brushed; }
   }
 
   // Min/max inputs per numeric axis: the keyboard's way to pick a range.
@@ -392,6 +394,8 @@
     section.hidden = !metricName || data.trials.length < 2 || names.length === 0;
     if (section.hidden) {
       current = null;  // nothing to brush: every row shown
+      var note = document.querySelector("[data-brush-note]");
+      if (note) { note.hidden = true; }
       Array.prototype.forEach.call(document.querySelectorAll("#trials tr[hidden]"), function (row) { row.hidden = false; });
       return;
     }
