@@ -3,7 +3,9 @@
 // limit), their metric series and (adaptive_asha) the rungs, re-rendering the facts, the
 // trials table, the charts and the history until the experiment has ended. Only the
 // page's trials are read: a search of 10,000 trials is never fetched whole. The server
-// renders the same tables, so the page is complete without this script. Text goes in
+// renders the same tables, so the page is complete without this script. Hyperparameters
+// with one value in every trial shown are listed once as constant and left out of the
+// views (the per-hyperparameter charts here, hparam_views.js's axes). Text goes in
 // through textContent only (hpcdet.el), never as HTML.
 (function () {
   "use strict";

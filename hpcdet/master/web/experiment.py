@@ -1,5 +1,10 @@
 """``/experiments/<id>``: one experiment's facts, trials, charts, config and history.
 
+The page is in sections with a nav of anchors: the validation chart first (beside the
+facts), then the hyperparameter views (constant hyperparameters listed once, not drawn),
+the trial comparison (and a link to ``/compare`` across experiments), the trials table,
+checkpoints, config and history.
+
 The page is rendered complete on the server (tables in Jinja); ``static/experiment.js``
 then draws the charts from the JSON embedded in the page and keeps everything current by
 polling ``/api/v1/experiments/<id>``, ``.../metrics`` and, for ``adaptive_asha``,
