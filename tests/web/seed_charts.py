@@ -1,6 +1,7 @@
 """Seeding for the chart tests: a finished search of a few trials with hyperparameters of each
-kind (log, int, categorical), their validation curves and best values, and one long trial with
-training metrics, the trainer's counters and profiler samples."""
+kind (log, int, categorical) and a constant one, their validation curves and best values, and
+one long trial with training metrics, the trainer's counters and profiler samples; and a
+second, smaller search (other hyperparameters) for the comparison across experiments."""
 
 from __future__ import annotations
 
@@ -25,14 +26,18 @@ CONFIG: dict[str, Any] = {
         "lr": {"type": "log", "base": 10, "minval": -4, "maxval": -1},
         "hidden": {"type": "int", "minval": 16, "maxval": 256},
         "optimizer": {"type": "categorical", "vals": ["adam", "sgd", "rmsprop"]},
+        "batch_size": 64,
     },
 }
-HPARAMS = [{"lr": 0.0003, "hidden": 32, "optimizer": "adam"},
-           {"lr": 0.001, "hidden": 64, "optimizer": "sgd"},
-           {"lr": 0.003, "hidden": 128, "optimizer": "adam"},
-           {"lr": 0.01, "hidden": 256, "optimizer": "rmsprop"},
-           {"lr": 0.03, "hidden": 48, "optimizer": "sgd"},
-           {"lr": 0.08, "hidden": 200, "optimizer": "rmsprop"}]
+HPARAMS = [{"lr": 0.0003, "hidden": 32, "optimizer": "adam", "batch_size": 64},
+           {"lr": 0.001, "hidden": 64, "optimizer": "sgd", "batch_size": 64},
+           {"lr": 0.003, "hidden": 128, "optimizer": "adam", "batch_size": 64},
+           {"lr": 0.01, "hidden": 256, "optimizer": "rmsprop", "batch_size": 64},
+           {"lr": 0.03, "hidden": 48, "optimizer": "sgd", "batch_size": 64},
+           {"lr": 0.08, "hidden": 200, "optimizer": "rmsprop", "batch_size": 64}]
+# The second search: the same lr and batch size as the first's first trial, other the rest.
+OTHER_HPARAMS = [{"lr": 0.0003, "batch_size": 64, "dropout": 0.1},
+                 {"lr": 0.002, "batch_size": 64, "dropout": 0.3}]
 TRAINING_STEPS = 3000
 PROFILING_NAMES = ("system.cpu_util_pct", "system.memory_used_bytes", "gpu.0.util_pct",
                    "timing.train_batch.mean_ms@rank0", "timing.train_batch.mean_ms@rank1")
@@ -76,8 +81,10 @@ def _training_rows(trial_id: int) -> list[dict[str, Any]]:
     return rows
 
 
-def seed_search(sessions: Callable[[], Session]) -> Seeded:
-    """The search and its trials, all finished (the reconciler leaves them alone)."""
+def seed_search(sessions: Callable[[], Session], hparam_sets: list[dict[str, Any]] | None = None,
+                *, training: bool = True) -> Seeded:
+    """The search and its trials, all finished (the reconciler leaves them alone); another
+    search of ``hparam_sets`` and no training rows with ``training=False``."""
     with sessions() as session, session.begin():
         exp = Experiment(name=CONFIG["name"], owner=OWNER, state="COMPLETED", config=CONFIG,
                          original_config="", context=b"", searcher_name="random",
@@ -85,7 +92,7 @@ def seed_search(sessions: Callable[[], Session]) -> Seeded:
         session.add(exp)
         session.flush()
         trials, rows = [], []
-        for index, hparams in enumerate(HPARAMS):
+        for index, hparams in enumerate(hparam_sets or HPARAMS):
             best = 0.2 + index * 0.05 + 0.15
             trial = Trial(experiment_id=exp.id, state="COMPLETED", hparams=hparams, seed=index,
                           token="t", job_dir="", steps_completed=1000,
@@ -96,6 +103,6 @@ def seed_search(sessions: Callable[[], Session]) -> Seeded:
             session.flush()
             trials.append(trial.id)
             rows += _validation_rows(trial.id, index)
-        rows += _training_rows(trials[0])
+        rows += _training_rows(trials[0]) if training else []
         session.execute(insert(Metric), rows)
         return Seeded(experiment_id=exp.id, trial_ids=trials, long_trial_id=trials[0])

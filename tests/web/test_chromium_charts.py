@@ -1,8 +1,10 @@
 """The charts in Chromium, at desktop and phone size: readable ticks, log scale, zoom and reset,
 hover values, a legend that hides series, the x-axis choice without counters among the
 metrics, the profiler's charts, the hyperparameter views (parallel coordinates, heat map) and
-the trial comparison. Every page: no console or page errors, no horizontal overflow outside
-scroll containers, and a screenshot in test-output/web/."""
+the trial comparison, the experiment page's sections, constant hyperparameters left out of the
+views, brushing the parallel coordinates, and the comparison across experiments. Every page:
+no console or page errors, no horizontal overflow outside scroll containers, and a screenshot
+in test-output/web/."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seed_charts import HPARAMS, OWNER, PROFILING_NAMES, seed_search
+from seed_charts import HPARAMS, OTHER_HPARAMS, OWNER, PROFILING_NAMES, seed_search
 from sqlalchemy.orm import Session
 
 SIZES = ["desktop", "phone"]
@@ -129,10 +131,51 @@ def test_experiment_page_hparam_views_and_comparison(request: pytest.FixtureRequ
                                                      web_db: Callable[[], Session],
                                                      shots: Path) -> None:
     seeded = seed_search(web_db)
+    other = seed_search(web_db, OTHER_HPARAMS, training=False)
     tab = open_tab(request, size, web_master.url)
     page = tab.page
     page.goto(f"{web_master.url}/experiments/{seeded.experiment_id}")
     page.wait_for_selector("#parallel-chart svg")
+    # Sections with a nav to each; the validation chart first, above the fold on a laptop.
+    targets = page.eval_on_selector_all(
+        "nav[data-section-nav] a", "links => links.map(a => !!document.querySelector("
+        "a.getAttribute('href')))")
+    assert len(targets) == 8 and all(targets)
+    if size == "desktop":
+        chart_box = page.locator("#validation-chart svg.chart").bounding_box()
+        assert chart_box and chart_box["y"] + chart_box["height"] / 2 < 900
+    # The constant batch size: listed once, in no view.
+    assert page.locator('[data-constant="batch_size"]').inner_text() == "batch_size=64"
+    assert "batch_size" not in (page.locator("#parallel-chart svg").get_attribute(
+        "aria-label") or "batch_size")
+    assert "batch_size" not in page.locator("#heatmap-y option").all_inner_texts()
+    assert page.locator('.hparam-chart[data-hparam="batch_size"]').count() == 0
+    # Brushing: a drag along the lr axis keeps some rows; "Clear" brings all back.
+    rows = page.locator("#trials tr[data-trial-id]:visible")
+    assert rows.count() == len(HPARAMS)
+    hit = page.locator('#parallel-chart rect.brush-hit[data-brush-axis="lr"]')
+    hit.scroll_into_view_if_needed()
+    box = hit.bounding_box()
+    assert box
+    x = box["x"] + box["width"] / 2
+    page.mouse.move(x, box["y"] + box["height"] * 0.1)
+    page.mouse.down()
+    page.mouse.move(x, box["y"] + box["height"] * 0.6, steps=4)
+    page.mouse.up()
+    brushed = int(page.locator("[data-brush-count]").first.get_attribute("data-brushed") or "0")
+    assert 0 < brushed < len(HPARAMS) and rows.count() == brushed
+    # The table says so above it, with its own Clear.
+    assert page.locator("[data-brush-note]").is_visible()
+    page.locator("[data-brush-note] [data-brush-clear]").click()
+    assert rows.count() == len(HPARAMS)
+    # The keyboard's way: a minimum typed for hidden keeps the trials of 128, 200 and 256.
+    page.locator("details.brush-ranges summary").click()
+    page.locator('input[data-brush-min="hidden"]').fill("100")
+    page.locator('input[data-brush-min="hidden"]').press("Enter")
+    page.wait_for_function("document.querySelectorAll('#trials tr[data-trial-id]:not([hidden])')"
+                           ".length === 3")
+    page.locator(".brush-bar:not([data-brush-note]) [data-brush-clear]").click()
+    assert rows.count() == len(HPARAMS) and page.locator("[data-brush-note]").is_hidden()
     trials = len(HPARAMS)
     # One line per trial across the hyperparameters and the metric; one dot per trial.
     assert tab.number("#parallel-chart svg", "data-lines") == trials
@@ -165,3 +208,35 @@ def test_experiment_page_hparam_views_and_comparison(request: pytest.FixtureRequ
                            ".getAttribute('data-series') === '1'")
     tab.check_layout()
     page.screenshot(path=str(shots / f"experiment-charts-{size}.png"), full_page=True)
+    # Across experiments: the picked four on their own page, then a trial of the other
+    # search added by id; one series each, the differing hyperparameters first.
+    page.locator("[data-compare-across]").click()
+    page.wait_for_selector("#compare-page-chart svg.chart")
+    assert tab.number("#compare-page-chart svg", "data-series") == 4
+    ids = page.locator("input[data-compare-ids]")
+    ids.fill(f"{seeded.trial_ids[0]},{other.trial_ids[1]}")
+    ids.press("Enter")
+    page.wait_for_function("document.querySelector('#compare-page-chart svg.chart') &&"
+                           " document.querySelector('#compare-page-chart svg')"
+                           ".getAttribute('data-series') === '2'")
+    legend = page.locator("#compare-page-chart ul.legend button").all_inner_texts()
+    assert legend == [f"trial {seeded.trial_ids[0]} (exp {seeded.experiment_id})",
+                      f"trial {other.trial_ids[1]} (exp {other.experiment_id})"]
+    differing = page.locator("tr[data-differs]").evaluate_all(
+        "rows => rows.map(r => r.dataset.hparam)")
+    assert differing == ["dropout", "hidden", "lr", "optimizer"]
+    assert page.locator("table[data-compare-hparams] tbody tr").last.get_attribute(
+        "data-hparam") == "batch_size"
+    tab.check_layout()
+    page.screenshot(path=str(shots / f"compare-across-{size}.png"), full_page=True)
+    # From the experiments list: two experiments picked, their best trials compared.
+    page.goto(f"{web_master.url}/")
+    for exp_id in (seeded.experiment_id, other.experiment_id):
+        page.locator(f'input[data-pick="{exp_id}"]').check()
+    page.locator("a[data-compare-selected]").click()
+    page.wait_for_function("document.querySelector('#compare-page-chart svg.chart') &&"
+                           " document.querySelector('#compare-page-chart svg')"
+                           ".getAttribute('data-series') === '2'")
+    assert page.locator("tr[data-trial-id]").evaluate_all(
+        "rows => rows.map(r => Number(r.dataset.trialId))") == [seeded.trial_ids[0],
+                                                                other.trial_ids[0]]

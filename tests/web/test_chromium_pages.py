@@ -246,14 +246,16 @@ def seed_every_page(base: str, web_db: Sessions) -> dict[str, str]:
     """Data for every page; the pages to visit by screenshot name."""
     exp_id = add_experiment(web_db, name="digits-search", losses=(0.42, 0.31, 0.55),
                             labels=("baseline", "cnn"))
-    add_experiment(web_db, name="digits-const", state="COMPLETED", losses=(0.2,))
+    const_id = add_experiment(web_db, name="digits-const", state="COMPLETED", losses=(0.2,))
     add_experiment(web_db, name="a-very-long-experiment-name-for-the-phone-layout",
                    state="STOPPING_COMPLETED", owner="someone-else")
     api_post(base, "/api/v1/models", {"name": "digits-model", "description": "the best one"})
     return {"experiments": "/", "experiment": f"/experiments/{exp_id}",
             "trial": f"/trials/{first_trial(web_db, exp_id)}", "models": "/models",
             "model": "/models/digits-model", "cluster": "/cluster", "queue": "/queue",
-            "tasks": "/tasks", "login": "/login"}
+            "tasks": "/tasks", "login": "/login",
+            "compare": f"/compare?trials={first_trial(web_db, exp_id)},"
+                       f"{first_trial(web_db, const_id)}"}
 
 
 @pytest.mark.parametrize("size", ["desktop", "phone"])

@@ -89,7 +89,14 @@
     }).map(function (t) { return [t.id, t.state, t.steps_completed, t.best_validation]; }));
   }
 
+  // The link to /compare with the picked trials, where trials of other experiments join.
+  function acrossLink() {
+    var link = document.querySelector("[data-compare-across]");
+    if (link) { link.href = "/compare?trials=" + state.picked.join(","); }
+  }
+
   function refresh(force) {
+    acrossLink();
     var group = el("compare-group").value;
     var chart = el("compare-chart");
     if (state.picked.length === 0) {

@@ -3,7 +3,9 @@
 // limit), their metric series and (adaptive_asha) the rungs, re-rendering the facts, the
 // trials table, the charts and the history until the experiment has ended. Only the
 // page's trials are read: a search of 10,000 trials is never fetched whole. The server
-// renders the same tables, so the page is complete without this script. Text goes in
+// renders the same tables, so the page is complete without this script. Hyperparameters
+// with one value in every trial shown are listed once as constant and left out of the
+// views (the per-hyperparameter charts here, hparam_views.js's axes). Text goes in
 // through textContent only (hpcdet.el), never as HTML.
 (function () {
   "use strict";
@@ -53,6 +55,35 @@
     var seen = {};
     trials.forEach(function (t) { Object.keys(flatOf(t)).forEach(function (n) { seen[n] = true; }); });
     return Object.keys(seen).sort();
+  }
+
+  // The hyperparameters with one value in every trial (of two or more), as the server's
+  // constant_hparams: {name: value}. The views leave them out and list them once.
+  function constantHparams(trials, names) {
+    var found = {};
+    if (trials.length < 2) { return found; }
+    var flats = trials.map(flatOf);
+    names.forEach(function (n) {
+      var key = JSON.stringify(flats[0][n]);
+      var same = flats.every(function (f) {
+        return Object.prototype.hasOwnProperty.call(f, n) && JSON.stringify(f[n]) === key;
+      });
+      if (same) { found[n] = flats[0][n]; }
+    });
+    return found;
+  }
+
+  function renderConstants(constants) {
+    var line = document.querySelector("[data-constant-hparams]");
+    if (!line) { return; }
+    var names = Object.keys(constants).sort();
+    var nodes = ["Constant (the same in every trial shown, left out of the views): "];
+    names.forEach(function (n, i) {
+      if (i) { nodes.push(", "); }
+      nodes.push(h.el("code", { text: n + "=" + valueText(constants[n]), "data-constant": n }));
+    });
+    line.replaceChildren.apply(line, nodes);
+    line.hidden = names.length === 0;
   }
 
   function valueText(value) {
@@ -246,6 +277,9 @@
     var names = renderTrials();
     renderHistory(data.experiment.history);
     drawValidation();
+    var constants = constantHparams(data.trials, names);
+    renderConstants(constants);
+    names = names.filter(function (n) { return !Object.prototype.hasOwnProperty.call(constants, n); });
     drawHparams(names);
     var helpers = { flatOf: flatOf, bestValue: bestValue, colourOf: colourOf };
     if (window.hpcdetHparams) { window.hpcdetHparams.render(data, helpers, names); }

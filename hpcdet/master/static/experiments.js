@@ -141,6 +141,12 @@
     batch.querySelectorAll("button[data-batch-action]").forEach(function (button) {
       button.disabled = !list.some(function (exp) { return applies(button, exp); });
     });
+    // The selected experiments' best trials side by side (/compare, hpcdet/master/web/compare.py).
+    var compare = batch.querySelector("[data-compare-selected]");
+    if (compare) {
+      compare.hidden = list.length === 0;
+      compare.href = "/compare?experiments=" + list.map(function (exp) { return exp.id; }).join(",");
+    }
   }
 
   // The experiment as the page shows it, for a row picked before the first poll answered.

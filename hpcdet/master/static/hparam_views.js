@@ -2,7 +2,10 @@
 // window.hpcdetHparams.render(data, helpers):
 // - parallel coordinates: one line per trial across an axis per hyperparameter and one for
 //   the searcher metric's best value, coloured by that value (darker is better); categorical
-//   hyperparameters get one tick per value, `type: log` ones a log axis;
+//   hyperparameters get one tick per value, `type: log` ones a log axis; dragging along an
+//   axis (pointer events) picks a range ("brushing"; the inputs under the chart do the same
+//   by value from the keyboard): lines outside every picked range are dimmed and the trials
+//   table's rows outside them hidden, with the count shown and a "Clear brushing" button;
 // - a heat map of two chosen hyperparameters (numeric ones in up to 8 bins, categorical ones
 //   one column or row per value), each cell the mean best metric of its trials, each trial a dot.
 // Hand-written SVG at the container's size in CSS px; text through textContent only.
@@ -15,6 +18,10 @@
   // The worst and best metric colours: hpcdet.css's --heat-low/--heat-high ("r g b"), which
   // turn the other way round in dark mode (the best stands out on either background).
   var LOW = rgbVar("--heat-low", [222, 235, 247]), HIGH = rgbVar("--heat-high", [8, 48, 107]);
+  // Picked ranges by axis label, kept across redraws: {lo, hi} in the axis' values for a
+  // numeric axis, {names} for a categorical one.
+  var brushes = {};
+  var current = null;  // the last render's ctx (what the brush controls act on)
 
   function svgEl(tag, attrs, text) { return C.svgEl(tag, attrs, text); }
 
@@ -56,6 +63,7 @@
       if (lo === hi) { lo -= 1; hi += 1; }
       return { kind: useLog ? "log" : "number", lo: lo, hi: hi,
                at: function (v) { return typeof v === "number" ? (tf(v) - lo) / (hi - lo) : null; },
+               value: function (t) { var v = lo + t * (hi - lo); return useLog ? Math.pow(10, v) : v; },
                label: function (t) { var v = lo + t * (hi - lo); return C.shortNumber(useLog ? Math.pow(10, v) : v); } };
     }
     var names = [];
@@ -94,12 +102,7 @@
     var width = Math.max(container.clientWidth || 640, names.length * 120 + 170);
     var height = 300, top = 40, bottom = height - 28, left = 56, right = width - 110;
     var step = (right - left) / Math.max(names.length, 1);
-    var axes = names.map(function (n) {
-      return axisOf(ctx.trials.map(function (t) { return ctx.flat[t.id][n]; }), ctx.logNames.indexOf(n) >= 0);
-    });
-    var metricAxis = axisOf(ctx.trials.map(function (t) { return ctx.value[t.id]; }), false);
-    axes.push(metricAxis);
-    var labels = names.concat(["best " + ctx.metricName]);
+    var axes = ctx.axes, labels = ctx.labels;
     var svg = svgEl("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height,
                              "class": "chart parallel", role: "img",
                              "aria-label": "Parallel coordinates of " + labels.join(", ") });
@@ -115,8 +118,10 @@
       });
       if (parts.length < 2) { return; }
       var good = ctx.good(ctx.value[trial.id]);
-      var path = svgEl("path", { d: parts.join(" "), fill: "none", "class": "trial-line",
-                                 stroke: good === null ? "#afb8c1" : colourAt(good),
+      var kept = ctx.kept[trial.id];
+      var path = svgEl("path", { d: parts.join(" "), fill: "none",
+                                 "class": kept ? "trial-line" : "trial-line dimmed",
+                                 stroke: good === null || !kept ? "#afb8c1" : colourAt(good),
                                  "stroke-width": trial.id === ctx.bestId ? 3.5 : 1.8,
                                  "data-trial-id": trial.id });
       path.addEventListener("pointerenter", function (event) {
@@ -145,11 +150,155 @@
         svg.appendChild(svgEl("text", { x: xs[i] + 4, y: yAt(m.t) + 4, "class": "tick" }, m.text));
       });
     });
+    axes.forEach(function (axis, i) { brushAxis(svg, ctx, axis, labels[i], xs[i], top, bottom); });
     svg.setAttribute("data-lines", String(drawn));
     var scroll = h.el("div", { className: "scroll chart-box", tabIndex: 0, role: "region",
                                "aria-label": "Parallel coordinates (scrolls sideways)" }, [svg]);
     container.replaceChildren(scroll);
     ctx.tip = tipBox(scroll);
+  }
+
+  // ---- Brushing ----
+
+  // Whether a raw value lies in a picked range.
+  function inBrush(brush, raw) {
+    if (raw === undefined || raw === null) { return false; }
+    if (brush.names) { return brush.names.indexOf(keyOf(raw)) >= 0; }
+    return typeof raw === "number" && raw >= brush.lo && raw <= brush.hi;
+  }
+
+  // The range of an axis between two positions (0 bottom, 1 top).
+  function brushBetween(axis, t0, t1) {
+    var lo = Math.min(t0, t1), hi = Math.max(t0, t1);
+    if (axis.kind === "category") {
+      return { names: axis.names.filter(function (n) { var t = axis.at(n); return t >= lo && t <= hi; }) };
+    }
+    return { lo: axis.value(lo), hi: axis.value(hi) };
+  }
+
+  // A picked range as positions on its axis (for its rectangle).
+  function brushSpan(axis, brush) {
+    var clamp = function (t) { return Math.max(0, Math.min(1, t)); };
+    if (brush.names) {
+      var ts = brush.names.map(function (n) { return axis.at(n); }).filter(function (t) { return t !== null; });
+      return ts.length ? [clamp(Math.min.apply(null, ts) - 0.04), clamp(Math.max.apply(null, ts) + 0.04)] : null;
+    }
+    var lo = axis.at(Math.max(brush.lo, axis.value(0))), hi = axis.at(Math.min(brush.hi, axis.value(1)));
+    return lo === null || hi === null || lo > hi ? null : [clamp(lo), clamp(hi)];
+  }
+
+  // An axis' picked range (drawn) and its hit area: drag to pick, click to drop.
+  function brushAxis(svg, ctx, axis, label, x, top, bottom) {
+    var yAt = function (t) { return bottom - t * (bottom - top); };
+    var span = brushes[label] ? brushSpan(axis, brushes[label]) : null;
+    var shown = svgEl("rect", { x: x - 7, width: 14, "class": "brush", "data-brush": label,
+                                y: span ? yAt(span[1]) : top, height: span ? Math.max(yAt(span[0]) - yAt(span[1]), 2) : 0 });
+    shown.style.display = span ? "" : "none";
+    svg.appendChild(shown);
+    var hit = svgEl("rect", { x: x - 12, y: top - 6, width: 24, height: bottom - top + 12, "class": "brush-hit",
+                              fill: "transparent", "data-brush-axis": label });
+    var start = null;
+    var tOf = function (event) {
+      var box = svg.getBoundingClientRect();
+      return Math.max(0, Math.min(1, (bottom - (event.clientY - box.top)) / (bottom - top)));
+    };
+    hit.addEventListener("pointerdown", function (event) {
+      start = tOf(event);
+      hit.setPointerCapture(event.pointerId);
+      event.preventDefault();
+    });
+    hit.addEventListener("pointermove", function (event) {
+      if (start === null) { return; }
+      var t = tOf(event);
+      shown.style.display = "";
+      shown.setAttribute("y", yAt(Math.max(start, t)));
+      shown.setAttribute("height", Math.max(Math.abs(yAt(start) - yAt(t)), 2));
+    });
+    hit.addEventListener("pointerup", function (event) {
+      if (start === null) { return; }
+      var t = tOf(event);
+      if (Math.abs(t - start) < 0.02) { delete brushes[label]; }
+      else { brushes[label] = brushBetween(axis, start, t); }
+      start = null;
+      rebrush();
+    });
+    svg.appendChild(hit);
+  }
+
+  // Which trials are in every picked range of the drawn axes: {id: true|false}.
+  function keptTrials(ctx) {
+    var kept = {};
+    ctx.trials.forEach(function (trial) {
+      kept[trial.id] = ctx.labels.every(function (label, i) {
+        var brush = brushes[label];
+        if (!brush) { return true; }
+        return inBrush(brush, i < ctx.names.length ? ctx.flat[trial.id][ctx.names[i]] : ctx.value[trial.id]);
+      });
+    });
+    return kept;
+  }
+
+  // The trials table shows only the kept trials; the count and the Clear button follow.
+  function applyBrush(ctx) {
+    var brushed = ctx.labels.some(function (label) { return brushes[label]; });
+    var keptCount = 0;
+    ctx.trials.forEach(function (t) { if (ctx.kept[t.id]) { keptCount += 1; } });
+    Array.prototype.forEach.call(document.querySelectorAll("#trials tr[data-trial-id]"), function (row) {
+      row.hidden = brushed && !ctx.kept[row.dataset.trialId];
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("[data-brush-count]"), function (count) {
+      count.textContent = brushed ? keptCount + " of " + ctx.trials.length + " trials in the picked ranges."
+        : "No range picked: every trial is shown.";
+      count.setAttribute("data-brushed", brushed ? String(keptCount) : "");
+    });
+    // The chart's Clear button, and the note above the trials table (shown while brushed).
+    var clear = document.querySelector(".brush-bar:not([data-brush-note]) [data-brush-clear]");
+    if (clear) { clear.hidden = !brushed; }
+    var note = document.querySelector("[data-brush-note]");
+    if (note) { note.hidden = !brushed; }
+  }
+
+  // Min/max inputs per numeric axis: the keyboard's way to pick a range.
+  function brushInputs(ctx) {
+    var box = document.querySelector("[data-brush-inputs]");
+    if (!box) { return; }
+    var numeric = ctx.labels.filter(function (_, i) { return ctx.axes[i].kind !== "category"; });
+    if (box.dataset.axes !== numeric.join("\n")) {
+      box.dataset.axes = numeric.join("\n");
+      box.replaceChildren.apply(box, numeric.map(function (label) {
+        return h.el("fieldset", {}, [h.el("legend", { text: label }),
+          h.el("label", {}, ["min ", h.el("input", { type: "number", step: "any", "data-brush-min": label })]),
+          h.el("label", {}, ["max ", h.el("input", { type: "number", step: "any", "data-brush-max": label })])]);
+      }));
+      Array.prototype.forEach.call(box.querySelectorAll("input"), function (input) {
+        input.addEventListener("change", function () { typedBrush(input.dataset.brushMin || input.dataset.brushMax); });
+      });
+    }
+    numeric.forEach(function (label) {
+      var brush = brushes[label];
+      box.querySelector('[data-brush-min="' + CSS.escape(label) + '"]').value = brush && isFinite(brush.lo) ? String(+brush.lo.toPrecision(4)) : "";
+      box.querySelector('[data-brush-max="' + CSS.escape(label) + '"]').value = brush && isFinite(brush.hi) ? String(+brush.hi.toPrecision(4)) : "";
+    });
+  }
+
+  function typedBrush(label) {
+    var read = function (attr) {
+      var input = document.querySelector("[" + attr + '="' + CSS.escape(label) + '"]');
+      return input && input.value !== "" && isFinite(Number(input.value)) ? Number(input.value) : null;
+    };
+    var lo = read("data-brush-min"), hi = read("data-brush-max");
+    if (lo === null && hi === null) { delete brushes[label]; }
+    else { brushes[label] = { lo: lo === null ? -Infinity : lo, hi: hi === null ? Infinity : hi }; }
+    rebrush();
+  }
+
+  // After a change of the picked ranges: redraw the lines and filter the table.
+  function rebrush() {
+    if (!current) { return; }
+    current.kept = keptTrials(current);
+    drawParallel(document.getElementById("parallel-chart"), current);
+    applyBrush(current);
+    brushInputs(current);
   }
 
   // ---- Heat map ----
@@ -256,7 +405,13 @@
     if (!section) { return; }
     var metricName = data.searcher_metric.name;
     section.hidden = !metricName || data.trials.length < 2 || names.length === 0;
-    if (section.hidden) { return; }
+    if (section.hidden) {
+      current = null;  // nothing to brush: every row shown
+      var note = document.querySelector("[data-brush-note]");
+      if (note) { note.hidden = true; }
+      Array.prototype.forEach.call(document.querySelectorAll("#trials tr[hidden]"), function (row) { row.hidden = false; });
+      return;
+    }
     var ctx = { names: names, trials: data.trials, metricName: metricName, flat: {}, value: {},
                 logNames: data.log_hparams || [], bestId: data.experiment.best_trial_id,
                 tip: function () {}, heatTip: function () {} };
@@ -264,7 +419,12 @@
     var values = data.trials.map(function (t) { return ctx.value[t.id]; }).filter(function (v) { return v !== null; });
     ctx.good = values.length ? goodness(values, data.searcher_metric.smaller_is_better !== false)
       : function () { return null; };
-    drawParallel(document.getElementById("parallel-chart"), ctx);
+    ctx.axes = names.map(function (n) {
+      return axisOf(data.trials.map(function (t) { return ctx.flat[t.id][n]; }), ctx.logNames.indexOf(n) >= 0);
+    }).concat([axisOf(data.trials.map(function (t) { return ctx.value[t.id]; }), false)]);
+    ctx.labels = names.concat(["best " + metricName]);
+    current = ctx;
+    rebrush();
     var xSelect = document.getElementById("heatmap-x"), ySelect = document.getElementById("heatmap-y");
     fillSelect(xSelect, names, names[0]);
     fillSelect(ySelect, names, names[Math.min(1, names.length - 1)]);
@@ -278,6 +438,13 @@
     ySelect.onchange = redraw;
     redraw();
   }
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("[data-brush-clear]")) {
+      brushes = {};
+      rebrush();
+    }
+  });
 
   window.hpcdetHparams = { render: render };
 }());

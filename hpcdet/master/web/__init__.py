@@ -11,6 +11,7 @@ from __future__ import annotations
 from hpcdet.master.web import (
     checkpoints,
     cluster,
+    compare,
     experiment,
     experiments,
     forking,
@@ -31,6 +32,6 @@ from hpcdet.master.web.blueprint import bp
 for _name in ("state_word", "state_badge", "time_tag", "or_dash"):
     bp.add_app_template_global(getattr(formatting, _name), _name)
 
-__all__ = ["bp", "checkpoints", "cluster", "experiment", "experiments", "forking", "formatting",
-           "health_banner", "identity", "models", "queue", "sign_in_link",
+__all__ = ["bp", "checkpoints", "cluster", "compare", "experiment", "experiments", "forking",
+           "formatting", "health_banner", "identity", "models", "queue", "sign_in_link",
            "task", "tasks", "trial", "trial_logs"]

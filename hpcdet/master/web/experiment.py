@@ -1,5 +1,10 @@
 """``/experiments/<id>``: one experiment's facts, trials, charts, config and history.
 
+The page is in sections with a nav of anchors: the validation chart first (beside the
+facts), then the hyperparameter views (constant hyperparameters listed once, not drawn),
+the trial comparison (and a link to ``/compare`` across experiments), the trials table,
+checkpoints, config and history.
+
 The page is rendered complete on the server (tables in Jinja); ``static/experiment.js``
 then draws the charts from the JSON embedded in the page and keeps everything current by
 polling ``/api/v1/experiments/<id>``, ``.../metrics`` and, for ``adaptive_asha``,
@@ -14,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
-from flask import render_template, request
+from flask import render_template, request, url_for
 
 from hpcdet.errors import ConfigError
 from hpcdet.expconf import without_nulls
@@ -54,13 +59,19 @@ def page_context(exp: Experiment, args: TrialsArgs) -> dict[str, Any]:
     metric = SearcherMetric.of(exp.config)
     data = page_data(exp, args)
     names = hparam_names(data["trials"])
+    constants = constant_hparams(data["trials"])
     rungs = {row["trial_id"]: row for row in (data["rungs"] or {}).get("rungs", [])}
     best_id = data["experiment"]["best_trial_id"]
     return {"exp": data["experiment"], "data": data, "metric": metric,
             "hparam_names": names, "asha": data["rungs"] is not None,
             "rows": [trial_row(t, names, metric, best_id, rungs.get(t["id"]))
                      for t in data["trials"]],
-            "hparam_charts": names if len(data["trials"]) > 1 else [],
+            "hparam_charts": ([n for n in names if n not in constants]
+                              if len(data["trials"]) > 1 else []),
+            "constant_hparams": [{"name": name, "text": f"{name}={value_text(value)}"}
+                                 for name, value in sorted(constants.items())],
+            "compare_href": url_for("web.compare", trials=",".join(
+                str(t["id"]) for t in data["trials"][:3])),
             "trial_counts": sorted(data["experiment"]["trial_counts"].items()),
             "pager": experiment_trials.pager(exp.id, args, metric, data["pagination"]),
             "sort_links": experiment_trials.sort_links(exp.id, args, metric),
@@ -152,6 +163,20 @@ def trial_row(trial: Mapping[str, Any], names: list[str], metric: SearcherMetric
 def hparam_names(trials: list[Mapping[str, Any]]) -> list[str]:
     """Every flattened hyperparameter name of the trials, sorted (one table column each)."""
     return sorted({name for t in trials for name in flat_hparams(t.get("hparams") or {})})
+
+
+def constant_hparams(trials: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The hyperparameters with one value in every trial (of two or more), by flat name:
+    the views leave them out and list them once. One a trial lacks is not constant."""
+    if len(trials) < 2:
+        return {}
+    flats = [flat_hparams(t.get("hparams") or {}) for t in trials]
+
+    def key(value: Any) -> str:  # 1 and true are different values, as in the script
+        return json.dumps(value, sort_keys=True)
+
+    return {name: value for name, value in flats[0].items()
+            if all(name in flat and key(flat[name]) == key(value) for flat in flats[1:])}
 
 
 def log_hparams(space: Mapping[str, Any], prefix: str = "") -> list[str]:

@@ -109,6 +109,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("web.cluster_nodes", "GET"): "listing",
     ("web.tasks", "GET"): "listing",
     ("web.task_page", "GET"): "own",
+    ("web.compare", "GET"): "listing",  # what it compares is in the query: none here
     ("api.create_experiment", "POST"): "create",
     ("api.create_task", "POST"): "create",
     ("api.create_command", "POST"): "create",

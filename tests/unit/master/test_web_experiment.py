@@ -217,14 +217,20 @@ def test_chart_data_is_embedded_with_one_hparam_chart_per_hyperparameter(
     assert data["rungs"] is None and data["poll_seconds"] == 5
     assert data["searcher_metric"] == {"name": "loss", "smaller_is_better": True}
     assert '<div id="validation-chart"' in html
-    assert re.findall(r'<div class="hparam-chart" data-hparam="([^"]*)">', html) == [
-        "lr", "opt.kind", "opt.momentum"]
+    # One chart per hyperparameter that varies; the constant ones listed once, escaped.
+    assert re.findall(r'<div class="hparam-chart" data-hparam="([^"]*)">', html) == ["lr"]
+    assert re.findall(r'<code data-constant="([^"]*)">(.*?)</code>', html) == [
+        ("opt.kind", f"opt.kind={ESCAPED}"), ("opt.momentum", "opt.momentum=0.9")]
     # Hidden until the script has drawn them (no empty boxes without JavaScript).
     assert '<section id="hparam-charts" aria-labelledby="hparam-charts-title" hidden>' in html
     scripts = re.findall(r'<script src="([^"?]+)\?v=[0-9a-f]{12}" defer>', html)
     assert scripts == ["/static/hpcdet.js", "/static/health.js", "/static/shortcuts.js",
                        "/static/chart.js", "/static/hparam_views.js", "/static/compare.js",
                        "/static/experiment.js", "/static/tensorboard.js", "/static/records.js"]
+    # The cross-experiment comparison starts from the page's best trials.
+    across = re.findall(r'href="/compare\?trials=([^"]*)" data-compare-across', html)
+    assert [a.replace("%2C", ",") for a in across] == [
+        f"{trials[1].id},{trials[0].id},{trials[2].id}"]
 
 
 def test_an_experiment_before_its_first_trial(client: FlaskClient) -> None:
