@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from seed_charts import HPARAMS, OTHER_HPARAMS, OWNER, PROFILING_NAMES, seed_search
 from sqlalchemy.orm import Session
 
@@ -55,6 +56,31 @@ class Tab:
         self.page.mouse.move(box["x"] + box["width"] * (start + end) / 2, y, steps=4)
         self.page.mouse.move(box["x"] + box["width"] * end, y, steps=4)
         self.page.mouse.up()
+
+
+def brush_axis(page: Any, axis: str, start: float, end: float) -> int:
+    """Drag along a parallel-coordinates axis from/to a share of its height; the number of
+    trials then in the picked ranges. The page redraws the chart on its polls: a redraw
+    between finding the axis and pressing the button replaces it, so that is tried again
+    (a drag under way holds the redraw off: hparam_views.js)."""
+    for _ in range(5):
+        hit = page.locator(f'#parallel-chart rect.brush-hit[data-brush-axis="{axis}"]')
+        try:
+            hit.scroll_into_view_if_needed()
+            box = hit.bounding_box()
+        except PlaywrightError:
+            continue
+        if not box:
+            continue
+        x = box["x"] + box["width"] / 2
+        page.mouse.move(x, box["y"] + box["height"] * start)
+        page.mouse.down()
+        page.mouse.move(x, box["y"] + box["height"] * end, steps=4)
+        page.mouse.up()
+        brushed = page.locator("[data-brush-count]").first.get_attribute("data-brushed")
+        if brushed and brushed != "0":
+            return int(brushed)
+    return 0
 
 
 def open_tab(request: pytest.FixtureRequest, size: str, url: str) -> Tab:
@@ -153,16 +179,7 @@ def test_experiment_page_hparam_views_and_comparison(request: pytest.FixtureRequ
     # Brushing: a drag along the lr axis keeps some rows; "Clear" brings all back.
     rows = page.locator("#trials tr[data-trial-id]:visible")
     assert rows.count() == len(HPARAMS)
-    hit = page.locator('#parallel-chart rect.brush-hit[data-brush-axis="lr"]')
-    hit.scroll_into_view_if_needed()
-    box = hit.bounding_box()
-    assert box
-    x = box["x"] + box["width"] / 2
-    page.mouse.move(x, box["y"] + box["height"] * 0.1)
-    page.mouse.down()
-    page.mouse.move(x, box["y"] + box["height"] * 0.6, steps=4)
-    page.mouse.up()
-    brushed = int(page.locator("[data-brush-count]").first.get_attribute("data-brushed") or "0")
+    brushed = brush_axis(page, "lr", 0.1, 0.6)
     assert 0 < brushed < len(HPARAMS) and rows.count() == brushed
     # The table says so above it, with its own Clear.
     assert page.locator("[data-brush-note]").is_visible()

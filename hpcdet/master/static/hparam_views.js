@@ -22,6 +22,9 @@
   // numeric axis, {names} for a categorical one.
   var brushes = {};
   var current = null;  // the last render's ctx (what the brush controls act on)
+  // A drag in progress on an axis: a poll's render then waits for its end rather than redraw
+  // the chart (and lose the drag) under the pointer.
+  var dragging = false;
 
   function svgEl(tag, attrs, text) { return C.svgEl(tag, attrs, text); }
 
@@ -204,6 +207,7 @@
     };
     hit.addEventListener("pointerdown", function (event) {
       start = tOf(event);
+      dragging = true;
       hit.setPointerCapture(event.pointerId);
       event.preventDefault();
     });
@@ -220,6 +224,12 @@
       if (Math.abs(t - start) < 0.02) { delete brushes[label]; }
       else { brushes[label] = brushBetween(axis, start, t); }
       start = null;
+      dragging = false;
+      rebrush();
+    });
+    hit.addEventListener("pointercancel", function () {
+      start = null;
+      dragging = false;
       rebrush();
     });
     svg.appendChild(hit);
@@ -274,10 +284,14 @@
         input.addEventListener("change", function () { typedBrush(input.dataset.brushMin || input.dataset.brushMax); });
       });
     }
+    // A poll leaves alone the box being typed in.
+    var show = function (input, bound) {
+      if (input !== document.activeElement) { input.value = isFinite(bound) ? String(+bound.toPrecision(4)) : ""; }
+    };
     numeric.forEach(function (label) {
-      var brush = brushes[label];
-      box.querySelector('[data-brush-min="' + CSS.escape(label) + '"]').value = brush && isFinite(brush.lo) ? String(+brush.lo.toPrecision(4)) : "";
-      box.querySelector('[data-brush-max="' + CSS.escape(label) + '"]').value = brush && isFinite(brush.hi) ? String(+brush.hi.toPrecision(4)) : "";
+      var brush = brushes[label] || { lo: NaN, hi: NaN };
+      show(box.querySelector('[data-brush-min="' + CSS.escape(label) + '"]'), brush.lo);
+      show(box.querySelector('[data-brush-max="' + CSS.escape(label) + '"]'), brush.hi);
     });
   }
 
@@ -424,7 +438,7 @@
     }).concat([axisOf(data.trials.map(function (t) { return ctx.value[t.id]; }), false)]);
     ctx.labels = names.concat(["best " + metricName]);
     current = ctx;
-    rebrush();
+    if (!dragging) { rebrush(); }
     var xSelect = document.getElementById("heatmap-x"), ySelect = document.getElementById("heatmap-y");
     fillSelect(xSelect, names, names[0]);
     fillSelect(ySelect, names, names[Math.min(1, names.length - 1)]);
