@@ -19,7 +19,15 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from hpcdet.master.experiments.searcher_store import build_searcher
-from hpcdet.master.models import CommandTask, Experiment, Job, StateChange, Trial, as_utc
+from hpcdet.master.models import (
+    CommandTask,
+    Experiment,
+    Job,
+    Metric,
+    StateChange,
+    Trial,
+    as_utc,
+)
 
 Sessions = Callable[[], Session]
 ENDED = ("COMPLETED", "CANCELED", "ERROR")
@@ -84,6 +92,17 @@ def backdate(sessions: Sessions, exp_id: int, created_at: dt.datetime) -> None:
             for name in names:
                 if getattr(row, name) is not None:
                     setattr(row, name, as_utc(getattr(row, name)) + shift)
+
+
+def add_training(sessions: Sessions, trial_id: int, start: dt.datetime,
+                 steps: int = 20) -> None:
+    """Training losses a minute apart from ``start``: the trial page's charts and its
+    throughput over time (an axis of times) have something to draw."""
+    with sessions() as session, session.begin():
+        session.add_all(Metric(trial_id=trial_id, group="training", steps_completed=step,
+                               name="loss", value=1.0 / step,
+                               reported_at=start + dt.timedelta(minutes=step))
+                        for step in range(1, steps + 1))
 
 
 def add_task(sessions: Sessions, *, name: str = "cmd", state: str = "COMPLETED") -> int:

@@ -17,6 +17,7 @@ from seed_pages import (
     Sessions,
     add_experiment,
     add_task,
+    add_training,
     api_post,
     backdate,
     experiment_states,
@@ -318,6 +319,8 @@ def seed_every_page(base: str, web_db: Sessions) -> dict[str, str]:
     const_id = add_experiment(web_db, name="digits-const", state="COMPLETED", losses=(0.2,))
     # Times that read as dates and "yesterday": the longest texts a time has.
     backdate(web_db, exp_id, dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3))
+    add_training(web_db, first_trial(web_db, exp_id),
+                 dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2, hours=23))
     backdate(web_db, const_id, dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=30))
     add_experiment(web_db, name="a-very-long-experiment-name-for-the-phone-layout",
                    state="STOPPING_COMPLETED", owner="someone-else")
