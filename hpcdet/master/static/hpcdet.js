@@ -164,21 +164,25 @@
   }
 
   // formatting.py's time_tag as the script writes it: the relative time, the exact local
-  // time on hover, the ISO UTC moment in datetime=; `empty` for none.
-  function timeEl(iso, empty) {
+  // time on hover, the ISO UTC moment in datetime=; `empty` for none. `exact`: the exact
+  // local time as the text, the ISO moment on hover.
+  function timeEl(iso, empty, exact) {
     if (!iso) { return document.createTextNode(empty === undefined ? EMPTY : empty); }
-    var node = el("time", { datetime: isoUtc(iso), "data-relative": "" });
+    var utc = isoUtc(iso);
+    if (exact) { return el("time", { datetime: utc, title: utc, text: fmtTime(iso) }); }
+    var node = el("time", { datetime: utc, "data-relative": "" });
     setRelative(node);
     return node;
   }
 
   // Rewrites the server's UTC <time> texts: relative, the exact local time on hover. A log
-  // line's time (time.at) stays exact, in local time: a log is read line against line.
+  // line's time (time.at) and those in a [data-exact-times] box (the health banner's
+  // "since ...") stay exact, in local time.
   function localiseTimes(root) {
     (root || document).querySelectorAll("time[datetime]").forEach(function (node) {
       if (node.dataset.localised) { return; }
       node.dataset.localised = "1";
-      if (node.classList.contains("at")) {
+      if (node.classList.contains("at") || node.closest("[data-exact-times]")) {
         node.textContent = fmtTime(node.getAttribute("datetime"));
         return;
       }
