@@ -19,7 +19,15 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from hpcdet.master.experiments.searcher_store import build_searcher
-from hpcdet.master.models import CommandTask, Experiment, Job, StateChange, Trial
+from hpcdet.master.models import (
+    CommandTask,
+    Experiment,
+    Job,
+    Metric,
+    StateChange,
+    Trial,
+    as_utc,
+)
 
 Sessions = Callable[[], Session]
 ENDED = ("COMPLETED", "CANCELED", "ERROR")
@@ -66,6 +74,35 @@ def add_experiment(sessions: Sessions, *, name: str = "exp", owner: str = "teste
                             active=False, native_state="COMPLETED", exit_code=0,
                             nodes="node1", ended_at=now()))
         return exp.id
+
+
+def backdate(sessions: Sessions, exp_id: int, created_at: dt.datetime) -> None:
+    """Moves an experiment to ``created_at``: its times, its trials' and their jobs' and
+    state changes' all shift by the same amount (older times read as dates, not "just now")."""
+    with sessions() as session, session.begin():
+        exp = session.get_one(Experiment, exp_id)
+        shift = created_at - as_utc(exp.created_at)
+        trials = session.query(Trial).filter_by(experiment_id=exp_id).all()
+        jobs = session.query(Job).filter(Job.trial_id.in_([t.id for t in trials])).all()
+        changes = session.query(StateChange).filter_by(entity_kind="experiment",
+                                                       entity_id=exp_id).all()
+        for row, names in [(exp, ("created_at", "ended_at")), *((t, ("created_at", "ended_at"))
+                           for t in trials), *((j, ("submitted_at", "ended_at")) for j in jobs),
+                           *((c, ("at",)) for c in changes)]:
+            for name in names:
+                if getattr(row, name) is not None:
+                    setattr(row, name, as_utc(getattr(row, name)) + shift)
+
+
+def add_training(sessions: Sessions, trial_id: int, start: dt.datetime,
+                 steps: int = 20) -> None:
+    """Training losses a minute apart from ``start``: the trial page's charts and its
+    throughput over time (an axis of times) have something to draw."""
+    with sessions() as session, session.begin():
+        session.add_all(Metric(trial_id=trial_id, group="training", steps_completed=step,
+                               name="loss", value=1.0 / step,
+                               reported_at=start + dt.timedelta(minutes=step))
+                        for step in range(1, steps + 1))
 
 
 def add_task(sessions: Sessions, *, name: str = "cmd", state: str = "COMPLETED") -> int:

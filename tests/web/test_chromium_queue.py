@@ -322,6 +322,8 @@ def test_an_unreachable_scheduler_shows_a_banner_and_det_warns(
             tab.open(path)
             banner = tab.page.locator("[data-health-banner]")
             assert banner.is_visible() and "scheduler unreachable since" in banner.inner_text()
+            # A moment, not "since 3 min ago": the exact local time (data-exact-times).
+            assert re.search(r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", banner.inner_text())
             tab.check(shots, f"{name}-{size}")
     info = sick_master.det("master", "info")
     assert info.returncode == 0, info.stderr

@@ -44,26 +44,28 @@
     return h.el("td", { className: "pick" }, [box]);
   }
 
-  function progressCell(progress) { return h.el("td", {}, h.progressNodes(progress)); }
+  function progressCell(progress) {
+    return h.el("td", { "data-col": "progress" }, h.progressNodes(progress));
+  }
 
   function bestCell(best) {
-    if (!best) { return h.el("td", { text: h.EMPTY }); }
+    if (!best) { return h.el("td", { "data-col": "best", text: h.EMPTY }); }
     var better = best.smaller_is_better ? "smaller" : "larger";
-    return h.el("td", { "data-best-trial": best.trial_id,
+    return h.el("td", { "data-col": "best", "data-best-trial": best.trial_id,
       title: "trial " + best.trial_id + "; " + better + " is better",
       text: best.name + " " + h.fmtNumber(best.value) });
   }
 
   function labelsCell(labels) {
-    if (!labels || !labels.length) { return h.el("td", { text: h.EMPTY }); }
-    return h.el("td", {}, labels.map(function (label) {
+    if (!labels || !labels.length) { return h.el("td", { "data-col": "labels", text: h.EMPTY }); }
+    return h.el("td", { "data-col": "labels" }, labels.map(function (label) {
       return h.el("a", { className: "label-tag", href: "/?label=" + encodeURIComponent(label),
         text: label });
     }));
   }
 
   function stateCell(exp) {
-    var td = h.el("td", {}, [h.stateBadge(exp.state)]);
+    var td = h.el("td", { "data-col": "state" }, [h.stateBadge(exp.state)]);
     if (exp.archived) {
       td.appendChild(document.createTextNode(" "));
       td.appendChild(h.el("span", { className: "label-tag", text: "archived" }));
@@ -79,16 +81,17 @@
   function row(exp) {
     var tr = h.el("tr", { "data-experiment-id": exp.id, "data-state": exp.state }, [
       pickCell(exp),
-      h.el("td", {}, [h.el("a", { href: "/experiments/" + exp.id, text: exp.id })]),
-      h.el("td", { className: "name" }, [h.el("a", { href: "/experiments/" + exp.id, text: exp.name })]),
+      h.el("td", { "data-col": "id" }, [h.el("a", { href: "/experiments/" + exp.id, text: exp.id })]),
+      h.el("td", { className: "name", "data-col": "name" },
+           [h.el("a", { href: "/experiments/" + exp.id, text: exp.name })]),
       stateCell(exp),
-      h.el("td", { text: exp.owner }),
+      h.el("td", { "data-col": "owner", text: exp.owner }),
       progressCell(exp.progress),
       bestCell(exp.best_metric),
-      h.el("td", { text: exp.num_trials }),
+      h.el("td", { "data-col": "trials", text: exp.num_trials }),
       labelsCell(exp.labels),
-      h.el("td", {}, [h.timeEl(exp.created_at)]),
-      h.el("td", {}, [h.timeEl(exp.ended_at)])
+      h.el("td", { "data-col": "start" }, [h.timeEl(exp.created_at)]),
+      h.el("td", { "data-col": "end" }, [h.timeEl(exp.ended_at)])
     ]);
     if (exp.archived) { tr.setAttribute("data-archived", ""); }
     return tr;
@@ -110,6 +113,7 @@
       rows = [h.el("tr", {}, [h.el("td", { colspan: COLUMNS, text: body.dataset.empty })])];
     }
     body.replaceChildren.apply(body, rows);
+    showColumns();
     var range = document.querySelector("[data-range]");
     if (range) {
       range.textContent = rangeText(Number(body.dataset.offset) || 0, experiments.length,
@@ -117,6 +121,53 @@
     }
     updateBatch();
     return false;
+  }
+
+  // ---- The column chooser: the columns shown, remembered in localStorage ----
+  // What is stored is the list of hidden columns, so that a column added later shows.
+
+  var chooser = document.querySelector("[data-columns]");
+  var COLUMNS_KEY = "hpcdet.experiments.hiddenColumns";
+  // A phone (the stylesheet's 40rem) starts with these; the chooser adds the others.
+  var PHONE_COLUMNS = ["name", "state", "start"];
+  var hidden = [];
+
+  function toggles() { return chooser ? chooser.querySelectorAll("input[data-col-toggle]") : []; }
+
+  function storedHidden() {
+    try {
+      var value = JSON.parse(window.localStorage.getItem(COLUMNS_KEY));
+      return Array.isArray(value) ? value : null;
+    } catch (e) { return null; }
+  }
+
+  function defaultHidden() {
+    if (!window.matchMedia("(max-width: 40rem)").matches) { return []; }
+    return [].map.call(toggles(), function (box) { return box.dataset.colToggle; })
+      .filter(function (key) { return PHONE_COLUMNS.indexOf(key) < 0; });
+  }
+
+  // Hides the cells (head and rows) of the columns not chosen.
+  function showColumns() {
+    if (!chooser || !table) { return; }
+    table.querySelectorAll("[data-col]").forEach(function (cell) {
+      cell.hidden = hidden.indexOf(cell.dataset.col) >= 0;
+    });
+  }
+
+  function onChooseColumn() {
+    hidden = [].filter.call(toggles(), function (box) { return !box.checked; })
+      .map(function (box) { return box.dataset.colToggle; });
+    try { window.localStorage.setItem(COLUMNS_KEY, JSON.stringify(hidden)); } catch (e) { /* not kept */ }
+    showColumns();
+  }
+
+  if (chooser && table) {
+    hidden = storedHidden() || defaultHidden();
+    toggles().forEach(function (box) { box.checked = hidden.indexOf(box.dataset.colToggle) < 0; });
+    chooser.addEventListener("change", onChooseColumn);
+    chooser.hidden = false;
+    showColumns();
   }
 
   // ---- Batch actions ----

@@ -15,7 +15,7 @@
     banner.hidden = problems.length === 0;
   }
 
-  // A problem's "2026-01-02 03:04:05 UTC" moments as <time> in local time (as
+  // A problem's "2026-01-02 03:04:05 UTC" moments as <time> in exact local time (as
   // web/health_banner.py renders them); the rest as text.
   function withTimes(problem) {
     var pattern = /(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}) UTC/g;
@@ -24,7 +24,7 @@
     var found;
     while ((found = pattern.exec(problem)) !== null) {
       parts.push(problem.slice(last, found.index));
-      parts.push(window.hpcdet.timeEl(found[1] + "T" + found[2] + "Z"));
+      parts.push(window.hpcdet.timeEl(found[1] + "T" + found[2] + "Z", "", true));
       last = pattern.lastIndex;
     }
     parts.push(problem.slice(last));

@@ -103,16 +103,52 @@
     } catch (e) { return ""; }
   }
 
-  // A time in the one format of every page, in the reader's local time:
+  function dateOf(iso) {
+    var d = iso instanceof Date ? iso : new Date(iso);
+    return isNaN(d.getTime()) ? null : d;
+  }
+
+  function dayText(d) { return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()); }
+
+  // The exact time, in the one format of every page, in the reader's local time:
   // "2026-01-02 04:04:05 CET". "" for none.
   function fmtTime(iso) {
     if (!iso) { return ""; }
-    var d = iso instanceof Date ? iso : new Date(iso);
-    if (isNaN(d.getTime())) { return String(iso); }
-    var text = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
-      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+    var d = dateOf(iso);
+    if (!d) { return String(iso); }
+    var text = dayText(d) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" +
+      pad(d.getSeconds());
     var zone = zoneName(d);
     return zone ? text + " " + zone : text;
+  }
+
+  var MINUTE = 60000;
+  var HOUR = 60 * MINUTE;
+
+  // The local calendar day of a date as a whole number (today minus yesterday is 1, also
+  // across a daylight-saving change).
+  function dayNumber(d) {
+    return Math.round(new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime() / (24 * HOUR));
+  }
+
+  // A time relative to `now` (default: this moment), short enough for a phone: "just now",
+  // "3 min ago", "in 2 h" (under 12 hours), "today 09:15", "yesterday 14:02",
+  // "tomorrow 08:00", else the local date and minute ("2026-11-28 14:02").
+  function relTime(iso, now) {
+    var d = iso ? dateOf(iso) : null;
+    if (!d) { return iso ? String(iso) : ""; }
+    var at = now || new Date();
+    var diff = d.getTime() - at.getTime();
+    var abs = Math.abs(diff);
+    if (abs < MINUTE) { return "just now"; }
+    if (abs < 12 * HOUR) {
+      var amount = abs < HOUR ? Math.floor(abs / MINUTE) + " min" : Math.floor(abs / HOUR) + " h";
+      return diff < 0 ? amount + " ago" : "in " + amount;
+    }
+    var clock = pad(d.getHours()) + ":" + pad(d.getMinutes());
+    var days = dayNumber(d) - dayNumber(at);
+    var word = { "-1": "yesterday", "0": "today", "1": "tomorrow" }[String(days)];
+    return (word || dayText(d)) + " " + clock;
   }
 
   function isoUtc(iso) {
@@ -120,21 +156,47 @@
     return isNaN(d.getTime()) ? String(iso) : d.toISOString().replace(/\.\d{3}Z$/, "Z");
   }
 
-  // formatting.py's time_tag: <time> in local time, ISO UTC on hover; `empty` for none.
-  function timeEl(iso, empty) {
-    if (!iso) { return document.createTextNode(empty === undefined ? EMPTY : empty); }
-    var utc = isoUtc(iso);
-    return el("time", { datetime: utc, title: utc, text: fmtTime(iso) });
+  // Sets a <time datetime=...> to the relative text, with the exact local time on hover.
+  function setRelative(node) {
+    var iso = node.getAttribute("datetime");
+    node.textContent = relTime(iso);
+    node.title = fmtTime(iso);
   }
 
-  // Rewrites the server's UTC <time> texts in local time (the ISO moment stays on hover).
+  // formatting.py's time_tag as the script writes it: the relative time, the exact local
+  // time on hover, the ISO UTC moment in datetime=; `empty` for none. `exact`: the exact
+  // local time as the text, the ISO moment on hover.
+  function timeEl(iso, empty, exact) {
+    if (!iso) { return document.createTextNode(empty === undefined ? EMPTY : empty); }
+    var utc = isoUtc(iso);
+    if (exact) { return el("time", { datetime: utc, title: utc, text: fmtTime(iso) }); }
+    var node = el("time", { datetime: utc, "data-relative": "" });
+    setRelative(node);
+    return node;
+  }
+
+  // Rewrites the server's UTC <time> texts: relative, the exact local time on hover. A log
+  // line's time (time.at) and those in a [data-exact-times] box (the health banner's
+  // "since ...") stay exact, in local time.
   function localiseTimes(root) {
     (root || document).querySelectorAll("time[datetime]").forEach(function (node) {
       if (node.dataset.localised) { return; }
-      node.textContent = fmtTime(node.getAttribute("datetime"));
       node.dataset.localised = "1";
+      if (node.classList.contains("at") || node.closest("[data-exact-times]")) {
+        node.textContent = fmtTime(node.getAttribute("datetime"));
+        return;
+      }
+      node.setAttribute("data-relative", "");
+      setRelative(node);
     });
   }
+
+  // Relative times age: every half minute each is written again ("just now", "1 min ago").
+  function refreshTimes() {
+    document.querySelectorAll("time[data-relative]").forEach(setRelative);
+  }
+  window.setInterval(refreshTimes, MINUTE / 2);
+
   // A scroll container the server rendered without a keyboard stop and a name gets both, so
   // that it can be scrolled from the keyboard and a screen reader says what it holds.
   function markScrollBoxes() {
@@ -258,7 +320,8 @@
     patchJSON: function (url, body) { return request("PATCH", url, body); },
     el: el, stateBadge: stateBadge, isTerminal: isTerminal, fmtTime: fmtTime, zoneName: zoneName,
     stateWord: stateWord, setStateBadge: setStateBadge, timeEl: timeEl,
-    localiseTimes: localiseTimes, EMPTY: EMPTY, actionStatus: actionStatus,
+    localiseTimes: localiseTimes, relTime: relTime, refreshTimes: refreshTimes,
+    EMPTY: EMPTY, actionStatus: actionStatus,
     fmtNumber: fmtNumber, progressNodes: progressNodes, reasonWords: reasonWords, poll: poll, setStatus: setStatus,
     showActions: showActions
   };

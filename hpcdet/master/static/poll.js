@@ -137,13 +137,10 @@
     jobs: function (body) { return (body.jobs || []).map(jobRow); }
   };
 
-  function takenText(iso) {
-    return iso ? h.fmtTime(iso) : "not read from Slurm yet";
-  }
-
-  function setText(selector, text) {
-    var node = document.querySelector(selector);
-    if (node) { node.textContent = text; }
+  // When the snapshot was taken, as the server's taken_text: a relative <time>.
+  function setTaken(iso) {
+    var node = document.querySelector("[data-poll-taken]");
+    if (node) { node.replaceChildren(h.timeEl(iso, "not read from Slurm yet")); }
   }
 
   function render(tbody, body) {
@@ -157,7 +154,7 @@
       rows = [tr];
     }
     tbody.replaceChildren.apply(tbody, rows);
-    setText("[data-poll-taken]", takenText(body.taken_at));
+    setTaken(body.taken_at);
   }
 
   // data-render="page": the URL is the page itself, rendered by the server; its fresh

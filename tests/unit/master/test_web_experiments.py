@@ -97,17 +97,19 @@ def test_a_row_shows_every_column(app: Flask, client: FlaskClient) -> None:
                   progress=0.425, values=[0.5, 0.25, None])
     html = page(client, "/")
     row = row_of(html, exp_id)
-    assert (f'<td><a href="/experiments/{exp_id}">{exp_id}</a></td>'
-            f'<td class="name"><a href="/experiments/{exp_id}">mnist</a></td>') in row
+    assert (f'<td data-col="id"><a href="/experiments/{exp_id}">{exp_id}</a></td>'
+            f'<td class="name" data-col="name"><a href="/experiments/{exp_id}">mnist</a></td>'
+            ) in row
     assert '<span class="state state-PAUSED" title="PAUSED">Paused</span>' in row
-    assert "<td>ann</td>" in row and 'data-state="PAUSED"' in row
+    assert '<td data-col="owner">ann</td>' in row and 'data-state="PAUSED"' in row
     assert 'aria-valuenow="43"><span style="width: 43%"></span></span> 43%</td>' in row
     assert ">loss 0.25</td>" in row and "smaller is better" in row
-    assert "<td>3</td>" in row  # trials, with or without a validation
+    assert '<td data-col="trials">3</td>' in row  # trials, with or without a validation
     assert ('<a class="label-tag" href="/?label=cnn">cnn</a>'
             '<a class="label-tag" href="/?label=big">big</a>') in row
-    assert re.search(r'<td><time datetime="20[^"]*Z" title="[^"]*">'
-                     r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC</time></td><td>—</td></tr>$", row)
+    assert re.search(r'<td data-col="start"><time datetime="20[^"]*Z" title="[^"]*">'
+                     r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC</time></td>"
+                     r'<td data-col="end">—</td></tr>$', row)
     assert 'http-equiv="refresh"' not in html
     assert re.search(r'<script src="/static/experiments\.js\?v=[0-9a-f]{12}" defer></script>', html)
 
@@ -134,7 +136,7 @@ def test_names_owners_and_labels_are_escaped(app: Flask, client: FlaskClient) ->
     html = page(client, "/?label=" + quote(NASTY))
     row = row_of(html, exp_id)
     assert f'<a href="/experiments/{exp_id}">{ESCAPED}</a></td>' in row
-    assert "<td>o&#39;neil</td>" in row
+    assert '<td data-col="owner">o&#39;neil</td>' in row
     assert (f'<a class="label-tag" href="/?label=%3Cb%3Ex%3C%2Fb%3E%26%22%27">{ESCAPED}</a>'
             in row)
     assert NASTY not in html
@@ -175,7 +177,7 @@ def test_no_best_metric_is_null_and_an_empty_cell(app: Flask, client: FlaskClien
     exp_id = seed(app, **fields)
     assert api(client)["experiments"][0]["best_metric"] is None
     row = row_of(page(client, "/"), exp_id)
-    assert "data-best-trial" not in row and "</span> 0%</td><td>—</td>" in row
+    assert "data-best-trial" not in row and '</span> 0%</td><td data-col="best">—</td>' in row
 
 
 def test_best_metric_ignores_other_metrics_and_non_numbers(app: Flask,
