@@ -64,7 +64,7 @@ from sqlalchemy import insert  # noqa: E402
 from hpcdet.dispatcher.slurm.backend import SlurmBackend  # noqa: E402
 from hpcdet.master.app import create_app  # noqa: E402
 from hpcdet.master.db import migrate, session_scope  # noqa: E402
-from hpcdet.master.models import Experiment, Metric, Trial  # noqa: E402
+from hpcdet.master.models import CommandTask, Experiment, Metric, Trial  # noqa: E402
 from hpcdet.master.settings.core import MasterSettings, ResourceManagerSettings  # noqa: E402
 
 USER = "alice"
@@ -74,12 +74,12 @@ AT = dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.timezone.utc)
 CONFIG: dict[str, Any] = {"name": "weight", "searcher": {
     "name": "random", "metric": "validation_loss", "smaller_is_better": True, "max_trials": 6},
     "hyperparameters": {"lr": {"type": "log", "base": 10, "minval": -4, "maxval": -1}}}
-POLLS = ("/api/v1/experiments?limit=50", "/api/v1/experiments/{exp}/trials",
-         "/api/v1/trials/{trial}/logs?tail=200")
+POLLS = ("/api/v1/experiments?limit=50", "/api/v1/experiments/{exp_id}/trials",
+         "/api/v1/trials/{trial_id}/logs?tail=200")
 
 
-def seed(app: Flask) -> tuple[int, int]:
-    """The site (module doc); the search's id and its first trial's."""
+def seed(app: Flask) -> dict[str, str]:
+    """The site (module doc) and a command that ended; the ids the pages' URLs take."""
     with session_scope(app.config["HPCDET_SESSION_FACTORY"]) as session:
         ids = []
         for i in range(12):
@@ -103,12 +103,18 @@ def seed(app: Flask) -> tuple[int, int]:
              "value": 1.0 / step, "reported_at": AT + dt.timedelta(seconds=step)}
             for t in trials for step in range(10, 1010, 10)
             for group, name in (("validation", "validation_loss"), ("training", "loss"))])
-    return ids[0], trials[0]
+        task = CommandTask(owner=USER, name="weight-command", state="COMPLETED", job_id=None,
+                           job_dir="/tmp", cwd="/tmp", workdir="/tmp", output_pattern="out",
+                           kind="command", ended_at=AT, exit_code=0)
+        session.add(task)
+        session.flush()
+        return {"exp_id": str(ids[0]), "trial_id": str(trials[0]), "task_id": str(task.id),
+                "identifier": "weight-model"}
 
 
-def pages(app: Flask, exp: int, trial: int) -> dict[str, str]:
-    """Every GET page of the web blueprint (no download, no sign-in token), by path."""
-    fill = {"exp_id": str(exp), "trial_id": str(trial), "identifier": "weight-model"}
+def pages(app: Flask, fill: dict[str, str]) -> dict[str, str]:
+    """Every GET page of the web blueprint (no download, no sign-in token), by path; ``fill``
+    gives the ids its URLs take."""
     found = {}
     for rule in app.url_map.iter_rules():
         if not rule.endpoint.startswith("web.") or "GET" not in (rule.methods or ()):
@@ -189,17 +195,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                          backend=SlurmBackend())
         app.config["TESTING"] = True
         try:
-            exp, trial = seed(app)
+            ids = seed(app)
             client = app.test_client()
             client.post("/api/v1/models", json={"name": "weight-model"}, headers=ACCEPT)
             rows = []
-            for name, path in pages(app, exp, trial).items():
+            for name, path in pages(app, ids).items():
                 browser = Browser(client)
                 first = visit(browser, path)
                 warm = visit(browser, path)
                 rows.append({"page": name, "path": path, "first": first, "warm": warm})
-            polls = {p.format(exp=exp, trial=trial): poll_cost(client, p.format(
-                exp=exp, trial=trial)) for p in POLLS}
+            polls = {p.format(**ids): poll_cost(client, p.format(**ids)) for p in POLLS}
         finally:
             app.config["HPCDET_ENGINE"].dispose()
     return {"source": str(SOURCE), "pages": rows, "polls": polls, "target_met": True}
