@@ -62,7 +62,7 @@ def test_headers_link_to_their_sort_and_flip_the_current_one(app: Flask,
                                                             client: FlaskClient) -> None:
     seed_names(app)
     html = page(client, "/?sort=name&order=asc&name=b")
-    assert ('<th aria-sort="ascending"><a class="sort" '
+    assert ('<th data-col="name" aria-sort="ascending"><a class="sort" '
             'href="/?name=b&amp;sort=name&amp;order=desc"') in html
     assert 'href="/?name=b&amp;sort=best&amp;order=desc" data-sort="best"' in html
     assert 'href="/?name=b" data-sort="id"' in html  # the default order: no parameters
