@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from hpcdet.dispatcher.base import (
@@ -183,23 +183,9 @@ class SlurmBackend(SlurmClusterMixin, ScriptBackend):
 
     def _statuses(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         """The queue (one ``squeue``, or pyslurm's job table), then accounting (at most one
-        ``sacct``) for the rest and for the jobs the queue shows ``CANCELLED``: only
-        accounting says who cancelled a job (``CANCELLED by <uid>``, the failure summary's
-        "cancelled by <user>"), kept as the native state when it says so. Poll reads exit
-        files for jobs neither knows."""
-        found = self.status_reader.in_queue(job_ids)
-        unknown = [job_id for job_id in job_ids if job_id not in found]
-        cancelled = [job_id for job_id, status in found.items()
-                     if status.native_state == "CANCELLED"]
-        if not unknown and not cancelled:
-            return found
-        accounted = self.status_reader.in_accounting([*unknown, *cancelled])
-        found.update({job_id: accounted[job_id] for job_id in unknown if job_id in accounted})
-        for job_id in cancelled:
-            who = accounted.get(job_id)
-            if who is not None and who.native_state.startswith("CANCELLED by "):
-                found[job_id] = replace(found[job_id], native_state=who.native_state)
-        return found
+        ``sacct``): :func:`with_accounting`. Poll reads exit files for jobs neither knows."""
+        return with_accounting(self.status_reader.in_queue(job_ids), job_ids,
+                               self.status_reader.in_accounting)
 
     def startup_problem(self) -> str | None:
         return self.status_reader.problem()
@@ -440,3 +426,23 @@ def make_status_reader(api: str, commands: SlurmCommands) -> StatusReader:
         # Accounting stays sacct's: pyslurm.db folds exit codes above 128 (docs/admin/slurm.md).
         return PyslurmStatusReader(accounting=cli.in_accounting, commands=commands)
     raise ValueError(f"slurm_api must be one of {SLURM_APIS}, not {api!r}")
+
+
+def with_accounting(found: dict[str, JobStatus], job_ids: Sequence[str],
+                    accounting: Callable[[list[str]], dict[str, JobStatus]]
+                    ) -> dict[str, JobStatus]:
+    """``found`` (what the controller knows) completed by ONE accounting read: the jobs it
+    forgot, and the jobs it shows ``CANCELLED``, since only accounting says who cancelled a
+    job (``CANCELLED by <uid>``, the failure summary's "cancelled by <user>"), kept as the
+    native state when it says so. The CLI's, pyslurm's and slurmrestd's readers share it."""
+    unknown = [job_id for job_id in job_ids if job_id not in found]
+    cancelled = [job_id for job_id, status in found.items() if status.native_state == "CANCELLED"]
+    if not unknown and not cancelled:
+        return found
+    accounted = accounting([*unknown, *cancelled])
+    found.update({job_id: accounted[job_id] for job_id in unknown if job_id in accounted})
+    for job_id in cancelled:
+        who = accounted.get(job_id)
+        if who is not None and who.native_state.startswith("CANCELLED by "):
+            found[job_id] = replace(found[job_id], native_state=who.native_state)
+    return found

@@ -17,8 +17,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from hpcdet.master import db
 from hpcdet.master.backups.manifest import BackupError, written_whole
-from hpcdet.master.db import LOCK_TIMEOUT_SECONDS, DatabaseBusyError, other_sessions
 
 # URL query parameters libpq reads from the environment; any other is refused by name.
 _QUERY_ENV = {"host": "PGHOST", "port": "PGPORT", "sslmode": "PGSSLMODE",
@@ -108,7 +108,7 @@ def restore_postgres(dump: Path, url: str, drop: list[str]) -> None:
     old contents, with --force) are dropped and the dump's are created and filled, or,
     on any error, nothing changes."""
     env = libpq_env(url)
-    prefix = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_SECONDS}s';\n"
+    prefix = f"SET LOCAL lock_timeout = '{db.LOCK_TIMEOUT_SECONDS}s';\n"
     prefix += "".join(f'DROP TABLE IF EXISTS "{_ident(name)}" CASCADE;\n' for name in drop)
     restore = subprocess.Popen(
         [tool("pg_restore"), "--no-owner", "--no-privileges", "--file=-", str(dump)],
@@ -135,7 +135,7 @@ def restore_postgres(dump: Path, url: str, drop: list[str]) -> None:
         raise BackupError(f"pg_restore of {dump} exited with {restore.returncode}: "
                           f"{restore_err.decode(errors='replace').strip()} (nothing restored)")
     if psql.returncode != 0 and b"lock timeout" in psql_err:
-        raise BackupError(str(DatabaseBusyError("the restore", other_sessions(url))))
+        raise BackupError(str(db.DatabaseBusyError("the restore", db.other_sessions(url))))
     if psql.returncode != 0:
         raise BackupError(f"psql exited with {psql.returncode}: "
                           f"{psql_err.decode(errors='replace').strip()} (nothing restored)")

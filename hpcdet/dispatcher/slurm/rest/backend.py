@@ -56,6 +56,7 @@ from hpcdet.dispatcher.slurm.backend import (
     SlurmBackend,
     helper_submit_args,
     newest_by_name,
+    with_accounting,
 )
 from hpcdet.dispatcher.slurm.queue import queue_order, update_argv
 from hpcdet.dispatcher.slurm.rest import records
@@ -124,14 +125,12 @@ class RestSlurmBackend(SlurmBackend):
             return self._jobs
 
     def _statuses(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
-        """The controller's jobs (one request), then accounting for the ids it forgot."""
+        """The controller's jobs (one request), then one accounting request for the ids it
+        forgot and for who cancelled the cancelled ones (:func:`with_accounting`)."""
         wanted = set(job_ids)
         found = {job_id: status for job_id, status
                  in records.job_statuses(self.controller_jobs()).items() if job_id in wanted}
-        unknown = [job_id for job_id in job_ids if job_id not in found]
-        if unknown:
-            found.update(self._accounting(unknown))
-        return found
+        return with_accounting(found, job_ids, self._accounting)
 
     def _accounting(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         """One slurmdb request for ``job_ids`` (an array task asked for by its array's id,
