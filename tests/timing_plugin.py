@@ -204,6 +204,16 @@ def slurm_duration(text: str) -> float:
         return 0.0
 
 
+FAILURE_LINES = 40
+
+
+def failure_tail(report: pytest.TestReport) -> str:
+    """The last lines of a failure's report: where CI shows only the end of its log, the
+    run's report (scripts/test-report) ends with these."""
+    lines = report.longreprtext.splitlines()
+    return "\n".join(lines[-FAILURE_LINES:])
+
+
 class Collector:
     """In the controller (or the only process): gathers the records and writes them."""
 
@@ -219,6 +229,7 @@ class Collector:
                                                      "outcome": "passed"})
         if report.failed:
             test["outcome"] = "failed" if report.when == "call" else "error"
+            test["failure"] = failure_tail(report)
         elif report.skipped and test["outcome"] == "passed":
             test["outcome"] = "skipped"
         for name, value in report.user_properties:

@@ -73,6 +73,9 @@ def test_the_report_tables_tiers_setup_and_the_costliest_tests(tmp_path: Path) -
     assert [step["step"] for step in merged["setup"]] == ["virtual environment", "OpenPBS build"]
     assert [tier["tier"] for tier in merged["tiers"]] == ["sample"]
     assert merged["setup_wall_s"] == 13.1
+    # The report ends with what failed and the end of its report (CI keeps the log's end).
+    failed = lines.index("FAILED [sample] test_sample.py::test_fails")
+    assert "assert False" in "\n".join(lines[failed:]) and failed > costly
 
 
 def test_slurm_durations() -> None:
