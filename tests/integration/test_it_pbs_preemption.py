@@ -14,7 +14,10 @@ exit reason; the master adopts the requeue as an interruption (not a restart:
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from it_helpers import REPO, wait_for
@@ -71,7 +74,10 @@ def test_an_express_job_preempts_a_trial_which_resumes_and_completes(
         exp = ended(master, exp_id, timeout=300)
         detail = trial_of(master, trial_id)
         entries = logs(master, trial_id)
-        reasons = list(master.job_root.rglob(f"exit-reason-{job_id}.*"))
+        # os.walk, not rglob: the checkpoint GC of the ended experiment prunes jobs/ckpt
+        # meanwhile, and rglob raises on a directory gone mid-walk (CI saw it).
+        reasons = [Path(top, name) for top, _, names in os.walk(master.job_root)
+                   for name in fnmatch.filter(names, f"exit-reason-{job_id}.*")]
         validation = metrics(master, trial_id, "validation")
     trial = detail["trial"]
     assert exp["experiment"]["state"] == "COMPLETED"
