@@ -332,7 +332,10 @@ def test_slurmctld_restart_while_the_trial_runs(master: LiveMaster, tmp_path: Pa
     gate = tmp_path / "gate"
     exp_id, trial_id = create(master, tmp_path, _config("ctld-restart", gate=gate))
     wait_for_epochs(master, trial_id, 1)
-    subprocess.run(["pkill", "-TERM", "-x", "slurmctld"], check=True)
+    # This version's controller only (as scripts/dev-cluster finds it): a plain
+    # `pkill -x slurmctld` also stopped the 22.05 cluster's, which `up` here does not restart.
+    conf = master.env["SLURM_CONF"].replace(".", r"\.")
+    subprocess.run(["pkill", "-TERM", "-f", f"^[^ ]*slurmctld -f {conf}$"], check=True)
     open_gate(gate)
     time.sleep(6)  # the master's polls fail meanwhile; the trial keeps training
     dev_cluster("up")
